@@ -1,0 +1,219 @@
+"""Command line: ``python -m bench {run,list,table,plot,show}``.
+
+Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from bench import tracking
+from bench.budget import DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
+from bench.grid import GridError, GridSpec, expand, parse_seeds, split_names
+from bench.hyperparams import PROFILES, HyperParameterError, parse_overrides
+from bench.ledger import CALIBRATORS, format_ledger
+from bench.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+from bench.tables import FORMATS, TableError
+
+DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
+
+USAGE_ERRORS = (BudgetError, RegistryError, GridError, HyperParameterError, TableError)
+
+EPILOG = """examples:
+  python -m bench run --methods real,dp-merf --datasets gmm2d --eps 1 --seeds 0-4
+  python -m bench run --methods dp-merf --datasets gmm2d --eps 0.3,1,3 --profile smoke --jobs 2
+  python -m bench table --experiment dpbench --format md --out results/gmm2d_nll.md
+  python -m bench plot --experiment dpbench --metric nll.mean --out results/plots
+  python -m bench show <RUN_ID>
+
+Runs are logged to MLflow: ./mlflow.db unless MLFLOW_TRACKING_URI is set.
+"""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark differentially private data generators: run grids, print tables and plots.",
+        epilog=EPILOG,
+        formatter_class=_Formatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run a grid of method × dataset × ε × seed and log each cell to MLflow",
+        description="Expand method × dataset × ε × seed into cells; run each (fit, sample, evaluate) "
+        "and log it as one MLflow run. Cells that already finished are skipped (resume).",
+        formatter_class=_Formatter,
+    )
+    run.add_argument("--methods", required=True, help="comma-separated method names (see `list methods`)")
+    run.add_argument("--datasets", required=True, help="comma-separated dataset names (see `list datasets`)")
+    run.add_argument("--eps", default="1", help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise)")
+    run.add_argument(
+        "--delta", default=f"{DEFAULT_DELTA:g}", help="δ target, or 'auto' for 1/(10·n_train) per dataset"
+    )
+    run.add_argument("--seeds", default="0", help="seeds, e.g. 0-4 or 0,3")
+    run.add_argument("--evaluators", help="comma-separated evaluators (default: every applicable one)")
+    run.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE",
+        help="override a hyperparameter; repeatable, e.g. --set dp-merf.n_features=1000",
+    )
+    run.add_argument("--profile", default="paper", choices=PROFILES, help="paper settings, or smoke (seconds)")
+    run.add_argument(
+        "--calibrator", default="tight", choices=CALIBRATORS,
+        help="noise calibration: tight (exact Gaussian) or paper (the seeds' RDP calibrator)",
+    )
+    run.add_argument("--jobs", type=int, default=1, help="cells run in parallel worker processes")
+    run.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
+    run.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    run.add_argument(
+        "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
+        help=f"folder with the dataset files (default: ${DATA_DIR_VARIABLE})",
+    )
+    run.add_argument("--rerun", action="store_true", help="run cells again even if they already finished")
+    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    listing = commands.add_parser("list", help="list registered methods, datasets and evaluators")
+    listing.add_argument("what", nargs="?", choices=("methods", "datasets", "evaluators"), help="only this kind")
+
+    table = commands.add_parser(
+        "table", help="print results tables (mean ± std over seeds) regenerated from MLflow",
+        formatter_class=_Formatter,
+    )
+    table.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    table.add_argument(
+        "--metric", action="append", help="metric to tabulate, repeatable (default: every evaluator metric)"
+    )
+    table.add_argument("--format", default="md", choices=FORMATS, help="output format")
+    table.add_argument("--out", type=Path, help="also write the table to this file")
+
+    plot = commands.add_parser(
+        "plot", help="draw privacy–utility curves (metric vs ε) as PNG files", formatter_class=_Formatter
+    )
+    plot.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    plot.add_argument("--metric", required=True, help="metric to plot, e.g. nll.mean")
+    plot.add_argument("--out", type=Path, default=Path("results/plots"), help="output folder")
+
+    show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
+    show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
+    return parser
+
+
+def command_run(args: argparse.Namespace) -> int:
+    from bench.runner import run_grid
+
+    epsilons = parse_epsilons(args.eps)
+    delta = DeltaChoice.parse(args.delta)
+    if args.jobs < 1:
+        raise GridError("--jobs must be at least 1")
+    if args.timeout is not None and args.timeout <= 0:
+        raise GridError("--timeout must be a positive number of seconds")
+    if args.data_dir and not Path(args.data_dir).is_dir():
+        raise GridError(f"--data-dir {args.data_dir} is not a folder; point it at the dataset files")
+    methods = split_names(args.methods)
+    spec = GridSpec(
+        methods=methods,
+        datasets=split_names(args.datasets),
+        epsilons=epsilons,
+        seeds=parse_seeds(args.seeds),
+        delta=str(delta),
+        evaluators=split_names(args.evaluators) if args.evaluators else None,
+        profile=args.profile,
+        calibrator=args.calibrator,
+        overrides=parse_overrides(args.overrides, methods),
+        device=args.device,
+        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
+    )
+    cells, notes = expand(spec)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{len(cells)} cells → experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
+    report = run_grid(cells, args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def command_list(args: argparse.Namespace) -> int:
+    sections = {
+        "methods": [(m.name, f"{'private' if m.private else 'non-private'}; "
+                     f"{','.join(sorted(k.value for k in m.data_kinds))}; {m.description}") for m in METHODS],
+        "datasets": [(d.name, f"{d.kind.value}; {d.description}") for d in DATASETS],
+        "evaluators": [(e.name, f"{','.join(sorted(k.value for k in e.data_kinds))}; {e.description}") for e in EVALUATORS],
+    }
+    for section, rows in sections.items():
+        if args.what and args.what != section:
+            continue
+        print(f"{section}:")
+        width = max((len(name) for name, _ in rows), default=0)
+        for name, text in rows:
+            print(f"  {name:<{width}}  {text}")
+    return 0
+
+
+def command_table(args: argparse.Namespace) -> int:
+    from bench.tables import render_all
+
+    text = render_all(args.experiment, args.metric, args.format)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+        print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def command_plot(args: argparse.Namespace) -> int:
+    from bench.plots import plot_experiment
+
+    for path in plot_experiment(args.experiment, args.metric, args.out):
+        print(path)
+    return 0
+
+
+def command_show(args: argparse.Namespace) -> int:
+    from mlflow.exceptions import MlflowException
+
+    mlflow_client = tracking.client()
+    try:
+        run = mlflow_client.get_run(args.run_id)
+    except MlflowException:
+        raise TableError(f"no run {args.run_id!r} in {tracking.tracking_uri()}") from None
+    print(f"run {run.info.run_id}: {run.data.tags.get('cell', '')}  [{run.info.status}]")
+    if "error" in run.data.tags:
+        print(f"error: {run.data.tags['error']}")
+    print("\nprivacy ledger:")
+    try:
+        print(format_ledger(tracking.load_ledger(mlflow_client, args.run_id)))
+    except (MlflowException, OSError):
+        print("  (no ledger: the cell failed before its method started)")
+    print("\nparameters:")
+    for key in sorted(run.data.params):
+        print(f"  {key} = {run.data.params[key]}")
+    print("\nmetrics:")
+    for key in sorted(run.data.metrics):
+        value = run.data.metrics[key]
+        print(f"  {key} = {value:.6g}" if math.isfinite(value) else f"  {key} = {value}")
+    return 0
+
+
+COMMANDS = {"run": command_run, "list": command_list, "table": command_table, "plot": command_plot, "show": command_show}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.filterwarnings("ignore", module="mlflow")
+    try:
+        return COMMANDS[args.command](args)
+    except USAGE_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

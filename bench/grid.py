@@ -1,0 +1,145 @@
+"""Expanding ``--methods × --datasets × --eps × --seeds`` into cells, each with a stable key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bench.hyperparams import HyperParameterError, ResolvedParams
+from bench.registry import DATASETS, EVALUATORS, METHODS
+
+
+class GridError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (method, dataset, ε, seed) run with everything needed to reproduce it."""
+
+    method: str
+    dataset: str
+    epsilon: float  # inf for a non-private method or a non-private run of a private one
+    delta: str  # "auto" or a number; resolved against n_train in the worker
+    seed: int
+    params: dict[str, Any]
+    param_sources: dict[str, str]
+    evaluators: tuple[str, ...]
+    profile: str
+    calibrator: str
+    device: str = "cpu"
+    data_dir: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Hash of what determines the result (not where it runs or where the data lies)."""
+        identity = {
+            "method": self.method,
+            "dataset": self.dataset,
+            "epsilon": "inf" if math.isinf(self.epsilon) else repr(float(self.epsilon)),
+            "delta": self.delta,
+            "seed": self.seed,
+            "params": self.params,
+            "evaluators": list(self.evaluators),
+            "calibrator": self.calibrator,
+        }
+        blob = json.dumps(identity, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:20]
+
+    @property
+    def label(self) -> str:
+        eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:g}"
+        return f"{self.method}/{self.dataset}/ε={eps}/seed={self.seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` or ``0,2,5`` or ``1-3,7``."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            if dash:
+                seeds.extend(range(int(first), int(last) + 1))
+            else:
+                seeds.append(int(first))
+        except ValueError:
+            raise GridError(f"--seeds {text!r}: expected e.g. 0-4 or 0,1,2") from None
+    if not seeds or min(seeds) < 0:
+        raise GridError(f"--seeds {text!r}: expected non-negative integers, e.g. 0-4")
+    return sorted(set(seeds))
+
+
+def split_names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise GridError("an empty list of names was given")
+    return names
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    methods: list[str]
+    datasets: list[str]
+    epsilons: list[float]
+    seeds: list[int]
+    delta: str = "1e-05"
+    evaluators: list[str] | None = None  # None: every applicable evaluator
+    profile: str = "paper"
+    calibrator: str = "tight"
+    overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+    device: str = "cpu"
+    data_dir: str | None = None
+
+
+def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
+    """The grid's cells and notes on skipped combinations. Unknown names raise RegistryError."""
+    methods = [METHODS.get(name) for name in spec.methods]
+    datasets = [DATASETS.get(name) for name in spec.datasets]
+    chosen_evaluators = [EVALUATORS.get(name) for name in spec.evaluators] if spec.evaluators else list(EVALUATORS)
+    cells: list[Cell] = []
+    notes: list[str] = []
+    for method in methods:
+        for dataset in datasets:
+            if dataset.kind not in method.data_kinds:
+                notes.append(f"skipped {method.name} on {dataset.name}: it does not support {dataset.kind.value} data")
+                continue
+            evaluators = tuple(
+                e.name for e in chosen_evaluators if dataset.kind in e.data_kinds and e.applies_to(dataset.schema)
+            )
+            if spec.evaluators:
+                for name in sorted(set(spec.evaluators) - set(evaluators)):
+                    notes.append(f"evaluator {name} does not apply to {dataset.name}")
+            try:
+                resolved: ResolvedParams = method.hyperparameters.resolve(
+                    dataset.name, spec.profile, spec.overrides.get(method.name)
+                )
+            except HyperParameterError as error:
+                raise GridError(f"{method.name}: {error}") from None
+            epsilons = spec.epsilons if method.private else [math.inf]
+            for epsilon in epsilons:
+                for seed in spec.seeds:
+                    cells.append(
+                        Cell(
+                            method=method.name,
+                            dataset=dataset.name,
+                            epsilon=epsilon,
+                            delta=spec.delta if method.private and math.isfinite(epsilon) else "none",
+                            seed=seed,
+                            params=dict(resolved.values),
+                            param_sources=dict(resolved.sources),
+                            evaluators=evaluators,
+                            profile=spec.profile,
+                            calibrator=spec.calibrator,
+                            device=spec.device,
+                            data_dir=spec.data_dir,
+                        )
+                    )
+    if not cells:
+        raise GridError("the grid is empty: " + ("; ".join(notes) or "no method supports these datasets"))
+    return cells, notes

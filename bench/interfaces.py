@@ -1,0 +1,205 @@
+"""The three contracts of the harness: datasets, method adapters and evaluators.
+
+Everything the runner touches goes through these types, so a new method, dataset or evaluator
+only has to satisfy one of the Protocols below and register itself (see ``bench.registry``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+import torch
+
+from bench.budget import PrivacyBudget
+from bench.hyperparams import HyperParameters
+from bench.ledger import PrivacyLedger
+
+
+class DataKind(str, enum.Enum):
+    """What shape of data a dataset holds; methods and evaluators declare which they support."""
+
+    TWO_D = "2d"
+    TABULAR = "tabular"
+    IMAGE = "image"
+
+
+class ColumnKind(str, enum.Enum):
+    NUMERICAL = "numerical"
+    ORDINAL = "ordinal"
+    CATEGORICAL = "categorical"
+    BINARY = "binary"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One feature column. ``bounds`` and ``categories`` must come from public documentation,
+    never from the private rows, because encoders and feature maps rely on them."""
+
+    name: str
+    kind: ColumnKind
+    bounds: tuple[float, float] | None = None
+    categories: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PublicFact:
+    """A data-dependent fact that methods may use without paying privacy budget.
+
+    ``why`` states where the fact comes from (documentation, the generating process), so the
+    ledger can show a reader why it is not charged.
+    """
+
+    name: str
+    value: Any
+    why: str
+
+
+@runtime_checkable
+class LabelledDensity(Protocol):
+    """A known generating density p(x, y), offered by synthetic datasets such as ``gmm2d``."""
+
+    def log_prob(self, x: np.ndarray, y: np.ndarray) -> np.ndarray: ...
+
+    def log_prob_paper(self, x: np.ndarray, y: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Schema:
+    columns: tuple[Column, ...]
+    label: str
+    classes: tuple[str, ...]
+    public_facts: tuple[PublicFact, ...] = ()
+    true_density: LabelledDensity | None = None
+
+    @property
+    def n_features(self) -> int:
+        return len(self.columns)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def public_fact(self, name: str) -> PublicFact | None:
+        return next((fact for fact in self.public_facts if fact.name == name), None)
+
+
+@dataclass
+class LabelledData:
+    """Features ``x`` (n × d float32, columns as in ``schema``) and integer labels ``y`` (n,)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    schema: Schema
+
+    def __post_init__(self) -> None:
+        if self.x.ndim != 2 or self.x.shape[1] != self.schema.n_features:
+            raise ValueError(
+                f"features have shape {self.x.shape}, but the schema has "
+                f"{self.schema.n_features} columns; fix the loader or the sampler"
+            )
+        if self.y.shape != (self.x.shape[0],):
+            raise ValueError(f"labels have shape {self.y.shape}; expected ({self.x.shape[0]},)")
+        if not np.isfinite(self.x).all():
+            raise ValueError("features contain NaN or infinite values; impute or drop them first")
+        if len(self.y) and (self.y.min() < 0 or self.y.max() >= self.schema.n_classes):
+            raise ValueError(f"labels must lie in 0..{self.schema.n_classes - 1}")
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    def class_counts(self) -> np.ndarray:
+        return np.bincount(self.y, minlength=self.schema.n_classes)
+
+
+@dataclass
+class Split:
+    train: LabelledData
+    test: LabelledData
+
+
+class Dataset(Protocol):
+    """A registered dataset: its schema is public; its rows are private."""
+
+    name: str
+    description: str
+    kind: DataKind
+    schema: Schema
+
+    def load(self, data_dir: Path | None, seed: int) -> Split:
+        """Read local files (or generate) and return the seed's train/test split."""
+        ...
+
+
+class FittedModel(Protocol):
+    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
+        """Draw ``n`` synthetic rows in the training data's schema. With ``labels`` given
+        (length n), generate conditionally on them."""
+        ...
+
+
+@dataclass(frozen=True)
+class FitContext:
+    """What a method gets besides the data: the budget, the ledger it must record every
+    release in, its resolved hyperparameters, the seed, the torch device, and a callback
+    ``progress(done, total)`` for long loops."""
+
+    budget: PrivacyBudget
+    ledger: PrivacyLedger
+    params: Mapping[str, Any]
+    seed: int
+    device: torch.device
+    progress: Callable[[int, int], None] = field(default=lambda done, total: None)
+
+
+class MethodAdapter(Protocol):
+    name: str
+    description: str
+    data_kinds: frozenset[DataKind]
+    private: bool
+    hyperparameters: HyperParameters
+
+    def fit(self, train: LabelledData, context: FitContext) -> FittedModel: ...
+
+
+class Direction(str, enum.Enum):
+    HIGHER = "higher"
+    LOWER = "lower"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    direction: Direction
+    description: str
+
+
+class Evaluator(Protocol):
+    name: str
+    description: str
+    data_kinds: frozenset[DataKind]
+    metrics: Mapping[str, MetricSpec]
+
+    def applies_to(self, schema: Schema) -> bool:
+        """Whether this evaluator can score data of this schema (beyond its data kind)."""
+        ...
+
+    def evaluate(
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData
+    ) -> dict[str, float]:
+        """Return a value for every name in ``metrics``."""
+        ...
+
+
+def metric_key(evaluator_name: str, metric: str) -> str:
+    """The name a metric is logged under: ``<evaluator>.<metric>``."""
+    return f"{evaluator_name}.{metric}"
+
+
+def check_same_schema(synthetic: LabelledData, reference: Sequence[LabelledData] | LabelledData) -> None:
+    references = [reference] if isinstance(reference, LabelledData) else list(reference)
+    for ref in references:
+        if synthetic.schema.columns != ref.schema.columns or synthetic.schema.classes != ref.schema.classes:
+            raise ValueError("synthetic data does not have the real data's schema")

@@ -1,0 +1,240 @@
+"""The run's privacy ledger: every release of private information, composed by an accountant.
+
+A method never adds noise on its own authority. It asks the ledger for a noise multiplier
+(``calibrate_gaussian``), adds the noise, and records the release (``record``). The ledger
+composes all releases; a release that would take the run past its target is refused with
+``PrivacyBudgetExceeded``, so an overspending run is an error, not a result. Data-dependent
+facts a method uses for free must be public (declared by the dataset schema) and are listed
+with ``use_public_fact``.
+
+Two calibrators:
+
+* ``tight`` (default): Gaussian releases on the full data compose exactly into one Gaussian
+  mechanism with noise multiplier (Σ σᵢ⁻²)^(-1/2), whose (ε, δ) curve is the analytic one of
+  Balle & Wang (2018), evaluated with autodp's ``ExactGaussianMechanism``. One release at
+  (1, 1e-5) needs σ = 3.73.
+* ``paper``: the seeds' ``autodp.privacy_calibrator.gaussian_mech`` (RDP of k Gaussians and the
+  classical RDP → (ε, δ) conversion), σ = 4.90 for the same release; accounted with autodp's RDP
+  accountant, as the seeds' code does (seed-dpmerf.md §2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+# autodp quirk: importing privacy_calibrator first fails on a circular import.
+from autodp import rdp_acct  # noqa: F401  (must precede the next imports)
+from autodp import privacy_calibrator, rdp_bank
+from autodp.mechanism_zoo import ExactGaussianMechanism
+
+from bench.budget import PrivacyBudget
+
+Calibrator = Literal["tight", "paper"]
+CALIBRATORS: tuple[str, ...] = ("tight", "paper")
+NEIGHBOURING = "replace-one"  # the seeds' relation (seed-dpmerf.md §2, seed-dphp.md §2.1)
+_SLACK = 1e-9  # relative tolerance on ε for floating-point round-off
+
+
+class PrivacyBudgetExceeded(RuntimeError):
+    """A release would take the run past its (ε, δ) target."""
+
+
+@dataclass(frozen=True)
+class GaussianRelease:
+    """``compositions`` releases of a statistic with L2 ``sensitivity`` (replace-one), each with
+    Gaussian noise of standard deviation ``noise_multiplier × sensitivity``."""
+
+    what: str
+    sensitivity: float
+    noise_multiplier: float
+    compositions: int = 1
+    mechanism: str = "gaussian"
+    neighbouring: str = NEIGHBOURING
+
+    def __post_init__(self) -> None:
+        if self.sensitivity <= 0 or not math.isfinite(self.sensitivity):
+            raise ValueError(f"sensitivity of {self.what!r} must be finite and > 0")
+        if self.noise_multiplier < 0:
+            raise ValueError(f"noise multiplier of {self.what!r} must be >= 0")
+        if self.compositions < 1:
+            raise ValueError(f"compositions of {self.what!r} must be >= 1")
+
+    @property
+    def noise_std(self) -> float:
+        return self.noise_multiplier * self.sensitivity
+
+
+@dataclass(frozen=True)
+class PublicFactUse:
+    name: str
+    value: Any
+    why: str
+
+
+def _effective_gaussian_multiplier(releases: list[GaussianRelease]) -> float:
+    """Noise multiplier of the single Gaussian mechanism equivalent to all ``releases``."""
+    if any(r.noise_multiplier == 0 for r in releases):
+        return 0.0
+    precision = sum(r.compositions / r.noise_multiplier**2 for r in releases)
+    return math.inf if precision == 0 else 1.0 / math.sqrt(precision)
+
+
+def exact_gaussian_epsilon(noise_multiplier: float, delta: float) -> float:
+    """ε at δ of one Gaussian mechanism with this noise multiplier (analytic, tight)."""
+    if math.isinf(noise_multiplier):
+        return 0.0
+    if noise_multiplier == 0:
+        return math.inf
+    return float(ExactGaussianMechanism(noise_multiplier).get_approxDP(delta))
+
+
+def rdp_gaussian_epsilon(releases: list[GaussianRelease], delta: float) -> float:
+    """ε at δ of the releases composed with autodp's RDP accountant (the seeds' accounting)."""
+    if any(r.noise_multiplier == 0 for r in releases):
+        return math.inf
+    if not releases:
+        return 0.0
+    accountant = rdp_acct.anaRDPacct()
+    for r in releases:
+        accountant.compose_mechanism(
+            lambda alpha, s=r.noise_multiplier: rdp_bank.RDP_gaussian({"sigma": s}, alpha),
+            coeff=r.compositions,
+        )
+    return float(accountant.get_eps(delta))
+
+
+def _calibrate_tight(epsilon: float, delta: float, compositions: int) -> float:
+    """Smallest noise multiplier (to 1e-6 relative) for which ``compositions`` Gaussian releases
+    satisfy (ε, δ), found by bisection on the exact curve; rounded up, never down."""
+    low, high = 1e-3, 1.0
+    while exact_gaussian_epsilon(high / math.sqrt(compositions), delta) > epsilon:
+        low, high = high, high * 2
+    while (high - low) / high > 1e-7:
+        mid = 0.5 * (low + high)
+        if exact_gaussian_epsilon(mid / math.sqrt(compositions), delta) > epsilon:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def calibrate_gaussian_multiplier(
+    epsilon: float, delta: float, compositions: int, calibrator: Calibrator
+) -> float:
+    """Noise multiplier σ such that ``compositions`` full-data Gaussian releases, each with
+    noise std σ × sensitivity, are (ε, δ)-DP under the chosen calibrator."""
+    if math.isinf(epsilon):
+        return 0.0
+    if calibrator == "paper":
+        return float(privacy_calibrator.gaussian_mech(epsilon, delta, k=compositions)["sigma"])
+    return _calibrate_tight(epsilon, delta, compositions)
+
+
+@dataclass
+class PrivacyLedger:
+    budget: PrivacyBudget
+    calibrator: Calibrator = "tight"
+    releases: list[GaussianRelease] = field(default_factory=list)
+    public_facts: list[PublicFactUse] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.calibrator not in CALIBRATORS:
+            raise ValueError(f"unknown calibrator {self.calibrator!r}; choose one of {CALIBRATORS}")
+
+    @property
+    def accountant(self) -> str:
+        if self.calibrator == "paper":
+            return "autodp RDP (rdp_acct), RDP→(ε,δ) by autodp"
+        return "exact Gaussian composition, analytic Gaussian mechanism (autodp ExactGaussianMechanism)"
+
+    def calibrate_gaussian(
+        self, compositions: int = 1, epsilon: float | None = None, delta: float | None = None
+    ) -> float:
+        """Noise multiplier for ``compositions`` Gaussian releases at (ε, δ), by default the run's
+        whole target. Methods that split the budget pass their share."""
+        return calibrate_gaussian_multiplier(
+            self.budget.epsilon if epsilon is None else epsilon,
+            self.budget.delta if delta is None else delta,
+            compositions,
+            self.calibrator,
+        )
+
+    def epsilon_of(self, releases: list[GaussianRelease]) -> float:
+        """ε at the target δ of ``releases`` composed (inf for a non-private run's releases)."""
+        if not releases:
+            return 0.0
+        if not self.budget.is_private:
+            return math.inf
+        delta = self.budget.delta
+        if self.calibrator == "paper":
+            return rdp_gaussian_epsilon(releases, delta)
+        return exact_gaussian_epsilon(_effective_gaussian_multiplier(releases), delta)
+
+    def record(self, release: GaussianRelease) -> None:
+        """Add a release; refuse it if the composed total would exceed the target."""
+        if self.budget.is_private:
+            total = self.epsilon_of(self.releases + [release])
+            if total > self.budget.epsilon * (1 + _SLACK):
+                raise PrivacyBudgetExceeded(
+                    f"releasing {release.what!r} (σ = {release.noise_multiplier:.4g}) would spend "
+                    f"ε = {total:.4g} > target ε = {self.budget.epsilon:g} at δ = {self.budget.delta:g}"
+                )
+        self.releases.append(release)
+
+    def use_public_fact(self, name: str, value: Any, why: str) -> None:
+        self.public_facts.append(PublicFactUse(name, value, why))
+
+    @property
+    def epsilon_spent(self) -> float:
+        return self.epsilon_of(self.releases)
+
+    @property
+    def delta_spent(self) -> float:
+        return self.budget.delta if self.releases and self.budget.is_private else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        private_releases = [r for r in self.releases if r.noise_multiplier > 0]
+        return {
+            "target": {"epsilon": self.budget.epsilon, "delta": self.budget.delta},
+            "neighbouring": NEIGHBOURING,
+            "calibrator": self.calibrator,
+            "accountant": self.accountant,
+            "spent": {"epsilon": self.epsilon_spent, "delta": self.delta_spent},
+            "rdp_epsilon_for_comparison": (
+                rdp_gaussian_epsilon(private_releases, self.budget.delta)
+                if self.budget.is_private and private_releases
+                else None
+            ),
+            "releases": [asdict(r) | {"noise_std": r.noise_std} for r in self.releases],
+            "public_facts": [asdict(f) for f in self.public_facts],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=True)
+
+
+def format_ledger(ledger: dict[str, Any]) -> str:
+    """Human-readable ledger (from ``PrivacyLedger.to_dict`` or its JSON artifact)."""
+    target, spent = ledger["target"], ledger["spent"]
+    lines = [
+        f"target      ε = {target['epsilon']:g}, δ = {target['delta']:g}  ({ledger['neighbouring']})",
+        f"spent       ε = {spent['epsilon']:.6g}, δ = {spent['delta']:g}",
+        f"calibrator  {ledger['calibrator']}",
+        f"accountant  {ledger['accountant']}",
+    ]
+    if ledger.get("rdp_epsilon_for_comparison") is not None:
+        lines.append(f"RDP ε       {ledger['rdp_epsilon_for_comparison']:.6g} (looser accounting, for comparison)")
+    lines.append(f"releases ({len(ledger['releases'])}):")
+    for r in ledger["releases"]:
+        lines.append(
+            f"  - {r['what']}: {r['mechanism']}, L2 sensitivity {r['sensitivity']:.4g}, "
+            f"σ = {r['noise_multiplier']:.6g} (noise std {r['noise_std']:.4g}), "
+            f"×{r['compositions']}, {r['neighbouring']}"
+        )
+    lines.append(f"public facts used without charge ({len(ledger['public_facts'])}):")
+    for f in ledger["public_facts"]:
+        lines.append(f"  - {f['name']} = {f['value']}: {f['why']}")
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""Results tables regenerated from MLflow: mean ± std over seeds (and the seed count).
+
+Rows are dataset × ε, columns are methods. A non-private method (logged with ε = inf) is shown
+in every ε row of its dataset, like the "Real" column of the seeds' tables. Within a row the best
+private mean is marked (bold in Markdown/LaTeX) by the metric's direction.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import pandas as pd
+
+from bench import tracking
+from bench.interfaces import Direction, MetricSpec, metric_key
+from bench.registry import EVALUATORS
+
+FORMATS = ("md", "latex", "csv")
+
+
+class TableError(ValueError):
+    pass
+
+
+def load_runs(experiment: str) -> pd.DataFrame:
+    """One row per finished cell (the latest run of each cell key), with params and metrics."""
+    mlflow_client = tracking.client()
+    experiment_id = tracking.experiment_id(mlflow_client, experiment, create=False)
+    if experiment_id is None:
+        raise TableError(f"no experiment {experiment!r} in {tracking.tracking_uri()}; run `python -m bench run` first")
+    rows = []
+    for run in tracking.iter_runs(mlflow_client, experiment_id, "attributes.status = 'FINISHED'"):
+        params = run.data.params
+        rows.append(
+            {
+                "run_id": run.info.run_id,
+                "start_time": run.info.start_time,
+                "cell_key": run.data.tags.get("cell_key", run.info.run_id),
+                "method": params.get("method"),
+                "dataset": params.get("dataset"),
+                "epsilon": float(params.get("epsilon", "nan")),
+                "seed": int(params.get("seed", -1)),
+                **run.data.metrics,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        raise TableError(f"experiment {experiment!r} has no finished runs yet")
+    return frame.sort_values("start_time").drop_duplicates("cell_key", keep="last")
+
+
+def metric_specs() -> dict[str, MetricSpec]:
+    return {metric_key(e.name, m): spec for e in EVALUATORS for m, spec in e.metrics.items()}
+
+
+def declared_metrics(frame: pd.DataFrame) -> list[str]:
+    """The evaluators' declared metrics present in these runs (timings and privacy excluded)."""
+    return [name for name in metric_specs() if name in frame.columns]
+
+
+def _cell_text(values: pd.Series) -> str:
+    values = values.dropna()
+    if values.empty:
+        return ""
+    std = values.std(ddof=1) if len(values) > 1 else 0.0
+    return f"{_number(values.mean())} ± {_number(std)} ({len(values)})"
+
+
+def _number(value: float) -> str:
+    if value == 0 or 1e-3 <= abs(value) < 1e5:
+        return f"{value:.4g}"
+    return f"{value:.3e}"
+
+
+def summarise(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(text table, table of means) with rows (dataset, ε) and columns = methods."""
+    if metric not in frame.columns:
+        known = sorted(c for c in frame.columns if "." in c)
+        raise TableError(f"no metric {metric!r} in these runs; available: {', '.join(known)}")
+    data = frame.dropna(subset=[metric])
+    private = data[data["epsilon"].map(math.isfinite)]
+    public = data[~data["epsilon"].map(math.isfinite)]
+    methods = list(dict.fromkeys(list(private["method"]) + list(public["method"])))
+    row_index: list[tuple[str, float]] = []
+    for dataset in sorted(data["dataset"].unique()):
+        eps_values = sorted(private.loc[private["dataset"] == dataset, "epsilon"].unique())
+        row_index += [(dataset, eps) for eps in (eps_values or [math.inf])]
+    text = pd.DataFrame("", index=pd.MultiIndex.from_tuples(row_index, names=["dataset", "ε"]), columns=methods)
+    means = pd.DataFrame(math.nan, index=text.index, columns=methods)
+    for (dataset, eps) in row_index:
+        for method in methods:
+            selected = data[(data["dataset"] == dataset) & (data["method"] == method)]
+            if selected.empty:
+                continue
+            if selected["epsilon"].map(math.isfinite).any():
+                selected = selected[selected["epsilon"] == eps]
+            if selected.empty:
+                continue
+            text.loc[(dataset, eps), method] = _cell_text(selected[metric])
+            means.loc[(dataset, eps), method] = selected[metric].mean()
+    return text, means
+
+
+def _best_methods(means: pd.DataFrame, frame: pd.DataFrame, direction: Direction) -> dict[tuple, str]:
+    private_methods = set(frame.loc[frame["epsilon"].map(math.isfinite), "method"])
+    best = {}
+    for row, values in means.iterrows():
+        candidates = values[[m for m in values.index if m in private_methods]].dropna()
+        if not candidates.empty:
+            best[row] = candidates.idxmin() if direction == Direction.LOWER else candidates.idxmax()
+    return best
+
+
+def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise TableError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    text, means = summarise(frame, metric)
+    spec = metric_specs().get(metric)
+    arrow = {Direction.LOWER: " (lower is better)", Direction.HIGHER: " (higher is better)"}.get(
+        spec.direction if spec else None, ""
+    )
+    best = _best_methods(means, frame, spec.direction) if spec else {}
+    rows = []
+    for row in text.index:
+        dataset, eps = row
+        eps_text = "∞" if math.isinf(eps) else f"{eps:g}"
+        cells = []
+        for method in text.columns:
+            value = text.loc[row, method]
+            if value and best.get(row) == method and fmt != "csv":
+                value = f"**{value}**" if fmt == "md" else f"\\textbf{{{value}}}"
+            cells.append(value)
+        rows.append([dataset, eps_text, *cells])
+    header = ["dataset", "ε", *text.columns]
+    title = f"{metric}{arrow}: mean ± std over seeds (number of seeds)"
+    if fmt == "csv":
+        return pd.DataFrame(rows, columns=header).to_csv(index=False)
+    if fmt == "md":
+        lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines) + "\n"
+    escape = lambda s: s.replace("±", "$\\pm$").replace("∞", "$\\infty$").replace("_", "\\_")  # noqa: E731
+    lines = [
+        "% " + title,
+        "\\begin{tabular}{" + "l" * 2 + "c" * len(text.columns) + "}",
+        "\\toprule",
+        " & ".join(escape(h).replace("ε", "$\\varepsilon$") for h in header) + " \\\\",
+        "\\midrule",
+    ]
+    lines += [" & ".join(escape(c) for c in r) + " \\\\" for r in rows]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_all(experiment: str, metrics: Iterable[str] | None, fmt: str) -> str:
+    frame = load_runs(experiment)
+    chosen = list(metrics or declared_metrics(frame))
+    if not chosen:
+        raise TableError("no evaluator metric in these runs; name one with --metric")
+    return "\n".join(render(frame, metric, fmt) for metric in chosen)

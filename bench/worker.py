@@ -1,0 +1,187 @@
+"""Runs one grid cell: load → fit (through the ledger) → sample → evaluate → files on disk.
+
+It runs in its own process (so a hanging cell can be killed on ``--timeout``) and never talks
+to MLflow: it writes ``outcome.json`` and artifacts into its work folder, and the parent, the
+only MLflow writer, logs them. A crash therefore never leaves a half-logged run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import resource
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+OUTCOME_FILE = "outcome.json"
+SAMPLE_ROWS = 1000  # rows of synthetic data kept as an artifact
+
+
+@dataclass
+class Outcome:
+    status: str  # "FINISHED" or "FAILED"
+    metrics: dict[str, float] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    def write(self, folder: Path) -> None:
+        (folder / OUTCOME_FILE).write_text(json.dumps(self.__dict__, default=str, allow_nan=True))
+
+    @staticmethod
+    def read(folder: Path) -> "Outcome | None":
+        path = folder / OUTCOME_FILE
+        return Outcome(**json.loads(path.read_text())) if path.exists() else None
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for, but torch sees no CUDA device; use --device auto or cpu")
+    return requested
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def peak_memory_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def save_sample(data: Any, path: Path) -> None:
+    import pandas as pd
+
+    rows = data.x[:SAMPLE_ROWS]
+    frame = pd.DataFrame(rows, columns=[c.name for c in data.schema.columns])
+    frame[data.schema.label] = [data.schema.classes[k] for k in data.y[:SAMPLE_ROWS]]
+    frame.to_csv(path, index=False)
+
+
+def save_scatter(synthetic: Any, real: Any, path: Path, title: str) -> None:
+    """Side-by-side scatter of real and synthetic 2-D samples, coloured by class."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5), sharex=True, sharey=True)
+    for ax, data, name in ((axes[0], real, "real (train)"), (axes[1], synthetic, "synthetic")):
+        shown = min(len(data), 20_000)
+        ax.scatter(data.x[:shown, 0], data.x[:shown, 1], c=data.y[:shown], s=1, cmap="tab10", alpha=0.5)
+        ax.set_title(name)
+        ax.set_aspect("equal")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], None]) -> Outcome:
+    """Run the cell and write its artifacts; never raises (errors become a FAILED outcome)."""
+    import torch
+
+    from bench.budget import DeltaChoice, PrivacyBudget
+    from bench.grid import Cell
+    from bench.interfaces import FitContext, metric_key
+    from bench.ledger import PrivacyLedger
+    from bench.registry import DATASETS, EVALUATORS, METHODS
+
+    out = Path(folder)
+    cell = Cell(**{**cell_dict, "evaluators": tuple(cell_dict["evaluators"])})
+    outcome = Outcome(status="FAILED")
+    ledger: PrivacyLedger | None = None
+    try:
+        device_name = resolve_device(cell.device)
+        outcome.tags["device"] = device_name if device_name == "cpu" else torch.cuda.get_device_name()
+        seed_everything(cell.seed)
+        method = METHODS.get(cell.method)
+        dataset = DATASETS.get(cell.dataset)
+        evaluators = [EVALUATORS.get(name) for name in cell.evaluators]
+
+        started = time.perf_counter()
+        data_dir = Path(cell.data_dir) if cell.data_dir else None
+        split = dataset.load(data_dir, cell.seed)
+        outcome.metrics["time.load_s"] = time.perf_counter() - started
+        outcome.params.update(n_train=len(split.train), n_test=len(split.test))
+
+        if math.isfinite(cell.epsilon):
+            budget = PrivacyBudget(cell.epsilon, DeltaChoice.parse(cell.delta).resolve(len(split.train)))
+        else:
+            budget = PrivacyBudget.non_private()
+        outcome.params["delta_resolved"] = budget.delta
+        ledger = PrivacyLedger(budget, calibrator=cell.calibrator)
+        context = FitContext(
+            budget=budget,
+            ledger=ledger,
+            params=cell.params,
+            seed=cell.seed,
+            device=torch.device(device_name),
+            progress=lambda done, total: report(done / max(total, 1)),
+        )
+
+        started = time.perf_counter()
+        fitted = method.fit(split.train, context)
+        outcome.metrics["time.fit_s"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        synthetic = fitted.sample(len(split.train))
+        outcome.metrics["time.sample_s"] = time.perf_counter() - started
+        if synthetic.schema != split.train.schema:
+            raise RuntimeError(f"{method.name} returned data in another schema than the training data")
+
+        for evaluator in evaluators:
+            started = time.perf_counter()
+            values = evaluator.evaluate(synthetic, split.train, split.test)
+            missing = set(evaluator.metrics) - set(values)
+            if missing:
+                raise RuntimeError(f"evaluator {evaluator.name} did not return {sorted(missing)}")
+            for name, value in values.items():
+                outcome.metrics[metric_key(evaluator.name, name)] = float(value)
+            outcome.metrics[f"time.eval_{evaluator.name}_s"] = time.perf_counter() - started
+
+        save_sample(synthetic, out / "synthetic_sample.csv")
+        if dataset.kind.value == "2d":
+            save_scatter(synthetic, split.train, out / "samples.png", cell.label)
+        outcome.status = "FINISHED"
+    except Exception as error:  # a failing cell is a result to log, not a crash of the grid
+        outcome.error = f"{type(error).__name__}: {error}"
+        (out / "traceback.txt").write_text(traceback.format_exc())
+    finally:
+        if ledger is not None:
+            (out / "ledger.json").write_text(ledger.to_json())
+            if ledger.budget.is_private:  # a non-private run is logged with param epsilon = inf
+                outcome.metrics["privacy.epsilon_spent"] = ledger.epsilon_spent
+                outcome.metrics["privacy.delta"] = ledger.budget.delta
+        outcome.metrics["peak_memory_mib"] = peak_memory_mib()
+        outcome.write(out)
+    return outcome
+
+
+def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_threads: int) -> None:
+    """Entry point of the child process."""
+    import torch
+
+    torch.set_num_threads(torch_threads)
+    last = [0.0]
+
+    def report(fraction: float) -> None:
+        now = time.monotonic()
+        if now - last[0] > 0.5 or fraction >= 1:
+            last[0] = now
+            queue.put((folder, fraction))
+
+    execute(cell_dict, folder, report)

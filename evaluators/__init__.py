@@ -1,0 +1,6 @@
+"""Built-in evaluators; each module defines one and registers it here."""
+
+from bench.registry import EVALUATORS
+from evaluators.nll import NegativeLogLikelihood
+
+EVALUATORS.register(NegativeLogLikelihood())

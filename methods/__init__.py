@@ -1,0 +1,8 @@
+"""Built-in method adapters; each module defines one and registers it here."""
+
+from bench.registry import METHODS
+from methods.dp_merf import DPMerf
+from methods.real import Real
+
+METHODS.register(Real())
+METHODS.register(DPMerf())

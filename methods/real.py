@@ -1,0 +1,49 @@
+"""``real``: the non-private upper bound, which "generates" the training rows themselves.
+
+It fills the "Real" column of the seeds' tables: train-on-real, test-on-real.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.hyperparams import HyperParameters
+from bench.interfaces import DataKind, FitContext, LabelledData
+
+
+@dataclass
+class RealData:
+    train: LabelledData
+    rng: np.random.Generator
+
+    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
+        """The training rows: all of them when n equals their number, else drawn without
+        replacement (with replacement when more rows are asked for than exist)."""
+        if labels is None:
+            if n == len(self.train):
+                index = np.arange(n)
+            else:
+                index = self.rng.choice(len(self.train), size=n, replace=n > len(self.train))
+        else:
+            index = np.empty(len(labels), dtype=np.int64)
+            for label in np.unique(labels):
+                rows = np.flatnonzero(self.train.y == label)
+                if len(rows) == 0:
+                    raise ValueError(f"the training data has no row of class {label}")
+                wanted = np.flatnonzero(labels == label)
+                index[wanted] = self.rng.choice(rows, size=len(wanted), replace=len(wanted) > len(rows))
+        return LabelledData(self.train.x[index], self.train.y[index], self.train.schema)
+
+
+@dataclass(frozen=True)
+class Real:
+    name: str = "real"
+    description: str = "Non-private upper bound: returns the real training data"
+    data_kinds: frozenset[DataKind] = frozenset(DataKind)
+    private: bool = False
+    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(defaults={}))
+
+    def fit(self, train: LabelledData, context: FitContext) -> RealData:
+        return RealData(train, np.random.default_rng(context.seed))
