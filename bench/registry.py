@@ -65,6 +65,18 @@ class Registry(Generic[T]):
         """For tests that register temporary entries."""
         self._entries.pop(name, None)
 
+    def load_entry_points(self) -> None:
+        """Register the object each installed entry point of this registry's group names."""
+        for entry_point in entry_points(group=self.entry_point_group):
+            try:
+                entry = entry_point.load()
+            except Exception as error:
+                raise RegistryError(
+                    f"entry point {entry_point.name!r} ({entry_point.value}) of group "
+                    f"{self.entry_point_group} failed to load: {error}"
+                ) from error
+            self.register(entry)
+
 
 METHODS: Registry[MethodAdapter] = Registry("method", "dpbench.methods")
 DATASETS: Registry[Dataset] = Registry("dataset", "dpbench.datasets")
@@ -82,8 +94,7 @@ def _load_all() -> None:
     for package in ("methods", "datasets", "evaluators"):
         importlib.import_module(package)
     for registry in (METHODS, DATASETS, EVALUATORS):
-        for entry_point in entry_points(group=registry.entry_point_group):
-            registry.register(entry_point.load())
+        registry.load_entry_points()
     for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_VARIABLE, "").split(","))):
         try:
             importlib.import_module(module)

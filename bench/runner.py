@@ -92,6 +92,7 @@ def run_grid(
 
     try:
         queue_index = 0
+        shown_status = ""
         while queue_index < len(pending) or running:
             while queue_index < len(pending) and len(running) < jobs:
                 cell = pending[queue_index]
@@ -120,9 +121,10 @@ def run_grid(
                     del running[key]
                     finish(item, Outcome(status="FAILED", error=f"timed out after {timeout:g} s (--timeout)"))
             if running:
-                bar.set_postfix_str(
-                    " | ".join(f"{r.cell.label} {100 * r.fraction:.0f}%" for r in running.values()), refresh=True
-                )
+                status = " | ".join(f"{r.cell.label} fit {100 * r.fraction:.0f}%" for r in running.values())
+                if status != shown_status:
+                    bar.set_postfix_str(status, refresh=True)
+                    shown_status = status
                 time.sleep(POLL_SECONDS)
     finally:
         for item in running.values():  # Ctrl-C or an error in the parent: stop the workers

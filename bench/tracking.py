@@ -29,9 +29,11 @@ def tracking_uri() -> str:
 def client():
     import logging
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from mlflow.tracking import MlflowClient
 
-    logging.getLogger("alembic").setLevel(logging.WARNING)  # the store's schema migrations are noise
+    for noisy in ("alembic", "mlflow.store.db.utils"):  # schema migrations of a new store
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     return MlflowClient(tracking_uri=tracking_uri())
 
 

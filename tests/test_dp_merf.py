@@ -1,0 +1,139 @@
+"""DP-MERF's feature map, sensitivity and privacy accounting."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from bench.budget import PrivacyBudget
+from bench.interfaces import FitContext, LabelledData
+from bench.ledger import PrivacyLedger
+from datasets.gmm2d import SCHEMA, draw_split
+from methods.dp_merf import (
+    HYPERPARAMETERS,
+    DPMerf,
+    draw_frequencies,
+    labelled_embedding_sum,
+    rff_class_sums,
+    rff_features,
+)
+
+
+def gaussian_kernel(x, y, length_scale):
+    return torch.exp(-((x - y) ** 2).sum(-1) / (2 * length_scale**2))
+
+
+def frequencies(n_features, dim, length_scale=1.0, seed=0):
+    return draw_frequencies(n_features, torch.full((dim,), length_scale), torch.Generator().manual_seed(seed))
+
+
+def test_rff_inner_products_approximate_the_gaussian_kernel():
+    torch.manual_seed(0)
+    x, y = torch.randn(300, 3, dtype=torch.float64), torch.randn(300, 3, dtype=torch.float64)
+    exact = gaussian_kernel(x, y, 1.3)
+    errors = []
+    for n_features in (100, 40_000):
+        w = frequencies(n_features, 3, 1.3)
+        approx = (rff_features(x, w) * rff_features(y, w)).sum(1)
+        errors.append((approx - exact).abs().mean().item())
+    assert errors[1] < 0.01  # Monte-Carlo error ~ 1/√D
+    assert errors[1] < errors[0] / 5
+
+
+@pytest.mark.parametrize("value", [0.0, 1e-30, 1e30, -1e30, 3.4e38, np.pi * 1e12])
+def test_feature_norm_is_one_for_extreme_inputs(value):
+    w = frequencies(2000, 4)
+    x = torch.full((1, 4), value, dtype=torch.float64)
+    assert rff_features(x, w).norm().item() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_embedding_sensitivity_bound_holds_for_adversarial_neighbours():
+    """Replace one row by the candidate that moves the labelled embedding most; ≤ 2/m."""
+    rng = np.random.default_rng(0)
+    m, n_classes = 50, 3
+    w = frequencies(512, 2, 0.1)
+    x = torch.as_tensor(rng.normal(size=(m, 2)))
+    y = torch.as_tensor(rng.integers(0, n_classes, m))
+    base = labelled_embedding_sum(x, y, n_classes, w) / m
+    candidates = torch.cat([torch.as_tensor(rng.normal(scale=s, size=(400, 2))) for s in (0.01, 1, 100, 1e6)])
+    worst = 0.0
+    for index in (0, 17):
+        for label in range(n_classes):
+            xs = x.repeat(len(candidates), 1, 1)
+            xs[:, index] = candidates
+            for candidate in range(0, len(candidates), 100):
+                x2, y2 = xs[candidate].clone(), y.clone()
+                y2[index] = label
+                moved = labelled_embedding_sum(x2, y2, n_classes, w) / m
+                worst = max(worst, (moved - base).norm().item())
+    assert worst <= 2 / m + 1e-12
+    assert worst > 1.2 / m  # the adversarial search does get near the bound
+
+
+def test_class_sums_equal_the_one_hot_definition_and_have_correct_gradients():
+    w = frequencies(64, 3, seed=1)
+    x = torch.randn(20, 3, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 4, (20,))
+    reference = torch.nn.functional.one_hot(y, 4).double().T @ rff_features(x, w)
+    assert torch.allclose(rff_class_sums(x, y, 4, w), reference)
+    assert torch.autograd.gradcheck(lambda inputs: rff_class_sums(inputs, y, 4, w), (x,))
+
+
+def test_embedding_is_chunked_without_changing_its_value(monkeypatch):
+    w = frequencies(100, 2)
+    x, y = torch.randn(1000, 2, dtype=torch.float64), torch.randint(0, 5, (1000,))
+    whole = labelled_embedding_sum(x, y, 5, w)
+    monkeypatch.setattr("methods.dp_merf.CHUNK_ELEMENTS", 100 * 7)  # 7 rows per chunk
+    assert torch.allclose(labelled_embedding_sum(x, y, 5, w), whole)
+
+
+def fit(train, epsilon, params=None, calibrator="tight"):
+    budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
+    ledger = PrivacyLedger(budget, calibrator)
+    resolved = HYPERPARAMETERS.resolve("gmm2d", "smoke").values | {"epochs": 1} | (params or {})
+    context = FitContext(budget, ledger, resolved, seed=0, device=torch.device("cpu"))
+    return DPMerf().fit(train, context), ledger
+
+
+def small_split():
+    return draw_split(seed=3, per_gaussian=40)
+
+
+def test_dp_merf_with_public_proportions_makes_one_charged_release():
+    split = small_split()
+    model, ledger = fit(split.train, 1.0)
+    assert [r.what for r in ledger.releases] == ["labelled RFF mean embedding"]
+    assert ledger.releases[0].sensitivity == pytest.approx(2 / len(split.train))
+    assert ledger.releases[0].noise_multiplier == pytest.approx(3.73, abs=0.01)
+    assert {f.name for f in ledger.public_facts} == {"class_proportions", "length_scale"}
+    assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-6)
+    sample = model.sample(250)
+    assert sample.x.shape == (250, 2) and sample.schema == SCHEMA
+    assert np.bincount(sample.y, minlength=5).tolist() == [50] * 5
+
+
+def test_dp_merf_charges_class_proportions_when_they_are_not_public():
+    split = small_split()
+    private_schema = replace(SCHEMA, public_facts=())
+    train = LabelledData(split.train.x, split.train.y, private_schema)
+    _, ledger = fit(train, 0.5, calibrator="paper")
+    assert sorted(r.what for r in ledger.releases) == ["class proportions", "labelled RFF mean embedding"]
+    assert ledger.releases[0].noise_multiplier == ledger.releases[1].noise_multiplier
+    assert ledger.epsilon_spent <= 0.5 * (1 + 1e-9)
+    assert not any(f.name == "class_proportions" for f in ledger.public_facts)
+
+
+def test_non_private_dp_merf_adds_no_noise():
+    _, ledger = fit(small_split().train, math.inf)
+    assert ledger.releases[0].noise_multiplier == 0
+    assert ledger.epsilon_spent == math.inf
+
+
+def test_generated_labels_follow_requested_labels():
+    model, _ = fit(small_split().train, 1.0)
+    labels = np.array([4, 4, 0, 2])
+    assert model.sample(4, labels).y.tolist() == labels.tolist()

@@ -1,0 +1,124 @@
+"""The privacy ledger against independent closed forms, and its refusal to overspend."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from bench.budget import BudgetError, DeltaChoice, PrivacyBudget, parse_epsilons
+from bench.ledger import (
+    GaussianRelease,
+    PrivacyBudgetExceeded,
+    PrivacyLedger,
+    calibrate_gaussian_multiplier,
+)
+
+
+def analytic_gaussian_delta(epsilon: float, sigma: float) -> float:
+    """Balle & Wang (2018), Thm. 8: δ(ε) of the Gaussian mechanism with noise multiplier σ."""
+    return norm.cdf(0.5 / sigma - epsilon * sigma) - math.exp(epsilon) * norm.cdf(-0.5 / sigma - epsilon * sigma)
+
+
+def analytic_gaussian_epsilon(sigma: float, delta: float) -> float:
+    return brentq(lambda eps: analytic_gaussian_delta(eps, sigma) - delta, 0.0, 500.0)
+
+
+def classical_rdp_epsilon(sigma: float, compositions: int, delta: float) -> float:
+    """min over α of kα/(2σ²) + log(1/δ)/(α−1), in closed form."""
+    return compositions / (2 * sigma**2) + math.sqrt(2 * compositions * math.log(1 / delta)) / sigma
+
+
+def test_tight_calibration_matches_the_issue_and_is_tighter_than_the_seeds():
+    tight = calibrate_gaussian_multiplier(1.0, 1e-5, 1, "tight")
+    paper = calibrate_gaussian_multiplier(1.0, 1e-5, 1, "paper")
+    assert tight == pytest.approx(3.73, abs=0.01)
+    assert paper == pytest.approx(4.90, abs=0.01)
+    assert tight < paper
+
+
+@pytest.mark.parametrize("epsilon,compositions", [(0.1, 1), (0.3, 2), (1.0, 1), (1.0, 2), (5.0, 30)])
+def test_tight_calibration_is_valid_and_tight_against_the_analytic_gaussian(epsilon, compositions):
+    sigma = calibrate_gaussian_multiplier(epsilon, 1e-5, compositions, "tight")
+    effective = sigma / math.sqrt(compositions)  # k Gaussian releases = one with σ/√k
+    assert analytic_gaussian_delta(epsilon, effective) <= 1e-5 * (1 + 1e-6)
+    assert analytic_gaussian_delta(epsilon, effective * 0.999) > 1e-5  # no slack left
+
+
+@pytest.mark.parametrize(
+    "epsilon,compositions,expected",  # seed-dpmerf.md §2, autodp 0.2.3.1 values
+    [(1.0, 2, 6.9304), (1.0, 1, 4.9006), (0.2, 1, 24.096), (0.3, 2, 22.767), (0.1, 2, 68.008)],
+)
+def test_paper_calibrator_reproduces_the_seeds_sigmas(epsilon, compositions, expected):
+    assert calibrate_gaussian_multiplier(epsilon, 1e-5, compositions, "paper") == pytest.approx(expected, rel=1e-4)
+
+
+def test_ledger_composition_against_independent_accountants():
+    releases = [GaussianRelease("a", 0.1, 6.0), GaussianRelease("b", 2.0, 9.0, compositions=3)]
+    tight = PrivacyLedger(PrivacyBudget(100.0, 1e-5), "tight")
+    paper = PrivacyLedger(PrivacyBudget(100.0, 1e-5), "paper")
+    for release in releases:
+        tight.record(release)
+        paper.record(release)
+    effective = (1 / 6.0**2 + 3 / 9.0**2) ** -0.5
+    assert tight.epsilon_spent == pytest.approx(analytic_gaussian_epsilon(effective, 1e-5), rel=1e-4)
+    # RDP of Gaussians adds up: k1/σ1² + k2/σ2² = 1/σ_eff², so one closed form covers the sum
+    assert paper.epsilon_spent == pytest.approx(classical_rdp_epsilon(effective, 1, 1e-5), rel=1e-5)
+    assert tight.epsilon_spent < paper.epsilon_spent
+
+
+def test_a_release_that_overspends_is_refused_and_not_recorded():
+    ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    sigma = ledger.calibrate_gaussian(compositions=1)
+    ledger.record(GaussianRelease("embedding", 0.01, sigma))
+    assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-6)
+    with pytest.raises(PrivacyBudgetExceeded, match="would spend"):
+        ledger.record(GaussianRelease("second embedding", 0.01, sigma))
+    assert len(ledger.releases) == 1
+
+
+def test_split_budget_releases_fit_the_target():
+    ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    sigma = ledger.calibrate_gaussian(compositions=2)
+    ledger.record(GaussianRelease("counts", math.sqrt(2), sigma))
+    ledger.record(GaussianRelease("embedding", 0.002, sigma))
+    assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-5)
+    assert ledger.epsilon_spent <= 1.0 * (1 + 1e-9)
+
+
+def test_ledger_serialises_every_release_and_public_fact():
+    ledger = PrivacyLedger(PrivacyBudget(0.5, 1e-6), "paper")
+    ledger.record(GaussianRelease("embedding", 0.2, ledger.calibrate_gaussian()))
+    ledger.use_public_fact("class_proportions", (0.5, 0.5), "balanced by design")
+    record = ledger.to_dict()
+    assert record["target"] == {"epsilon": 0.5, "delta": 1e-6}
+    assert record["calibrator"] == "paper"
+    assert record["releases"][0]["neighbouring"] == "replace-one"
+    assert record["releases"][0]["noise_std"] == pytest.approx(0.2 * record["releases"][0]["noise_multiplier"])
+    assert record["public_facts"][0]["name"] == "class_proportions"
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0, float("nan")])
+def test_budget_rejects_non_positive_epsilon(epsilon):
+    with pytest.raises(BudgetError, match="ε must be > 0"):
+        PrivacyBudget(epsilon, 1e-5)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, 2.0, -1e-5])
+def test_budget_rejects_delta_outside_the_unit_interval(delta):
+    with pytest.raises(BudgetError, match="δ must lie in"):
+        PrivacyBudget(1.0, delta)
+
+
+def test_epsilon_list_parsing():
+    assert parse_epsilons("0.1, 0.3,inf") == [0.1, 0.3, math.inf]
+    with pytest.raises(BudgetError):
+        parse_epsilons("0.1,abc")
+
+
+def test_delta_auto_uses_a_tenth_of_one_over_n_and_warns_when_delta_is_large():
+    assert DeltaChoice.parse("auto").resolve(1000) == pytest.approx(1e-4)
+    with pytest.warns(UserWarning, match="not below 1/n_train"):
+        DeltaChoice.parse("0.01").resolve(1000)
