@@ -18,6 +18,7 @@ from bench.grid import GridError, GridSpec, expand, parse_seeds, split_names
 from bench.hyperparams import PROFILES, HyperParameterError, parse_overrides
 from bench.ledger import CALIBRATORS, format_ledger
 from bench.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+from bench.interfaces import PROTOCOLS
 from bench.tables import FORMATS, TableError
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
@@ -71,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--calibrator", default="tight", choices=CALIBRATORS,
         help="noise calibration: tight (exact Gaussian) or paper (the seeds' RDP calibrator)",
+    )
+    run.add_argument(
+        "--protocol", default="sound", choices=PROTOCOLS,
+        help="data and evaluation conventions: sound (default) or the seeds' paper conventions",
     )
     run.add_argument("--jobs", type=int, default=1, help="cells run in parallel worker processes")
     run.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
@@ -130,6 +135,7 @@ def command_run(args: argparse.Namespace) -> int:
         evaluators=split_names(args.evaluators) if args.evaluators else None,
         profile=args.profile,
         calibrator=args.calibrator,
+        protocol=args.protocol,
         overrides=parse_overrides(args.overrides, methods),
         device=args.device,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,

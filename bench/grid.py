@@ -30,6 +30,7 @@ class Cell:
     evaluators: tuple[str, ...]
     profile: str
     calibrator: str
+    protocol: str = "sound"
     device: str = "cpu"
     data_dir: str | None = None
 
@@ -45,6 +46,7 @@ class Cell:
             "params": self.params,
             "evaluators": list(self.evaluators),
             "calibrator": self.calibrator,
+            "protocol": self.protocol,
         }
         blob = json.dumps(identity, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
@@ -92,6 +94,7 @@ class GridSpec:
     evaluators: list[str] | None = None  # None: every applicable evaluator
     profile: str = "paper"
     calibrator: str = "tight"
+    protocol: str = "sound"
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)
     device: str = "cpu"
     data_dir: str | None = None
@@ -136,6 +139,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             evaluators=evaluators,
                             profile=spec.profile,
                             calibrator=spec.calibrator,
+                            protocol=spec.protocol,
                             device=spec.device,
                             data_dir=spec.data_dir,
                         )

@@ -19,6 +19,9 @@ from bench.hyperparams import HyperParameters
 from bench.ledger import PrivacyLedger
 
 
+PROTOCOLS: tuple[str, ...] = ("sound", "paper")  # --protocol: sound default, seeds' conventions
+
+
 class DataKind(str, enum.Enum):
     """What shape of data a dataset holds; methods and evaluators declare which they support."""
 
@@ -129,8 +132,9 @@ class Dataset(Protocol):
     kind: DataKind
     schema: Schema
 
-    def load(self, data_dir: Path | None, seed: int) -> Split:
-        """Read local files (or generate) and return the seed's train/test split."""
+    def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+        """Read local files (or generate) and return the seed's train/test split under the
+        protocol's data conventions (``sound`` or the seeds' ``paper`` conventions)."""
         ...
 
 
@@ -145,13 +149,16 @@ class FittedModel(Protocol):
 class FitContext:
     """What a method gets besides the data: the budget, the ledger it must record every
     release in, its resolved hyperparameters, the seed, the torch device, and a callback
-    ``progress(done, total)`` for long loops."""
+    ``progress(done, total)`` for long loops. ``protocol`` is ``sound`` or ``paper`` (the seeds'
+    conventions, e.g. integer-coded categoricals)."""
 
     budget: PrivacyBudget
     ledger: PrivacyLedger
     params: Mapping[str, Any]
     seed: int
     device: torch.device
+    protocol: str = "sound"
+    data_kind: DataKind = DataKind.TABULAR
     progress: Callable[[int, int], None] = field(default=lambda done, total: None)
 
 
@@ -187,9 +194,10 @@ class Evaluator(Protocol):
         ...
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
     ) -> dict[str, float]:
-        """Return a value for every name in ``metrics``."""
+        """Return metric values; each name is declared in ``metrics``, or is
+        ``<group>.<declared name>`` (e.g. a per-classifier ``xgboost.roc_auc``)."""
         ...
 
 

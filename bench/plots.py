@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bench.tables import TableError, load_runs, metric_specs
+from bench.tables import TableError, load_runs, spec_for
 
 
 def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
@@ -18,7 +18,7 @@ def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
     if metric not in frame.columns:
         known = sorted(c for c in frame.columns if "." in c)
         raise TableError(f"no metric {metric!r} in these runs; available: {', '.join(known)}")
-    spec = metric_specs().get(metric)
+    spec = spec_for(metric)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for dataset, rows in frame.dropna(subset=[metric]).groupby("dataset"):

@@ -54,6 +54,13 @@ def metric_specs() -> dict[str, MetricSpec]:
     return {metric_key(e.name, m): spec for e in EVALUATORS for m, spec in e.metrics.items()}
 
 
+def spec_for(metric: str) -> MetricSpec | None:
+    """The spec of a logged metric; ``ev.group.name`` (e.g. per classifier) uses ``ev.name``'s."""
+    specs = metric_specs()
+    evaluator, _, rest = metric.partition(".")
+    return specs.get(metric) or specs.get(f"{evaluator}.{rest.rsplit('.', 1)[-1]}")
+
+
 def declared_metrics(frame: pd.DataFrame) -> list[str]:
     """The evaluators' declared metrics present in these runs (timings and privacy excluded)."""
     return [name for name in metric_specs() if name in frame.columns]
@@ -116,7 +123,7 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
     if fmt not in FORMATS:
         raise TableError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     text, means = summarise(frame, metric)
-    spec = metric_specs().get(metric)
+    spec = spec_for(metric)
     arrow = {Direction.LOWER: " (lower is better)", Direction.HIGHER: " (higher is better)"}.get(
         spec.direction if spec else None, ""
     )

@@ -103,6 +103,7 @@ def cell_params(cell: Cell) -> dict[str, str]:
         "seed": str(cell.seed),
         "profile": cell.profile,
         "calibrator": cell.calibrator,
+        "protocol": cell.protocol,
         "evaluators": ",".join(cell.evaluators),
     }
     params.update({f"hp.{name}": str(value) for name, value in cell.params.items()})

@@ -114,7 +114,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
 
         started = time.perf_counter()
         data_dir = Path(cell.data_dir) if cell.data_dir else None
-        split = dataset.load(data_dir, cell.seed)
+        split = dataset.load(data_dir, cell.seed, cell.protocol)
         outcome.metrics["time.load_s"] = time.perf_counter() - started
         outcome.params.update(n_train=len(split.train), n_test=len(split.test))
 
@@ -130,6 +130,8 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
             params=cell.params,
             seed=cell.seed,
             device=torch.device(device_name),
+            protocol=cell.protocol,
+            data_kind=dataset.kind,
             progress=lambda done, total: report(done / max(total, 1)),
         )
 
@@ -145,10 +147,10 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
 
         for evaluator in evaluators:
             started = time.perf_counter()
-            values = evaluator.evaluate(synthetic, split.train, split.test)
-            missing = set(evaluator.metrics) - set(values)
-            if missing:
-                raise RuntimeError(f"evaluator {evaluator.name} did not return {sorted(missing)}")
+            values = evaluator.evaluate(synthetic, split.train, split.test, cell.protocol)
+            undeclared = {name for name in values if name.rsplit(".", 1)[-1] not in evaluator.metrics}
+            if undeclared:
+                raise RuntimeError(f"evaluator {evaluator.name} returned undeclared metrics {sorted(undeclared)}")
             for name, value in values.items():
                 outcome.metrics[metric_key(evaluator.name, name)] = float(value)
             outcome.metrics[f"time.eval_{evaluator.name}_s"] = time.perf_counter() - started

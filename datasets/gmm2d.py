@@ -100,5 +100,5 @@ class GaussianMixture2D:
     kind: DataKind = DataKind.TWO_D
     schema: Schema = SCHEMA
 
-    def load(self, data_dir: Path | None, seed: int) -> Split:
-        return draw_split(seed)
+    def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+        return draw_split(seed)  # a generated dataset: both protocols draw it the same way

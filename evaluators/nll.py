@@ -36,8 +36,9 @@ class NegativeLogLikelihood:
         return schema.true_density is not None
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
     ) -> dict[str, float]:
+        """Both conventions are always reported (the protocol does not change the density)."""
         density = synthetic.schema.true_density
         if density is None:
             raise ValueError("nll needs a dataset with a known density (e.g. gmm2d)")

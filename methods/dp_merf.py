@@ -26,18 +26,41 @@ import numpy as np
 import torch
 
 from bench.hyperparams import HyperParameters, Setting
-from bench.interfaces import DataKind, FitContext, LabelledData, Schema
+from bench.interfaces import DataKind, FitContext, LabelledData
 from bench.ledger import GaussianRelease
 from methods.nets import FullyConnectedConditionalGenerator, parse_widths, proportional_labels
+from methods.space import ModelSpace, uniform_median_distance
 
 CHUNK_ELEMENTS = 1 << 24  # rows × features per chunk when embedding the real data (64 MiB float32)
+
+def _table4(steps: int, batch_fraction: float, n_features: int) -> dict[str, Setting]:
+    """A row of the private columns of DP-MERF's supplementary Table 4 (seed-dpmerf.md §3.1),
+    with the tabular code's constants: one Adam step per "epoch", lr 1e-2 without decay, noise
+    dimension 10, hidden widths 4d and 2d (seed-dpmerf.md §1.7, [C])."""
+    table = "seed-dpmerf.md §3.1 Table 4 (private)"
+    code = "seed-dpmerf.md §1.7 tabular code"
+    return {
+        "epochs": Setting(steps, f"{table}: # epochs = Adam steps"),
+        "steps_per_epoch": Setting(1, f"{code}: how_many_iter = 1"),
+        "batch_fraction": Setting(batch_fraction, f"{table}: mini-batch size (fraction of n)"),
+        "n_features": Setting(n_features, f"{table}: # Fourier features"),
+        "lr": Setting(1e-2, f"{code}: Adam lr 1e-2"),
+        "lr_decay": Setting(1.0, f"{code}: no schedule"),
+        "noise_dim": Setting(10, f"{code}: 10-dim noise"),
+        "hidden": Setting("4d-2d", f"{code}: Linear(4d) → BN → ReLU → Linear(2d) → BN → ReLU"),
+    }
+
 
 HYPERPARAMETERS = HyperParameters(
     defaults={
         "n_features": Setting(10_000, "seed-dpmerf.md §3.2: D = 10,000 (image setting, code default)"),
-        "length_scale": Setting(1.0, "documented choice: ℓ = 1 on features scaled to unit range"),
+        "length_scale": Setting(
+            0.0, "0 = from public bounds: √(d_num/6) × each coordinate's public range (methods/space.py)"
+        ),
         "epochs": Setting(50, "seed-dpmerf.md §1.7 (2-D code: 50 epochs)"),
+        "steps_per_epoch": Setting(0, "0 = ⌈n / batch⌉, as the 2-D and image code (seed-dpmerf.md §1.7)"),
         "batch_size": Setting(500, "seed-dpmerf.md §1.7 (2-D code: batch 500)"),
+        "batch_fraction": Setting(0.0, "0 = use batch_size; tabular code: a fraction of n (Table 4)"),
         "lr": Setting(3e-3, "seed-dpmerf.md §1.7 (2-D code: -lr 3e-3)"),
         "lr_decay": Setting(0.9, "seed-dpmerf.md §1.7 (StepLR γ = 0.9 per epoch)"),
         "noise_dim": Setting(5, "seed-dpmerf.md §1.7 (d_code 5)"),
@@ -51,6 +74,14 @@ HYPERPARAMETERS = HyperParameters(
             "batch_size": Setting(500, "seed-dpmerf.md §3.3: batch 500"),
             "lr": Setting(3e-3, "seed-dpmerf.md §3.3: lr 3e-3, decay 0.9 per epoch"),
         },
+        "adult": _table4(8000, 0.1, 1000),
+        "census": _table4(2000, 0.5, 10000),
+        "cervical": _table4(200, 0.5, 2000),
+        "credit": _table4(4000, 0.5, 5000),
+        "epileptic": _table4(6000, 0.5, 80000),
+        "isolet": _table4(4000, 0.5, 500),
+        "covtype": _table4(6000, 0.05, 1000),
+        "intrusion": _table4(10000, 0.03, 2000),
     },
     profiles={"smoke": {"n_features": 500, "epochs": 2, "batch_size": 500}},
 )
@@ -105,16 +136,69 @@ def rff_class_sums(x: torch.Tensor, labels: torch.Tensor, n_classes: int, freque
     return _CosSinClassSums.apply(projection, labels, n_classes) * scale
 
 
+@dataclass(frozen=True)
+class SumKernelFeatures:
+    """h(x) = [φ(x_num); x_cat / √d_cat] (seed-dpmerf.md §1.6); only φ when there is no
+    categorical block. ``sensitivity_factor`` bounds ‖h(x)‖₂ over every valid row."""
+
+    frequencies: torch.Tensor | None  # Ω over the numerical coordinates, or None if there are none
+    numerical: torch.Tensor
+    categorical: torch.Tensor
+    categorical_scale: float  # 1/√d_cat
+    norm_bound: float
+
+    @property
+    def width(self) -> int:
+        rff = 0 if self.frequencies is None else 2 * self.frequencies.shape[0]
+        return rff + len(self.categorical)
+
+    def to(self, device: torch.device, dtype: torch.dtype) -> "SumKernelFeatures":
+        return SumKernelFeatures(
+            None if self.frequencies is None else self.frequencies.to(device, dtype),
+            self.numerical.to(device),
+            self.categorical.to(device),
+            self.categorical_scale,
+            self.norm_bound,
+        )
+
+    def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+        """Σ_{j: yⱼ = c} h(zⱼ) for every class (C × width), differentiable in z."""
+        parts = []
+        if self.frequencies is not None:
+            parts.append(rff_class_sums(z[:, self.numerical], labels, n_classes, self.frequencies))
+        if len(self.categorical):
+            block = z[:, self.categorical] * self.categorical_scale
+            parts.append(block.new_zeros(n_classes, block.shape[1]).index_add(0, labels, block))
+        return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+
+
+def sum_kernel_features(space: ModelSpace, n_features: int, length_scale: float, generator: torch.Generator) -> SumKernelFeatures:
+    numerical, categorical = space.numerical, space.categorical
+    frequencies = None
+    if len(numerical):
+        scale = length_scale if length_scale > 0 else uniform_median_distance(len(numerical))
+        length_scales = torch.as_tensor(space.coordinate_ranges() * scale)
+        frequencies = draw_frequencies(n_features, length_scales, generator)
+    cat_bound = space.categorical_norm_bound()  # ‖x_cat‖²/d_cat ≤ cat_bound
+    norm_bound = math.sqrt((1.0 if len(numerical) else 0.0) + cat_bound)
+    return SumKernelFeatures(
+        frequencies,
+        torch.as_tensor(numerical, dtype=torch.long),
+        torch.as_tensor(categorical, dtype=torch.long),
+        1.0 / math.sqrt(max(space.n_categorical_columns, 1)),
+        norm_bound,
+    )
+
+
 def labelled_embedding_sum(
-    x: torch.Tensor, y: torch.Tensor, n_classes: int, frequencies: torch.Tensor
+    z: torch.Tensor, y: torch.Tensor, n_classes: int, features: SumKernelFeatures
 ) -> torch.Tensor:
-    """Σᵢ onehot(yᵢ) φ(xᵢ)ᵀ (C × D), accumulated over row chunks so memory stays bounded."""
-    n_features = 2 * frequencies.shape[0]
-    total = torch.zeros(n_classes, n_features, dtype=torch.float64, device=x.device)
-    chunk = max(1, CHUNK_ELEMENTS // n_features)
+    """Σᵢ onehot(yᵢ) h(zᵢ)ᵀ (C × width) in float64, over row chunks so memory stays bounded."""
+    total = torch.zeros(n_classes, features.width, dtype=torch.float64, device=z.device)
+    chunk = max(1, CHUNK_ELEMENTS // max(features.width, 1))
     with torch.no_grad():
-        for start in range(0, len(x), chunk):
-            total += rff_class_sums(x[start : start + chunk].double(), y[start : start + chunk], n_classes, frequencies)
+        for start in range(0, len(z), chunk):
+            total += features.class_sums(z[start : start + chunk].double(), y[start : start + chunk], n_classes)
     return total
 
 
@@ -122,7 +206,7 @@ def labelled_embedding_sum(
 class MerfGenerator:
     generator: FullyConnectedConditionalGenerator
     proportions: torch.Tensor
-    schema: Schema
+    space: ModelSpace
     device: torch.device
     label_rng: torch.Generator
     batch: int = 10_000
@@ -136,8 +220,8 @@ class MerfGenerator:
             else torch.as_tensor(labels, dtype=torch.long)
         )
         parts = [self.generator(y[s : s + self.batch].to(self.device)).cpu() for s in range(0, n, self.batch)]
-        x = torch.cat(parts).numpy().astype(np.float32)
-        return LabelledData(x, y.numpy(), self.schema)
+        z = torch.cat(parts).numpy().astype(np.float32)
+        return LabelledData(self.space.decode(z).astype(np.float32), y.numpy(), self.space.schema)
 
 
 def release_proportions(train: LabelledData, context: FitContext, noise_multiplier: float) -> torch.Tensor:
@@ -162,7 +246,7 @@ def release_proportions(train: LabelledData, context: FitContext, noise_multipli
 class DPMerf:
     name: str = "dp-merf"
     description: str = "DP-MERF: random Fourier feature mean embedding released once, generator trained to match"
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D})
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
@@ -170,48 +254,54 @@ class DPMerf:
         p = context.params
         device = context.device
         m, n_classes = len(train), train.schema.n_classes
+        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+
         public_proportions = train.schema.public_fact("class_proportions") is not None
         sigma = context.ledger.calibrate_gaussian(compositions=1 if public_proportions else 2)
         proportions = release_proportions(train, context, sigma).to(device)
 
         generator = torch.Generator().manual_seed(context.seed)
-        length_scales = torch.full((train.schema.n_features,), float(p["length_scale"]))
+        features = sum_kernel_features(space, int(p["n_features"]), float(p["length_scale"]), generator)
         context.ledger.use_public_fact(
-            "length_scale", float(p["length_scale"]), "fixed hyperparameter, not computed from the rows"
+            "length_scale",
+            float(p["length_scale"]) or "√(d_num/6) × public ranges",
+            "a hyperparameter or a function of the schema's public bounds, never of the rows",
         )
-        frequencies = draw_frequencies(int(p["n_features"]), length_scales, generator).to(device)
-
-        x = torch.as_tensor(train.x, device=device)
+        z = torch.as_tensor(space.encode(train.x), device=device)
         y = torch.as_tensor(train.y, device=device)
-        sensitivity = 2.0 / m  # ‖φ(x) onehot(y)ᵀ‖_F = 1 → replace-one changes the mean by ≤ 2/m
-        embedding = labelled_embedding_sum(x, y, n_classes, frequencies) / m
+        features = features.to(device, torch.float64)
+        # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ B, so replacing one row moves the mean by at most 2B/m:
+        # 2/m with RFF only, 2√2/m with one-hot categoricals (seed-dpmerf.md §2).
+        sensitivity = 2.0 * features.norm_bound / m
+        embedding = labelled_embedding_sum(z, y, n_classes, features) / m
         noise = torch.randn(embedding.shape, generator=generator, dtype=torch.float64).to(device)
         noisy_embedding = embedding + noise * sigma * sensitivity
         context.ledger.record(
-            GaussianRelease("labelled RFF mean embedding", sensitivity=sensitivity, noise_multiplier=sigma)
+            GaussianRelease("labelled mean embedding (RFF sum kernel)", sensitivity=sensitivity, noise_multiplier=sigma)
         )
         target = (noisy_embedding / proportions[:, None]).float()
-        frequencies = frequencies.float()
+        features = features.to(device, torch.float32)
 
         net = FullyConnectedConditionalGenerator(
-            int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"])), train.schema.n_features
+            int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), space.width), space.width,
+            space.output_head(),
         ).to(device)
         optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr"]))
         schedule = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=float(p["lr_decay"]))
-        batch, epochs = int(p["batch_size"]), int(p["epochs"])
-        steps_per_epoch = max(1, math.ceil(m / batch))  # the 2-D code: n_data / batch steps per epoch
+        batch = max(2, round(float(p["batch_fraction"]) * m)) if float(p["batch_fraction"]) > 0 else int(p["batch_size"])
+        epochs = int(p["epochs"])
+        steps_per_epoch = int(p["steps_per_epoch"]) or max(1, math.ceil(m / batch))
         label_rng = torch.Generator().manual_seed(context.seed + 2)
         weights = proportions.float()
         for epoch in range(epochs):
             net.train()
             for step in range(steps_per_epoch):
                 labels = torch.multinomial(weights.cpu(), batch, replacement=True, generator=label_rng).to(device)
-                fake = net(labels)
-                generated = rff_class_sums(fake, labels, n_classes, frequencies) / (batch * weights[:, None])
+                generated = features.class_sums(net(labels), labels, n_classes) / (batch * weights[:, None])
                 loss = ((target - generated) ** 2).sum()
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 optimiser.step()
                 context.progress(epoch * steps_per_epoch + step + 1, epochs * steps_per_epoch)
             schedule.step()
-        return MerfGenerator(net, proportions.float(), train.schema, device, label_rng)
+        return MerfGenerator(net, proportions.float(), space, device, label_rng)

@@ -11,7 +11,9 @@ class FullyConnectedConditionalGenerator(nn.Module):
 
     seed-dpmerf.md §1.7 (2-D: z ∈ R⁵, widths 200-500-500-200, linear output)."""
 
-    def __init__(self, noise_dim: int, n_classes: int, hidden: tuple[int, ...], out_dim: int) -> None:
+    def __init__(
+        self, noise_dim: int, n_classes: int, hidden: tuple[int, ...], out_dim: int, head: nn.Module | None = None
+    ) -> None:
         super().__init__()
         self.noise_dim = noise_dim
         self.n_classes = n_classes
@@ -22,19 +24,21 @@ class FullyConnectedConditionalGenerator(nn.Module):
             width = next_width
         layers.append(nn.Linear(width, out_dim))
         self.net = nn.Sequential(*layers)
+        self.head = head if head is not None else nn.Identity()
 
     def forward(self, labels: torch.Tensor) -> torch.Tensor:
         z = torch.randn(len(labels), self.noise_dim, device=labels.device)
         one_hot = nn.functional.one_hot(labels, self.n_classes).to(z.dtype)
-        return self.net(torch.cat([z, one_hot], dim=1))
+        return self.head(self.net(torch.cat([z, one_hot], dim=1)))
 
 
-def parse_widths(text: str) -> tuple[int, ...]:
-    """``"200-500-500-200"`` → (200, 500, 500, 200)."""
+def parse_widths(text: str, data_width: int) -> tuple[int, ...]:
+    """``"200-500-500-200"`` → (200, 500, 500, 200); ``"4d-2d"`` → multiples of the data width
+    (the authors' tabular generator: 4·d then 2·d hidden units)."""
     try:
-        widths = tuple(int(w) for w in text.split("-"))
+        widths = tuple(int(w[:-1]) * data_width if w.endswith("d") else int(w) for w in text.split("-"))
     except ValueError:
-        raise ValueError(f"hidden widths {text!r} must look like 200-500-500-200") from None
+        raise ValueError(f"hidden widths {text!r} must look like 200-500-500-200 or 4d-2d") from None
     if not widths or min(widths) < 1:
         raise ValueError(f"hidden widths {text!r} must be positive integers")
     return widths

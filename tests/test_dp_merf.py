@@ -10,13 +10,14 @@ import pytest
 import torch
 
 from bench.budget import PrivacyBudget
-from bench.interfaces import FitContext, LabelledData
+from bench.interfaces import DataKind, FitContext, LabelledData
 from bench.ledger import PrivacyLedger
 from datasets.gmm2d import SCHEMA, draw_split
 from methods.dp_merf import (
     HYPERPARAMETERS,
     DPMerf,
     draw_frequencies,
+    SumKernelFeatures,
     labelled_embedding_sum,
     rff_class_sums,
     rff_features,
@@ -29,6 +30,11 @@ def gaussian_kernel(x, y, length_scale):
 
 def frequencies(n_features, dim, length_scale=1.0, seed=0):
     return draw_frequencies(n_features, torch.full((dim,), length_scale), torch.Generator().manual_seed(seed))
+
+
+def rff_only(w):
+    dim = w.shape[1]
+    return SumKernelFeatures(w, torch.arange(dim), torch.zeros(0, dtype=torch.long), 1.0, 1.0)
 
 
 def test_rff_inner_products_approximate_the_gaussian_kernel():
@@ -58,7 +64,7 @@ def test_embedding_sensitivity_bound_holds_for_adversarial_neighbours():
     w = frequencies(512, 2, 0.1)
     x = torch.as_tensor(rng.normal(size=(m, 2)))
     y = torch.as_tensor(rng.integers(0, n_classes, m))
-    base = labelled_embedding_sum(x, y, n_classes, w) / m
+    base = labelled_embedding_sum(x, y, n_classes, rff_only(w)) / m
     candidates = torch.cat([torch.as_tensor(rng.normal(scale=s, size=(400, 2))) for s in (0.01, 1, 100, 1e6)])
     worst = 0.0
     for index in (0, 17):
@@ -68,7 +74,7 @@ def test_embedding_sensitivity_bound_holds_for_adversarial_neighbours():
             for candidate in range(0, len(candidates), 100):
                 x2, y2 = xs[candidate].clone(), y.clone()
                 y2[index] = label
-                moved = labelled_embedding_sum(x2, y2, n_classes, w) / m
+                moved = labelled_embedding_sum(x2, y2, n_classes, rff_only(w)) / m
                 worst = max(worst, (moved - base).norm().item())
     assert worst <= 2 / m + 1e-12
     assert worst > 1.2 / m  # the adversarial search does get near the bound
@@ -86,16 +92,18 @@ def test_class_sums_equal_the_one_hot_definition_and_have_correct_gradients():
 def test_embedding_is_chunked_without_changing_its_value(monkeypatch):
     w = frequencies(100, 2)
     x, y = torch.randn(1000, 2, dtype=torch.float64), torch.randint(0, 5, (1000,))
-    whole = labelled_embedding_sum(x, y, 5, w)
+    whole = labelled_embedding_sum(x, y, 5, rff_only(w))
     monkeypatch.setattr("methods.dp_merf.CHUNK_ELEMENTS", 100 * 7)  # 7 rows per chunk
-    assert torch.allclose(labelled_embedding_sum(x, y, 5, w), whole)
+    assert torch.allclose(labelled_embedding_sum(x, y, 5, rff_only(w)), whole)
 
 
 def fit(train, epsilon, params=None, calibrator="tight"):
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, calibrator)
     resolved = HYPERPARAMETERS.resolve("gmm2d", "smoke").values | {"epochs": 1} | (params or {})
-    context = FitContext(budget, ledger, resolved, seed=0, device=torch.device("cpu"))
+    context = FitContext(
+        budget, ledger, resolved, seed=0, device=torch.device("cpu"), data_kind=DataKind.TWO_D
+    )
     return DPMerf().fit(train, context), ledger
 
 
@@ -106,7 +114,7 @@ def small_split():
 def test_dp_merf_with_public_proportions_makes_one_charged_release():
     split = small_split()
     model, ledger = fit(split.train, 1.0)
-    assert [r.what for r in ledger.releases] == ["labelled RFF mean embedding"]
+    assert [r.what for r in ledger.releases] == ["labelled mean embedding (RFF sum kernel)"]
     assert ledger.releases[0].sensitivity == pytest.approx(2 / len(split.train))
     assert ledger.releases[0].noise_multiplier == pytest.approx(3.73, abs=0.01)
     assert {f.name for f in ledger.public_facts} == {"class_proportions", "length_scale"}
@@ -121,7 +129,7 @@ def test_dp_merf_charges_class_proportions_when_they_are_not_public():
     private_schema = replace(SCHEMA, public_facts=())
     train = LabelledData(split.train.x, split.train.y, private_schema)
     _, ledger = fit(train, 0.5, calibrator="paper")
-    assert sorted(r.what for r in ledger.releases) == ["class proportions", "labelled RFF mean embedding"]
+    assert sorted(r.what for r in ledger.releases) == ["class proportions", "labelled mean embedding (RFF sum kernel)"]
     assert ledger.releases[0].noise_multiplier == ledger.releases[1].noise_multiplier
     assert ledger.epsilon_spent <= 0.5 * (1 + 1e-9)
     assert not any(f.name == "class_proportions" for f in ledger.public_facts)

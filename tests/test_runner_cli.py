@@ -61,7 +61,7 @@ def test_grid_logs_failures_without_stopping_and_resumes(workdir):
     assert "| gmm2d | 1 |" in table.stdout and "dp-merf" in table.stdout and "(1)" in table.stdout
 
     shown = run_cli("show", merf.info.run_id)
-    assert "labelled RFF mean embedding" in shown.stdout and "σ = 3.73" in shown.stdout
+    assert "labelled mean embedding" in shown.stdout and "σ = 3.73" in shown.stdout
     assert "class_proportions" in shown.stdout
 
 

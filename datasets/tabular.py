@@ -1,0 +1,94 @@
+"""The common machinery of the tabular datasets: reading, splitting, undersampling, protocols.
+
+``--protocol sound`` (default): split first, stratified, with the seeds' test fraction; then
+undersample the majority class of the *training split only*, keeping each of its rows
+independently with probability ``rate`` (a row-wise, data-independent operation, so it cannot
+leak how many rows a class has). The test split keeps the natural class distribution.
+
+``--protocol paper``: the reference code's order (anchors-parklab-code.md §2): undersample the
+whole table first — keep ``int(count_majority × rate)`` rows of the majority class — then a plain
+(unstratified) ``train_test_split(random_state=seed)``, so the test set is undersampled too. The
+reference draws that subset unseeded; here it is seeded so runs are reproducible. A dataset may
+also select other rows in paper mode (``read_paper``), e.g. covtype's first 20,000.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from bench.interfaces import PROTOCOLS, DataKind, LabelledData, Schema, Split
+
+
+@dataclass(frozen=True)
+class Table:
+    """Raw-coded features (n × d, schema order) and integer labels (n,)."""
+
+    x: np.ndarray
+    y: np.ndarray
+
+
+@dataclass(frozen=True)
+class Undersampling:
+    majority_class: int
+    rate: float  # fraction of the majority class kept
+    source: str  # where the rate comes from
+
+
+@dataclass(frozen=True)
+class TabularDataset:
+    name: str
+    description: str
+    schema: Schema
+    read: Callable[[Path | None], Table]
+    test_fraction: float
+    split_source: str
+    undersampling: Undersampling | None = None
+    read_paper: Callable[[Path | None], Table] | None = None
+    kind: DataKind = DataKind.TABULAR
+
+    def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+        if protocol == "paper":
+            table = (self.read_paper or self.read)(data_dir)
+            train, test = paper_split(table, self.test_fraction, self.undersampling, seed)
+        else:
+            table = self.read(data_dir)
+            train, test = sound_split(table, self.test_fraction, self.undersampling, seed)
+        return Split(self._labelled(train), self._labelled(test))
+
+    def _labelled(self, table: Table) -> LabelledData:
+        return LabelledData(table.x.astype(np.float32), table.y.astype(np.int64), self.schema)
+
+
+def _take(table: Table, index: np.ndarray) -> Table:
+    return Table(table.x[index], table.y[index])
+
+
+def sound_split(table: Table, test_fraction: float, undersampling: Undersampling | None, seed: int) -> tuple[Table, Table]:
+    index = np.arange(len(table.y))
+    train_index, test_index = train_test_split(
+        index, test_size=test_fraction, random_state=seed, stratify=table.y
+    )
+    if undersampling is not None and undersampling.rate < 1:
+        rng = np.random.default_rng([seed, 7])
+        majority = table.y[train_index] == undersampling.majority_class
+        keep = ~majority | (rng.random(len(train_index)) < undersampling.rate)
+        train_index = train_index[keep]
+    return _take(table, np.sort(train_index)), _take(table, np.sort(test_index))
+
+
+def paper_split(table: Table, test_fraction: float, undersampling: Undersampling | None, seed: int) -> tuple[Table, Table]:
+    index = np.arange(len(table.y))
+    if undersampling is not None and undersampling.rate < 1:
+        rng = np.random.default_rng([seed, 11])
+        majority = np.flatnonzero(table.y == undersampling.majority_class)
+        kept = rng.permutation(majority)[: int(len(majority) * undersampling.rate)]
+        index = np.sort(np.concatenate([np.flatnonzero(table.y != undersampling.majority_class), kept]))
+    train_index, test_index = train_test_split(index, test_size=test_fraction, random_state=seed)
+    return _take(table, train_index), _take(table, test_index)

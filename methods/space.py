@@ -1,0 +1,131 @@
+"""The space a generator works in, derived from the public schema only.
+
+For 2-D data the generator emits the raw coordinates. For tabular data it emits the encoding of
+``bench.encoding`` (one-hot under the sound protocol, the reference code's integer codes under
+the paper protocol), and its output heads keep each block in its valid range. Kernel methods
+split that space into a *numerical* part (fed to a Gaussian-kernel feature map) and a
+*categorical* part (one-hot or binary, fed to a linear kernel scaled by 1/√d_cat) — DP-MERF's
+sum kernel (seed-dpmerf.md §1.6).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from bench.encoding import TabularEncoder
+from bench.interfaces import ColumnKind, DataKind, Schema
+
+
+@dataclass(frozen=True)
+class ModelSpace:
+    schema: Schema
+    encoder: TabularEncoder | None  # None: raw coordinates (2-D data)
+
+    @staticmethod
+    def for_data(kind: DataKind, schema: Schema, protocol: str) -> "ModelSpace":
+        if kind == DataKind.TABULAR:
+            return ModelSpace(schema, TabularEncoder(schema, "codes" if protocol == "paper" else "onehot"))
+        return ModelSpace(schema, None)
+
+    @property
+    def width(self) -> int:
+        return self.encoder.width if self.encoder else self.schema.n_features
+
+    @property
+    def numerical(self) -> np.ndarray:
+        if self.encoder is None:
+            return np.arange(self.schema.n_features)
+        return self.encoder.indices(ColumnKind.NUMERICAL, ColumnKind.ORDINAL)
+
+    @property
+    def categorical(self) -> np.ndarray:
+        if self.encoder is None:
+            return np.zeros(0, dtype=np.int64)
+        return self.encoder.indices(ColumnKind.CATEGORICAL, ColumnKind.BINARY)
+
+    @property
+    def n_categorical_columns(self) -> int:
+        return self.encoder.n_categorical_columns if self.encoder else 0
+
+    def categorical_norm_bound(self) -> float:
+        """Upper bound on ‖x_cat‖² / d_cat over every valid row: 1 for one-hot and binary blocks
+        (one 1 per column at most); for the paper's integer codes, Σ_j (k_j − 1)² / d_cat."""
+        if self.n_categorical_columns == 0:
+            return 0.0
+        if self.encoder.mode == "onehot":
+            return 1.0
+        largest = [
+            (len(c.categories) - 1) ** 2 if c.kind == ColumnKind.CATEGORICAL else 1
+            for c in self.schema.columns
+            if c.kind in (ColumnKind.CATEGORICAL, ColumnKind.BINARY)
+        ]
+        return sum(largest) / self.n_categorical_columns
+
+    def coordinate_ranges(self) -> np.ndarray:
+        """Public range of each numerical coordinate of the model space (1 when scaled)."""
+        if self.encoder is None or self.encoder.mode == "onehot":
+            return np.ones(len(self.numerical))
+        ranges = []
+        for column in self.schema.columns:
+            if column.kind == ColumnKind.NUMERICAL:
+                low, high = column.bounds
+                ranges.append(high - low)
+            elif column.kind == ColumnKind.ORDINAL:
+                ranges.append(max(len(column.categories) - 1, 1))
+        return np.asarray(ranges, dtype=np.float64)
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        return self.encoder.encode(x) if self.encoder else x.astype(np.float32)
+
+    def decode(self, z: np.ndarray) -> np.ndarray:
+        return self.encoder.decode(z) if self.encoder else z
+
+    def output_head(self) -> nn.Module:
+        return OutputHead(self)
+
+
+class OutputHead(nn.Module):
+    """Keeps each block of the generator's output valid: softmax over a one-hot categorical
+    block, sigmoid for [0, 1]-scaled and binary values; for the paper's codes, ReLU on numbers
+    and sigmoid on categorical codes, as the reference code (which can then only emit codes 0
+    and 1: seed-dpmerf.md §8.4)."""
+
+    def __init__(self, space: ModelSpace) -> None:
+        super().__init__()
+        self.groups: list[tuple[str, list[int]]] = []
+        if space.encoder is None:
+            return
+        codes = space.encoder.mode == "codes"
+        for block in space.encoder.blocks:
+            positions = list(range(block.start, block.stop))
+            if block.kind == ColumnKind.CATEGORICAL and not codes:
+                self.groups.append(("softmax", positions))
+            elif block.kind in (ColumnKind.NUMERICAL, ColumnKind.ORDINAL) and codes:
+                self.groups.append(("relu", positions))
+            else:
+                self.groups.append(("sigmoid", positions))
+
+    def forward(self, raw: torch.Tensor) -> torch.Tensor:
+        if not self.groups:
+            return raw
+        parts = []
+        for activation, positions in self.groups:
+            block = raw[:, positions[0] : positions[-1] + 1]
+            if activation == "softmax":
+                parts.append(torch.softmax(block, dim=1))
+            elif activation == "relu":
+                parts.append(torch.relu(block))
+            else:
+                parts.append(torch.sigmoid(block))
+        return torch.cat(parts, dim=1)
+
+
+def uniform_median_distance(dimension: int) -> float:
+    """≈ median distance between two uniform points of the unit cube, √(d/6): a length scale
+    that needs nothing but the public bounds (replaces the seeds' private median heuristic)."""
+    return math.sqrt(max(dimension, 1) / 6.0)
