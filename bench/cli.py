@@ -99,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument(
         "--metric", action="append", help="metric to tabulate, repeatable (default: every evaluator metric)"
     )
+    table.add_argument(
+        "--combine", action="store_true",
+        help="one table joining the metrics with ' / ' per cell (Table 2's ROC / PRC or F1 shape)",
+    )
     table.add_argument("--format", default="md", choices=FORMATS, help="output format")
     table.add_argument("--out", type=Path, help="also write the table to this file")
 
@@ -169,7 +173,7 @@ def command_list(args: argparse.Namespace) -> int:
 def command_table(args: argparse.Namespace) -> int:
     from bench.tables import render_all
 
-    text = render_all(args.experiment, args.metric, args.format)
+    text = render_all(args.experiment, args.metric, args.format, args.combine)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ def load_runs(experiment: str) -> pd.DataFrame:
                 "start_time": run.info.start_time,
                 "cell_key": run.data.tags.get("cell_key", run.info.run_id),
                 "method": params.get("method"),
-                "dataset": params.get("dataset"),
+                "dataset": _row_label(params),
                 "epsilon": float(params.get("epsilon", "nan")),
                 "seed": int(params.get("seed", -1)),
                 **run.data.metrics,
@@ -48,6 +48,17 @@ def load_runs(experiment: str) -> pd.DataFrame:
     if frame.empty:
         raise TableError(f"experiment {experiment!r} has no finished runs yet")
     return frame.sort_values("start_time").drop_duplicates("cell_key", keep="last")
+
+
+def _row_label(params: dict[str, str]) -> str | None:
+    """The dataset, qualified by non-default conventions so that they are never averaged together."""
+    qualifiers = [
+        f"{key} {params[key]}"
+        for key, default in (("protocol", "sound"), ("calibrator", "tight"))
+        if params.get(key, default) != default
+    ]
+    dataset = params.get("dataset")
+    return f"{dataset} [{', '.join(qualifiers)}]" if qualifiers and dataset else dataset
 
 
 def metric_specs() -> dict[str, MetricSpec]:
@@ -141,6 +152,10 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
         rows.append([dataset, eps_text, *cells])
     header = ["dataset", "ε", *text.columns]
     title = f"{metric}{arrow}: mean ± std over seeds (number of seeds)"
+    return _format(header, rows, title, fmt)
+
+
+def _format(header: list[str], rows: list[list[str]], title: str, fmt: str) -> str:
     if fmt == "csv":
         return pd.DataFrame(rows, columns=header).to_csv(index=False)
     if fmt == "md":
@@ -150,7 +165,7 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
     escape = lambda s: s.replace("±", "$\\pm$").replace("∞", "$\\infty$").replace("_", "\\_")  # noqa: E731
     lines = [
         "% " + title,
-        "\\begin{tabular}{" + "l" * 2 + "c" * len(text.columns) + "}",
+        "\\begin{tabular}{" + "l" * 2 + "c" * (len(header) - 2) + "}",
         "\\toprule",
         " & ".join(escape(h).replace("ε", "$\\varepsilon$") for h in header) + " \\\\",
         "\\midrule",
@@ -160,9 +175,36 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_all(experiment: str, metrics: Iterable[str] | None, fmt: str) -> str:
+def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
+    """One table whose cells join several metrics with " / " (e.g. ROC / PRC, or F1 where a
+    dataset has no ROC): the shape of the seeds' Table 2."""
+    present = [m for m in metrics if m in frame.columns]
+    if not present:
+        raise TableError(f"none of {', '.join(metrics)} is in these runs")
+    texts = [summarise(frame, metric)[0] for metric in present]
+    rows_index = list(dict.fromkeys(row for text in texts for row in text.index))
+    methods = list(dict.fromkeys(method for text in texts for method in text.columns))
+    rows = []
+    for row in rows_index:
+        dataset, eps = row
+        cells = []
+        for method in methods:
+            parts = [
+                text.loc[row, method] for text in texts
+                if row in text.index and method in text.columns and text.loc[row, method]
+            ]
+            cells.append(" / ".join(parts))
+        rows.append([dataset, "∞" if math.isinf(eps) else f"{eps:g}", *cells])
+    header = ["dataset", "ε", *methods]
+    title = " / ".join(present) + ": mean ± std over seeds (number of seeds), metrics a row lacks are left out"
+    return _format(header, rows, title, fmt)
+
+
+def render_all(experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False) -> str:
     frame = load_runs(experiment)
     chosen = list(metrics or declared_metrics(frame))
     if not chosen:
         raise TableError("no evaluator metric in these runs; name one with --metric")
+    if combine:
+        return render_combined(frame, chosen, fmt)
     return "\n".join(render(frame, metric, fmt) for metric in chosen)
