@@ -17,6 +17,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -35,7 +36,7 @@ class DataFileError(RuntimeError):
 class DataFile:
     folder: str
     filename: str
-    sha256: str  # of the content (decompressed bytes for .gz files)
+    sha256: str | None  # of the content (decompressed bytes for .gz); None = not pinned yet
     url: str | None
     source: str
     manual: str | None = None
@@ -88,13 +89,23 @@ def _download(data_file: DataFile, target: Path) -> None:
 
 
 def fetch(data_file: DataFile, data_dir: Path | str | None) -> Path:
-    """Path to a verified local copy of ``data_file``, downloading it when missing and allowed."""
+    """Path to a verified local copy of ``data_file``, downloading it when missing and allowed.
+
+    A file without a pinned checksum (its original was not at hand when the loader was written)
+    is used unverified, with a warning, and never downloaded."""
     target = resolve_data_dir(data_dir) / data_file.folder / data_file.filename
     if target.exists():
-        _verify(target, data_file)
+        if data_file.sha256 is None:
+            warnings.warn(
+                f"{target}: no content checksum is pinned for {data_file.filename} ({data_file.source}), "
+                "so the file is used unverified",
+                stacklevel=2,
+            )
+        else:
+            _verify(target, data_file)
         return target
     where = f"put it at {target} (or point --data-dir / ${DATA_DIR_VARIABLE} at a folder holding {data_file.folder}/)"
-    if data_file.url is None:
+    if data_file.url is None or data_file.sha256 is None:
         raise DataFileError(f"{data_file.filename} is missing: {data_file.manual or data_file.source}; {where}")
     if os.environ.get(OFFLINE_VARIABLE):
         raise DataFileError(f"{data_file.filename} is missing and {OFFLINE_VARIABLE} is set: get it from {data_file.url}; {where}")

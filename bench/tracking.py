@@ -117,7 +117,7 @@ def _chunks(items: list, size: int) -> Iterator[list]:
 
 def log_cell(mlflow_client, experiment: str, cell: Cell, outcome: Outcome, folder: Path, common_tags: dict[str, str]) -> str:
     """Create one MLflow run for the cell with everything it produced; returns the run id."""
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
 
     tags = {
         **common_tags,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from bench.hyperparams import HyperParameters, Setting
 from bench.interfaces import DataKind, FitContext, LabelledData
@@ -171,6 +172,18 @@ class SumKernelFeatures:
             parts.append(block.new_zeros(n_classes, block.shape[1]).index_add(0, labels, block))
         return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
 
+    def class_sums_bounded(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+        """``class_sums`` over row chunks with activation checkpointing: the same value and
+        gradient, but the B × D cos/sin tensors of a large batch (census: 0.5·n rows) are never
+        all held at once; each chunk's are recomputed in the backward pass."""
+        chunk = max(1, CHUNK_ELEMENTS // max(self.width, 1))
+        if len(z) <= chunk:
+            return self.class_sums(z, labels, n_classes)
+        return sum(
+            checkpoint(self.class_sums, z[start : start + chunk], labels[start : start + chunk], n_classes, use_reentrant=False)
+            for start in range(0, len(z), chunk)
+        )
+
 
 def sum_kernel_features(space: ModelSpace, n_features: int, length_scale: float, generator: torch.Generator) -> SumKernelFeatures:
     numerical, categorical = space.numerical, space.categorical
@@ -297,7 +310,7 @@ class DPMerf:
             net.train()
             for step in range(steps_per_epoch):
                 labels = torch.multinomial(weights.cpu(), batch, replacement=True, generator=label_rng).to(device)
-                generated = features.class_sums(net(labels), labels, n_classes) / (batch * weights[:, None])
+                generated = features.class_sums_bounded(net(labels), labels, n_classes) / (batch * weights[:, None])
                 loss = ((target - generated) ** 2).sum()
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()

@@ -145,3 +145,17 @@ def test_generated_labels_follow_requested_labels():
     model, _ = fit(small_split().train, 1.0)
     labels = np.array([4, 4, 0, 2])
     assert model.sample(4, labels).y.tolist() == labels.tolist()
+
+
+def test_bounded_class_sums_match_in_value_and_gradient(monkeypatch):
+    w = frequencies(64, 2, seed=2)
+    features = rff_only(w)
+    z = torch.randn(50, 2, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 3, (50,))
+    target = torch.randn(3, 64, dtype=torch.float64)
+    whole = ((features.class_sums(z, y, 3) - target) ** 2).sum()
+    (expected,) = torch.autograd.grad(whole, z)
+    monkeypatch.setattr("methods.dp_merf.CHUNK_ELEMENTS", 64 * 7)  # 7 rows per chunk
+    bounded = ((features.class_sums_bounded(z, y, 3) - target) ** 2).sum()
+    (gradient,) = torch.autograd.grad(bounded, z)
+    assert torch.allclose(bounded, whole) and torch.allclose(gradient, expected)

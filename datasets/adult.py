@@ -1,0 +1,145 @@
+"""``adult``: UCI Adult (income > 50K), from the original ``adult.data`` and ``adult.test``.
+
+Files: ``adult/adult.data`` (32,561 rows) and ``adult/adult.test`` (16,281 rows; its first line
+``|1x3 Cross validator`` is skipped and its labels' trailing ``.`` stripped). 14 features in UCI
+order, label ``income`` (0 = ``<=50K``, 1 = ``>50K``).
+
+Schema (public, hard-coded from ``adult.names``): 6 numerical columns, ``education`` ordinal in
+the order of ``education-num`` (1 = Preschool … 16 = Doctorate, as SDGym), the other 7 nominal
+columns categorical with their ``adult.names`` value lists in that file's order.
+
+Missing values: the file marks unknowns with ``?`` (adult.names: "Convert Unknown to '?'"). They
+are kept as their own category ``"?"``, appended to the three columns the UCI dataset page lists
+as having missing values (workclass, occupation, native-country). No imputation, so no statistic
+of the private rows enters the data. A ``?`` in any other column is an error.
+
+Numerical bounds (never computed from the rows):
+- age [17, 90]: adult.names' extraction rule AAGE > 16; 90 is the CPS top code for age
+  (census-income.names, the same survey, reports 91 distinct ages 0..90).
+- fnlwgt [0, 1,500,000]: not documented; a benchmark clipping constant (the encoder clips).
+- education-num [1, 16]: the 16 documented education levels.
+- capital-gain [0, 99,999]: 99,999 is the documented top code; capital-loss [0, 99,999]: the
+  same five-digit CPS field.
+- hours-per-week [1, 168]: adult.names' extraction rule HRSWK > 0; 168 hours in a week.
+
+Protocols:
+- ``sound``: all 48,842 published rows (adult.data + adult.test), the seeds' 90/10 split
+  (stratified), training-only undersampling of ``<=50K`` at 0.4.
+- ``paper``: SDGym's adult 'train' part, which DP-MERF reads via ``sdgym.load_dataset('adult')``
+  (anchors-parklab-code.md §2 adult): ``adult.data`` only, ``np.random.seed(0)`` shuffle, the
+  last 10,000 rows dropped as SDGym's test → 22,561 rows (5,473 positives). SDGym codes
+  categoricals by descending frequency, a data-dependent order; here the codes stay the public
+  ``adult.names`` order in both protocols (only the ``codes`` encoding could tell them apart).
+  DP-HP's Table 2 uses a different, unrecoverable pickle (``adult.p``, 48,842 rows).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bench.datafiles import DataFile, fetch
+from bench.interfaces import PublicFact, Schema
+from datasets.tabular import Table, TabularDataset, Undersampling
+from datasets.tabular_io import (
+    MISSING, categorical, code_labels, features, numerical, ordinal, read_csv, sdgym_shuffle,
+)
+
+UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult"
+TRAIN_FILE = DataFile(
+    "adult", "adult.data", "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    f"{UCI}/adult.data", "the UCI Machine Learning Repository, Adult (archive.ics.uci.edu/dataset/2/adult)",
+)
+TEST_FILE = DataFile(
+    "adult", "adult.test", "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+    f"{UCI}/adult.test", "the UCI Machine Learning Repository, Adult (archive.ics.uci.edu/dataset/2/adult)",
+)
+
+# Value lists: adult.names, in that file's order; "?" where UCI lists missing values.
+WORKCLASS = ("Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov", "State-gov",
+             "Without-pay", "Never-worked", MISSING)
+# Ordinal, in the order of education-num 1..16 (adult.data pairs each level with its number).
+EDUCATION = ("Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad",
+             "Some-college", "Assoc-voc", "Assoc-acdm", "Bachelors", "Masters", "Prof-school", "Doctorate")
+MARITAL_STATUS = ("Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed",
+                  "Married-spouse-absent", "Married-AF-spouse")
+OCCUPATION = ("Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial", "Prof-specialty",
+              "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical", "Farming-fishing", "Transport-moving",
+              "Priv-house-serv", "Protective-serv", "Armed-Forces", MISSING)
+RELATIONSHIP = ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried")
+RACE = ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black")
+SEX = ("Female", "Male")
+NATIVE_COUNTRY = ("United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
+                  "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba", "Iran",
+                  "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam", "Mexico", "Portugal",
+                  "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan", "Haiti", "Columbia",
+                  "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand", "Yugoslavia", "El-Salvador",
+                  "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands", MISSING)
+
+COLUMNS = (
+    numerical("age", 17, 90),
+    categorical("workclass", WORKCLASS),
+    numerical("fnlwgt", 0, 1_500_000),  # undocumented: benchmark clipping constant
+    ordinal("education", EDUCATION),
+    numerical("education-num", 1, 16),
+    categorical("marital-status", MARITAL_STATUS),
+    categorical("occupation", OCCUPATION),
+    categorical("relationship", RELATIONSHIP),
+    categorical("race", RACE),
+    categorical("sex", SEX),
+    numerical("capital-gain", 0, 99_999),
+    numerical("capital-loss", 0, 99_999),
+    numerical("hours-per-week", 1, 168),
+    categorical("native-country", NATIVE_COUNTRY),
+)
+CLASSES = ("<=50K", ">50K")
+
+SCHEMA = Schema(
+    columns=COLUMNS,
+    label="income",
+    classes=CLASSES,
+    public_facts=(
+        PublicFact("published_rows", {"adult.data": 32_561, "adult.test": 16_281},
+                   "adult.names: 48842 instances (train=32561, test=16281)"),
+    ),
+)
+
+N_COLUMNS = 15
+SDGYM_TEST_ROWS = 10_000  # SDGym's adult recipe keeps the last 10,000 shuffled rows as its test
+
+
+def _read_file(path: Path, skip_first_line: bool) -> Table:
+    dtypes = {j: (np.float64 if COLUMNS[j].bounds is not None else "category") for j in range(len(COLUMNS))}
+    dtypes[len(COLUMNS)] = "category"
+    frame = read_csv(
+        path, N_COLUMNS, "UCI adult", header=None, skiprows=1 if skip_first_line else 0,
+        skipinitialspace=True, dtype=dtypes, keep_default_na=False, na_values=[],
+    )
+    x = features(frame, COLUMNS, range(len(COLUMNS)), path)
+    y = code_labels(frame[len(COLUMNS)], {c: i for i, c in enumerate(CLASSES)}, "income", path, strip=".")
+    return Table(x, y)
+
+
+def read(data_dir: Path | None) -> Table:
+    train = _read_file(fetch(TRAIN_FILE, data_dir), skip_first_line=False)
+    test = _read_file(fetch(TEST_FILE, data_dir), skip_first_line=True)
+    return Table(np.concatenate([train.x, test.x]), np.concatenate([train.y, test.y]))
+
+
+def read_paper(data_dir: Path | None) -> Table:
+    table = _read_file(fetch(TRAIN_FILE, data_dir), skip_first_line=False)
+    keep = sdgym_shuffle(len(table.y))[:-SDGYM_TEST_ROWS]
+    return Table(table.x[keep], table.y[keep])
+
+
+ADULT = TabularDataset(
+    name="adult",
+    description="UCI Adult, income >50K: 48,842 rows (adult.data + adult.test), 14 features (6 numerical, 8 categorical)",
+    schema=SCHEMA,
+    read=read,
+    test_fraction=0.1,
+    split_source="90/10 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)",
+    undersampling=Undersampling(0, 0.4, "DP-HP grid (seed-dphp.md §3.3) and DP-MERF Table 4: keep 0.4 of <=50K"),
+    read_paper=read_paper,
+)
