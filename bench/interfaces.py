@@ -120,8 +120,12 @@ class LabelledData:
 
 @dataclass
 class Split:
+    """A seed's train/test split. ``caveats`` name any use of private data the loader made
+    without charge (only the seeds' paper protocol does), so the run's ledger can show them."""
+
     train: LabelledData
     test: LabelledData
+    caveats: tuple[str, ...] = ()
 
 
 class Dataset(Protocol):

@@ -139,6 +139,7 @@ class PrivacyLedger:
     calibrator: Calibrator = "tight"
     releases: list[GaussianRelease] = field(default_factory=list)
     public_facts: list[PublicFactUse] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)  # uncharged uses of private data, stated
 
     def __post_init__(self) -> None:
         if self.calibrator not in CALIBRATORS:
@@ -210,6 +211,7 @@ class PrivacyLedger:
             ),
             "releases": [asdict(r) | {"noise_std": r.noise_std} for r in self.releases],
             "public_facts": [asdict(f) for f in self.public_facts],
+            "caveats": list(self.caveats),
         }
 
     def to_json(self) -> str:
@@ -237,4 +239,6 @@ def format_ledger(ledger: dict[str, Any]) -> str:
     lines.append(f"public facts used without charge ({len(ledger['public_facts'])}):")
     for f in ledger["public_facts"]:
         lines.append(f"  - {f['name']} = {f['value']}: {f['why']}")
+    for caveat in ledger.get("caveats", []):
+        lines.append(f"CAVEAT: {caveat}")
     return "\n".join(lines)

@@ -123,7 +123,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         else:
             budget = PrivacyBudget.non_private()
         outcome.params["delta_resolved"] = budget.delta
-        ledger = PrivacyLedger(budget, calibrator=cell.calibrator)
+        ledger = PrivacyLedger(budget, calibrator=cell.calibrator, caveats=list(split.caveats))
         context = FitContext(
             budget=budget,
             ledger=ledger,

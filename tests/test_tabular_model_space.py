@@ -96,3 +96,13 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     assert sample.schema == SCHEMA and sample.x.shape == (300, 4)
     assert set(np.unique(sample.x[:, 2])) <= {0, 1, 2, 3} and set(np.unique(sample.x[:, 3])) <= {0, 1}
     assert sample.x[:, 0].min() >= 0 and sample.x[:, 0].max() <= 100
+
+
+def test_paper_protocol_splits_carry_their_privacy_caveat_and_sound_ones_none():
+    from datasets.tabular import Table, TabularDataset, Undersampling
+
+    rng = np.random.default_rng(0)
+    rows = Table(table(500).x, rng.integers(0, 2, 500))
+    dataset = TabularDataset("toy", "toy", SCHEMA, lambda _: rows, 0.2, "test", Undersampling(0, 0.5, "test"))
+    assert dataset.load(None, 0, "sound").caveats == ()
+    assert "not a sound privacy claim" in dataset.load(None, 0, "paper").caveats[0]
