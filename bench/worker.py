@@ -153,6 +153,12 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
                 raise RuntimeError(f"evaluator {evaluator.name} returned undeclared metrics {sorted(undeclared)}")
             for name, value in values.items():
                 outcome.metrics[metric_key(evaluator.name, name)] = float(value)
+            # Evaluators that survive partial failures (a classifier that raised or timed out)
+            # expose what went wrong as ``last_errors``; it is logged, not swallowed.
+            errors = getattr(evaluator, "last_errors", None)
+            if errors:
+                (out / f"errors_{evaluator.name}.json").write_text(json.dumps(errors, indent=2))
+                outcome.tags[f"errors.{evaluator.name}"] = "; ".join(sorted(errors))[:4000]
             outcome.metrics[f"time.eval_{evaluator.name}_s"] = time.perf_counter() - started
 
         save_sample(synthetic, out / "synthetic_sample.csv")

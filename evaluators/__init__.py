@@ -1,6 +1,8 @@
 """Built-in evaluators; each module defines one and registers it here."""
 
 from bench.registry import EVALUATORS
+from evaluators.downstream import DownstreamClassifiers
 from evaluators.nll import NegativeLogLikelihood
 
 EVALUATORS.register(NegativeLogLikelihood())
+EVALUATORS.register(DownstreamClassifiers())

@@ -1,0 +1,321 @@
+"""Fitting scikit-learn-style classifiers and predicting, in-process or in a pool of workers.
+
+Used by ``evaluators.downstream``. It lives in ``bench`` (whose ``__init__`` imports nothing) and
+imports only the standard library and numpy, so that worker processes do not import torch
+through a package ``__init__`` (≈ 500 MiB RSS and 2 s less per worker); the estimators arrive
+pickled and bring their own imports.
+
+The pool (:func:`run_tasks`) exists for three reasons:
+
+* parallelism over classifiers (``n_jobs`` processes, each single-threaded, so ``n_jobs`` cores
+  are used, not ``n_jobs`` × BLAS/OpenMP threads);
+* a per-task timeout: a task past its deadline has its process killed (a replacement is started
+  for the remaining tasks), which a thread or a ``ProcessPoolExecutor`` cannot do;
+* isolation: an estimator that segfaults or is killed for memory fails its own task only.
+
+Workers are plain ``subprocess`` children running a fresh interpreter (``python -c`` importing
+this module), talking over a socket pair with ``multiprocessing.connection`` framing. Not
+``multiprocessing.Process``: the grid runs each cell in a *daemonic* process, and those may not
+start ``multiprocessing`` children; and a fresh interpreter is safe where forking a process with
+torch/OpenMP threads is not. A worker exits when its socket closes or, while busy, within a
+second of the evaluating process disappearing.
+
+Memory: the training and test matrices are written once to ``.npy`` files in a temporary
+folder and every worker maps them read-only (``np.load(mmap_mode="r")``), so they are not copied
+per worker (estimators that convert dtypes still make their own copy).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+STARTUP_TIMEOUT_S = 300.0  # a worker interpreter must be ready (imports done) within this
+# Imported by each worker before it reports ready.
+PRELOAD = (
+    "threadpoolctl", "sklearn.discriminant_analysis", "sklearn.ensemble", "sklearn.linear_model",
+    "sklearn.multiclass", "sklearn.naive_bayes", "sklearn.neural_network", "sklearn.svm", "sklearn.tree",
+    "xgboost",
+)
+
+
+@dataclass
+class TaskResult:
+    """What one fit produced: predictions in the original label space (``pred``), the positive
+    class's scores (binary tasks with ``want_scores``; else None), the fit time, the distinct
+    warning messages raised while fitting, or ``error`` (then everything else is empty)."""
+
+    pred: np.ndarray | None = None
+    scores: np.ndarray | None = None
+    fit_seconds: float = float("nan")
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    worker_peak_mib: float = float("nan")  # peak RSS of the process that ran it (pool only)
+
+
+def fit_predict(estimator: Any, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, want_scores: bool) -> TaskResult:
+    """Fit on (x_train, y_train), predict x_test. Labels are re-indexed to 0..m-1 over the classes
+    present in y_train before fitting (xgboost demands contiguous labels, and synthetic data may
+    lack a class) and mapped back afterwards. Single-threaded (BLAS/OpenMP limited to one thread)
+    so results do not depend on how many workers run."""
+    from threadpoolctl import threadpool_limits
+
+    present = np.unique(y_train)
+    y_fit = np.searchsorted(present, y_train)
+    with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        started = time.perf_counter()
+        estimator.fit(x_train, y_fit)
+        seconds = time.perf_counter() - started
+        pred = present[np.asarray(estimator.predict(x_test)).astype(np.int64)]
+        scores = None
+        if want_scores:
+            if len(present) == 2 and hasattr(estimator, "predict_proba"):
+                scores = np.asarray(estimator.predict_proba(x_test), dtype=np.float64)[:, 1]
+            elif len(present) == 2:
+                scores = np.asarray(estimator.decision_function(x_test), dtype=np.float64)
+                scores = scores[:, 1] if scores.ndim == 2 else scores
+            else:  # one class seen: the classifier is a constant predictor
+                scores = (pred == 1).astype(np.float64)
+    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    return TaskResult(pred=pred, scores=scores, fit_seconds=seconds, warnings=messages[:5])
+
+
+def _peak_rss_mib() -> float:
+    """Peak RSS of this process since its exec: VmHWM. (getrusage's ru_maxrss also counts the
+    forking parent's pages that a child had before exec, so a worker would report ≥ its parent.)"""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Leave when the evaluating process (our parent) is gone, e.g. killed by the grid on a cell
+    timeout: a busy worker would otherwise finish its fit (up to the task timeout) as an orphan.
+    The parent's death re-parents us at once, even before anyone reaps it."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def worker_main(conn: Any, paths: tuple[str, str, str], parent_pid: int) -> None:
+    """Loop of a worker process: announce ("ready", pid), then receive (task id, pickled
+    estimator, want_scores) and answer (task id, TaskResult); ``None`` or a closed socket ends
+    it."""
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
+    for module in PRELOAD:  # before "ready", so that imports do not count against a fit's timeout
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    x_train, y_train, x_test = (np.load(path, mmap_mode="r") for path in paths)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        task_id, payload, want_scores = message
+        try:
+            result = fit_predict(pickle.loads(payload), x_train, y_train, x_test, want_scores)
+        except BaseException as error:  # noqa: BLE001 - every failure is the task's result
+            result = TaskResult(error=_describe(error))
+        result.worker_peak_mib = _peak_rss_mib()
+        try:
+            conn.send((task_id, result))
+        except (BrokenPipeError, OSError):
+            return
+
+
+@dataclass
+class Task:
+    id: Hashable
+    estimator: Any
+    want_scores: bool
+
+
+def run_tasks_in_process(tasks: list[Task], x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray) -> dict[Hashable, TaskResult]:
+    """Serial, in this process, without timeouts (tests and debugging)."""
+    results = {}
+    for task in tasks:
+        try:
+            results[task.id] = fit_predict(task.estimator, x_train, y_train, x_test, task.want_scores)
+        except Exception as error:  # noqa: BLE001
+            results[task.id] = TaskResult(error=_describe(error))
+    return results
+
+
+REPO_ROOT = str(Path(__file__).resolve().parents[1])  # the folder that holds the bench package
+_BOOT = "import sys; from bench.fitpool import _subprocess_main; _subprocess_main(sys.argv[1:])"
+
+
+def _subprocess_main(argv: list[str]) -> None:
+    """Entry point of a worker interpreter: ``FD PARENT_PID X_TRAIN Y_TRAIN X_TEST``."""
+    fd, parent_pid, *paths = argv
+    worker_main(Connection(int(fd)), tuple(paths), int(parent_pid))
+
+
+class _Worker:
+    def __init__(self, paths: tuple[str, str, str]) -> None:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (REPO_ROOT, env.get("PYTHONPATH"))))
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), *paths],
+                pass_fds=(theirs.fileno(),),
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        self.done = 0
+
+    @property
+    def exitcode(self) -> int | None:
+        try:
+            return self.process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, kill: bool) -> None:
+        if not kill:
+            try:
+                self.conn.send(None)
+                self.process.wait(timeout=5)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                pass
+        if self.process.poll() is None:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.conn.close()
+
+
+def run_tasks(
+    tasks: list[Task],
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_test: np.ndarray,
+    n_jobs: int,
+    timeout_s: float | None,
+) -> dict[Hashable, TaskResult]:
+    """Run the tasks on ``n_jobs`` worker processes; each task may take ``timeout_s`` seconds
+    (from being handed to a started worker) before its worker is killed and the task recorded
+    as timed out. Never raises for a task's failure: failures are results."""
+    if not tasks:
+        return {}
+    results: dict[Hashable, TaskResult] = {}
+    queue = deque(tasks)
+    with tempfile.TemporaryDirectory(prefix="dpbench-fitpool-") as folder:
+        paths = tuple(str(Path(folder) / f"{name}.npy") for name in ("x_train", "y_train", "x_test"))
+        for path, array in zip(paths, (x_train, y_train, x_test)):
+            np.save(path, np.ascontiguousarray(array))
+        starting: dict[_Worker, float] = {}  # worker → deadline of its start
+        idle: list[_Worker] = []
+        busy: dict[_Worker, tuple[Task, float]] = {}  # worker → (task, deadline)
+        failed_starts = 0  # consecutive workers that died before they were ready
+
+        def give_up(reason: str) -> None:
+            while queue:
+                results[queue.popleft().id] = TaskResult(error=reason)
+
+        try:
+            while queue or busy:
+                wanted = min(n_jobs, len(queue) + len(busy)) - len(starting) - len(idle) - len(busy)
+                for _ in range(max(0, wanted)):
+                    starting[_Worker(paths)] = time.monotonic() + STARTUP_TIMEOUT_S
+                while queue and idle:
+                    worker, task = idle.pop(), queue.popleft()
+                    try:
+                        worker.conn.send((task.id, pickle.dumps(task.estimator), task.want_scores))
+                    except (BrokenPipeError, OSError):  # died while idle: replace it, retry the task
+                        worker.stop(kill=True)
+                        queue.appendleft(task)
+                        continue
+                    except Exception as error:  # noqa: BLE001 - e.g. an estimator that cannot be pickled
+                        results[task.id] = TaskResult(error=f"cannot send the estimator: {_describe(error)}")
+                        idle.append(worker)
+                        continue
+                    busy[worker] = (task, time.monotonic() + timeout_s if timeout_s else float("inf"))
+                if not busy and not starting:
+                    continue
+                deadlines = [deadline for _, deadline in busy.values()] + list(starting.values())
+                wait_s = None if min(deadlines) == float("inf") else max(0.0, min(deadlines) - time.monotonic())
+                ready = set(wait([worker.conn for worker in (*starting, *busy)], timeout=wait_s))
+                for worker in [w for w in starting if w.conn in ready]:
+                    del starting[worker]
+                    try:
+                        worker.conn.recv()  # ("ready", pid)
+                    except (EOFError, OSError):
+                        code = worker.exitcode
+                        worker.stop(kill=True)
+                        failed_starts += 1
+                        if failed_starts >= 3:
+                            give_up(f"worker processes die while starting (exit code {code}); see their error output")
+                        continue
+                    failed_starts = 0
+                    idle.append(worker)
+                for worker in [w for w in busy if w.conn in ready]:
+                    task, _ = busy.pop(worker)
+                    try:
+                        _, result = worker.conn.recv()
+                    except (EOFError, OSError):
+                        code = worker.exitcode
+                        hint = " (killed by SIGKILL: out of memory?)" if code == -9 else ""
+                        results[task.id] = TaskResult(error=f"worker process died with exit code {code}{hint}")
+                        worker.stop(kill=True)
+                        continue
+                    results[task.id] = result
+                    idle.append(worker)
+                now = time.monotonic()
+                for worker, (task, deadline) in list(busy.items()):
+                    if now >= deadline:
+                        del busy[worker]
+                        worker.stop(kill=True)
+                        results[task.id] = TaskResult(error=f"TimeoutError: no result within {timeout_s:g} s; killed")
+                for worker, deadline in list(starting.items()):
+                    if now >= deadline:
+                        del starting[worker]
+                        worker.stop(kill=True)
+                        failed_starts += 1
+                        if failed_starts >= 3:
+                            give_up(f"worker processes did not start within {STARTUP_TIMEOUT_S:g} s")
+        finally:
+            for worker in idle:
+                worker.stop(kill=False)
+            for worker in (*busy, *starting):
+                worker.stop(kill=True)
+    return results
