@@ -89,7 +89,10 @@ def main() -> None:
     parser.add_argument("--end-to-end", metavar="DATASET", help="time one seed of DP-MERF on this dataset")
     parser.add_argument("--protocol", default="sound", choices=("sound", "paper"))
     parser.add_argument("--data-dir")
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.end_to_end:
         end_to_end(args.end_to_end, args.protocol, args.data_dir)
         return
