@@ -60,6 +60,10 @@ def test_grid_logs_failures_without_stopping_and_resumes(workdir):
     assert table.returncode == 0, table.stderr
     assert "| gmm2d | 1 |" in table.stdout and "dp-merf" in table.stdout and "(1)" in table.stdout
 
+    plotted = run_cli("plot", "--metric", "nll.mean", "--out", "plots")
+    assert plotted.returncode == 0, plotted.stderr
+    assert (workdir / "plots" / "dpbench_gmm2d_nll.mean.png").stat().st_size > 10_000
+
     shown = run_cli("show", merf.info.run_id)
     assert "labelled mean embedding" in shown.stdout and "σ = 3.73" in shown.stdout
     assert "class_proportions" in shown.stdout
