@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 # autodp quirk: importing privacy_calibrator first fails on a circular import.
 from autodp import rdp_acct  # noqa: F401  (must precede the next imports)
@@ -65,6 +65,14 @@ class GaussianRelease:
     @property
     def noise_std(self) -> float:
         return self.noise_multiplier * self.sensitivity
+
+
+@dataclass(frozen=True)
+class BudgetShare:
+    """A group of ``compositions`` releases that together get ``fraction`` of the budget."""
+
+    fraction: float
+    compositions: int = 1
 
 
 @dataclass(frozen=True)
@@ -162,6 +170,28 @@ class PrivacyLedger:
             compositions,
             self.calibrator,
         )
+
+    def calibrate_shares(self, shares: Sequence[BudgetShare]) -> list[float]:
+        """Noise multipliers for several groups of releases that split the run's budget.
+
+        ``paper``: group i gets (fraction_i·ε, δ/len(shares)) and the seeds' calibrator with its
+        own number of compositions — the split of DP-HP's code (seed-dphp.md §2.3–2.4), whose
+        total is (ε, δ) by basic composition. ``tight``: the releases compose exactly, so the
+        fractions split the total precision Σ kᵢ/σᵢ² = 1/σ² of the one Gaussian mechanism that
+        meets (ε, δ) — σᵢ = σ·√(kᵢ/fractionᵢ) — and no budget is lost to basic composition."""
+        if abs(sum(s.fraction for s in shares) - 1) > 1e-9 or min(s.fraction for s in shares) <= 0:
+            raise ValueError(f"budget fractions must be > 0 and sum to 1 (got {[s.fraction for s in shares]})")
+        if not self.budget.is_private:
+            return [0.0 for _ in shares]
+        if self.calibrator == "paper":
+            delta = self.budget.delta / len(shares)
+            return [
+                calibrate_gaussian_multiplier(s.fraction * self.budget.epsilon, delta, s.compositions, "paper")
+                for s in shares
+            ]
+        sigma = self.calibrate_gaussian(compositions=1)
+        # rounded up by a hair so that round-off in Σ kᵢ/σᵢ² never tips the total over ε
+        return [sigma * math.sqrt(s.compositions / s.fraction) * (1 + 1e-9) for s in shares]
 
     def epsilon_of(self, releases: list[GaussianRelease]) -> float:
         """ε at the target δ of ``releases`` composed (inf for a non-private run's releases)."""

@@ -1,13 +1,11 @@
 """DP-MERF speed: the gmm2d training step and embedding, and one seed end to end on a dataset.
 
-    python benchmarks/bench_dp_merf.py [--features 30000] [--batch 500] [--steps 30]
-    python benchmarks/bench_dp_merf.py --end-to-end adult [--protocol paper] [--data-dir DIR]
+    python benchmarks/bench_dp_merf.py [--features 30000] [--batch 500] [--steps 30] [--threads 2]
 
-The first form reports seconds per generator step with the fused cos/sin class-sum kernel against
+Reports seconds per generator step with the fused cos/sin class-sum kernel against
 plain autograd (features, concatenation, one-hot product), the projected time of the paper's
-50 × 180 gmm2d steps, the throughput of the chunked real-data embedding, and peak memory. The
-second runs load → fit (paper settings, ε = 1) → sample → every applicable evaluator for seed 0
-in this process, as one grid cell does, and reports each phase's wall time and peak memory.
+50 × 180 gmm2d steps, the throughput of the chunked real-data embedding, and peak memory. One seed on a dataset end to end:
+``python benchmarks/end_to_end.py dp-merf adult --protocol paper``.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from __future__ import annotations
 import argparse
 import resource
 import time
-from pathlib import Path
 
 import torch
 
@@ -45,57 +42,15 @@ def time_steps(class_sums, n_features: int, batch: int, steps: int) -> float:
     return (time.perf_counter() - started) / steps
 
 
-def end_to_end(dataset_name: str, protocol: str, data_dir: str | None) -> None:
-    from bench.budget import PrivacyBudget
-    from bench.interfaces import FitContext
-    from bench.ledger import PrivacyLedger
-    from bench.registry import DATASETS, EVALUATORS, METHODS
-
-    torch.manual_seed(0)
-    dataset, method = DATASETS.get(dataset_name), METHODS.get("dp-merf")
-    timings = {}
-    started = time.perf_counter()
-    split = dataset.load(Path(data_dir) if data_dir else None, 0, protocol)
-    timings["load"] = time.perf_counter() - started
-    budget = PrivacyBudget(1.0, 1e-5)
-    params = method.hyperparameters.resolve(dataset_name).values
-    context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), protocol, dataset.kind)
-    started = time.perf_counter()
-    fitted = method.fit(split.train, context)
-    timings["fit"] = time.perf_counter() - started
-    started = time.perf_counter()
-    synthetic = fitted.sample(len(split.train))
-    timings["sample"] = time.perf_counter() - started
-    for evaluator in EVALUATORS:
-        if dataset.kind in evaluator.data_kinds and evaluator.applies_to(dataset.schema):
-            started = time.perf_counter()
-            evaluator.evaluate(synthetic, split.train, split.test, protocol)
-            timings[f"evaluate {evaluator.name}"] = time.perf_counter() - started
-    print(f"dp-merf on {dataset_name} ({protocol} protocol, n_train = {len(split.train)}, seed 0, ε = 1)")
-    for phase, seconds in timings.items():
-        print(f"  {phase:<22} {seconds:8.1f} s")
-    total = sum(v for k, v in timings.items() if k != "load")
-    print(f"  {'fit + sample + eval':<22} {total:8.1f} s")
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"  peak memory            {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.0f} MiB"
-          f" (largest child process {children:.0f} MiB)")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", type=int, default=30_000)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--end-to-end", metavar="DATASET", help="time one seed of DP-MERF on this dataset")
-    parser.add_argument("--protocol", default="sound", choices=("sound", "paper"))
-    parser.add_argument("--data-dir")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.end_to_end:
-        end_to_end(args.end_to_end, args.protocol, args.data_dir)
-        return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, D = {args.features}, batch = {args.batch}")
 
     fused = time_steps(rff_class_sums, args.features, args.batch, args.steps)

@@ -1,8 +1,10 @@
 """Built-in method adapters; each module defines one and registers it here."""
 
 from bench.registry import METHODS
+from methods.dp_hp import DPHermite
 from methods.dp_merf import DPMerf
 from methods.real import Real
 
 METHODS.register(Real())
 METHODS.register(DPMerf())
+METHODS.register(DPHermite())

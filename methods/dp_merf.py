@@ -22,17 +22,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from bench.hyperparams import HyperParameters, Setting
 from bench.interfaces import DataKind, FitContext, LabelledData
 from bench.ledger import GaussianRelease
-from methods.nets import FullyConnectedConditionalGenerator, parse_widths, proportional_labels
+from methods.mean_embedding import (
+    TrainedConditionalGenerator,
+    bounded_class_sums,
+    embedding_sum,
+    release_proportions,
+)
+from methods.nets import FullyConnectedConditionalGenerator, parse_widths
 from methods.space import ModelSpace, uniform_median_distance
 
-CHUNK_ELEMENTS = 1 << 24  # rows × features per chunk when embedding the real data (64 MiB float32)
 
 def _table4(steps: int, batch_fraction: float, n_features: int) -> dict[str, Setting]:
     """A row of the private columns of DP-MERF's supplementary Table 4 (seed-dpmerf.md §3.1),
@@ -171,16 +174,8 @@ class SumKernelFeatures:
         return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
 
     def class_sums_bounded(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
-        """``class_sums`` over row chunks with activation checkpointing: the same value and
-        gradient, but the B × D cos/sin tensors of a large batch (census: 0.5·n rows) are never
-        all held at once; each chunk's are recomputed in the backward pass."""
-        chunk = max(1, CHUNK_ELEMENTS // max(self.width, 1))
-        if len(z) <= chunk:
-            return self.class_sums(z, labels, n_classes)
-        return sum(
-            checkpoint(self.class_sums, z[start : start + chunk], labels[start : start + chunk], n_classes, use_reentrant=False)
-            for start in range(0, len(z), chunk)
-        )
+        """``class_sums`` in bounded memory (chunks with activation checkpointing)."""
+        return bounded_class_sums(self.class_sums, z, labels, n_classes, self.width)
 
 
 def sum_kernel_features(space: ModelSpace, n_features: int, length_scale: float, generator: torch.Generator) -> SumKernelFeatures:
@@ -205,52 +200,7 @@ def labelled_embedding_sum(
     z: torch.Tensor, y: torch.Tensor, n_classes: int, features: SumKernelFeatures
 ) -> torch.Tensor:
     """Σᵢ onehot(yᵢ) h(zᵢ)ᵀ (C × width) in float64, over row chunks so memory stays bounded."""
-    total = torch.zeros(n_classes, features.width, dtype=torch.float64, device=z.device)
-    chunk = max(1, CHUNK_ELEMENTS // max(features.width, 1))
-    with torch.no_grad():
-        for start in range(0, len(z), chunk):
-            total += features.class_sums(z[start : start + chunk].double(), y[start : start + chunk], n_classes)
-    return total
-
-
-@dataclass
-class MerfGenerator:
-    generator: FullyConnectedConditionalGenerator
-    proportions: torch.Tensor
-    space: ModelSpace
-    device: torch.device
-    label_rng: torch.Generator
-    batch: int = 10_000
-
-    @torch.no_grad()
-    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
-        self.generator.eval()
-        y = (
-            proportional_labels(n, self.proportions.cpu(), self.label_rng)
-            if labels is None
-            else torch.as_tensor(labels, dtype=torch.long)
-        )
-        parts = [self.generator(y[s : s + self.batch].to(self.device)).cpu() for s in range(0, n, self.batch)]
-        z = torch.cat(parts).numpy().astype(np.float32)
-        return LabelledData(self.space.decode(z).astype(np.float32), y.numpy(), self.space.schema)
-
-
-def release_proportions(train: LabelledData, context: FitContext, noise_multiplier: float) -> torch.Tensor:
-    """Class proportions w̃: public ones if the schema declares them, else noisy ones (charged)."""
-    schema = train.schema
-    fact = schema.public_fact("class_proportions")
-    if fact is not None:
-        context.ledger.use_public_fact(fact.name, fact.value, fact.why)
-        return torch.tensor(fact.value, dtype=torch.float64)
-    m = len(train)
-    sensitivity = math.sqrt(2) / m  # one replaced row moves two proportions by 1/m
-    generator = torch.Generator().manual_seed(context.seed + 1)
-    counts = torch.as_tensor(train.class_counts(), dtype=torch.float64) / m
-    noisy = counts + torch.randn(len(counts), generator=generator, dtype=torch.float64) * noise_multiplier * sensitivity
-    context.ledger.record(
-        GaussianRelease("class proportions", sensitivity=sensitivity, noise_multiplier=noise_multiplier)
-    )
-    return noisy.clamp(min=1e-3)  # the authors' clamp of negative noisy proportions (§1.5)
+    return embedding_sum(features.class_sums, z, y, n_classes, features.width)
 
 
 @dataclass(frozen=True)
@@ -261,7 +211,7 @@ class DPMerf:
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
-    def fit(self, train: LabelledData, context: FitContext) -> MerfGenerator:
+    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
         p = context.params
         device = context.device
         m, n_classes = len(train), train.schema.n_classes
@@ -315,4 +265,4 @@ class DPMerf:
                 optimiser.step()
                 context.progress(epoch * steps_per_epoch + step + 1, epochs * steps_per_epoch)
             schedule.step()
-        return MerfGenerator(net, proportions.float(), space, device, label_rng)
+        return TrainedConditionalGenerator(net, proportions.float(), space, device, label_rng)

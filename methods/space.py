@@ -79,6 +79,24 @@ class ModelSpace:
                 ranges.append(max(len(column.categories) - 1, 1))
         return np.asarray(ranges, dtype=np.float64)
 
+    def coordinate_spans(self) -> np.ndarray:
+        """Public range of *every* coordinate of the model space: 1 for [0, 1]-scaled, one-hot and
+        binary coordinates; under the paper's codes a numerical column's public bounds and a
+        categorical or ordinal column's k − 1; 1 for a raw column without bounds (2-D data)."""
+        if self.encoder is None:
+            return np.asarray([c.bounds[1] - c.bounds[0] if c.bounds else 1.0 for c in self.schema.columns])
+        if self.encoder.mode == "onehot":
+            return np.ones(self.width)
+        spans = []
+        for column in self.schema.columns:
+            if column.kind == ColumnKind.NUMERICAL:
+                spans.append(column.bounds[1] - column.bounds[0] if column.bounds else 1.0)
+            elif column.kind in (ColumnKind.CATEGORICAL, ColumnKind.ORDINAL):
+                spans.append(max(len(column.categories) - 1, 1))
+            else:
+                spans.append(1.0)
+        return np.asarray(spans, dtype=np.float64)
+
     def encode(self, x: np.ndarray) -> np.ndarray:
         return self.encoder.encode(x) if self.encoder else x.astype(np.float32)
 
@@ -123,6 +141,10 @@ class OutputHead(nn.Module):
             else:
                 parts.append(torch.sigmoid(block))
         return torch.cat(parts, dim=1)
+
+
+# median of |U − U'| for independent U, U' ~ Uniform[0, 1]: P(|U − U'| ≤ t) = 1 − (1 − t)² = ½
+UNIFORM_MEDIAN_GAP = 1 - 1 / math.sqrt(2)
 
 
 def uniform_median_distance(dimension: int) -> float:

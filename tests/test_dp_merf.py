@@ -93,7 +93,7 @@ def test_embedding_is_chunked_without_changing_its_value(monkeypatch):
     w = frequencies(100, 2)
     x, y = torch.randn(1000, 2, dtype=torch.float64), torch.randint(0, 5, (1000,))
     whole = labelled_embedding_sum(x, y, 5, rff_only(w))
-    monkeypatch.setattr("methods.dp_merf.CHUNK_ELEMENTS", 100 * 7)  # 7 rows per chunk
+    monkeypatch.setattr("methods.mean_embedding.CHUNK_ELEMENTS", 100 * 7)  # 7 rows per chunk
     assert torch.allclose(labelled_embedding_sum(x, y, 5, rff_only(w)), whole)
 
 
@@ -155,7 +155,7 @@ def test_bounded_class_sums_match_in_value_and_gradient(monkeypatch):
     target = torch.randn(3, 64, dtype=torch.float64)
     whole = ((features.class_sums(z, y, 3) - target) ** 2).sum()
     (expected,) = torch.autograd.grad(whole, z)
-    monkeypatch.setattr("methods.dp_merf.CHUNK_ELEMENTS", 64 * 7)  # 7 rows per chunk
+    monkeypatch.setattr("methods.mean_embedding.CHUNK_ELEMENTS", 64 * 7)  # 7 rows per chunk
     bounded = ((features.class_sums_bounded(z, y, 3) - target) ** 2).sum()
     (gradient,) = torch.autograd.grad(bounded, z)
     assert torch.allclose(bounded, whole) and torch.allclose(gradient, expected)

@@ -1,0 +1,276 @@
+"""``dp-hp``: DP mean embeddings with Hermite-polynomial features (Vinaroz et al., ICML 2022).
+
+Algorithm (seed-dphp.md §1, privacy §2):
+
+1. Per-coordinate HP features φ^{(C)} (methods/hermite.py), ρ_d from a squared length scale ℓ_d².
+2. Sum kernel h_s(x) = [φ(x_1); …; φ(x_D)] / √D (eq. 10), order C_sum, ‖h_s(x)‖ ≤ 1.
+3. Product kernel h_p(x) = φ(x_{s_1}) ⊗ … ⊗ φ(x_{s_k}) over k = D_prod coordinates S drawn
+   uniformly without replacement (eq. 8), order C_prod, ‖h_p(x)‖ ≤ 1. S is re-drawn at the
+   start of every epoch (§1.3), and each draw is a new release of the data.
+4. Joint embeddings with one-hot labels (eq. 13–15), both with L2 sensitivity 2/m under
+   replace-one (App. F). The sum embedding is released once; the product embedding once per
+   epoch with fresh noise (once in all when D_prod = D: every draw is then the same set).
+5. The budget is split between the two parts (``sum_share``, the code's split-eps-rate); the
+   class proportions, when not public, are released with the sum part (the code's k = 2, §2.5).
+6. A conditional generator minimises ‖μ̃_s − μ_s(G)‖² + γ‖μ̃_p − μ_p(G)‖² (γ on the product
+   term: tabular, eq. 16) or ‖μ̃_p − μ_p(G)‖² + γ‖μ̃_s − μ_s(G)‖² (γ on the sum term: images and
+   the 2-D code), each class column divided by its released proportion as in the tabular code
+   (§1.5; for uniform labels, a constant factor on eq. 15).
+
+Length scales come from public facts only: a hyperparameter, or (default) per coordinate
+ℓ_d = (1 − 1/√2) × the coordinate's public range — the median gap of two uniform points — in
+place of the seeds' median heuristic on private rows, which their code does not charge (§3.2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from bench.hyperparams import HyperParameters, Setting
+from bench.interfaces import DataKind, FitContext, LabelledData
+from bench.ledger import BudgetShare, GaussianRelease
+from methods.hermite import clip_feature_norm, hermite_features, product_class_sums, rho_from_length_scale_sq
+from methods.mean_embedding import TrainedConditionalGenerator, bounded_class_sums, embedding_sum, release_proportions
+from methods.nets import FullyConnectedConditionalGenerator, parse_widths
+from methods.space import UNIFORM_MEDIAN_GAP, ModelSpace
+
+GAMMA_PLACEMENTS = ("prod", "sum")
+
+
+def _table6(
+    batch_fraction: float, prod_order: int, prod_dims: int, sum_order: int, gamma: float, epochs: int, code_note: str = ""
+) -> dict[str, Setting]:
+    """A row of DP-HP's Table 6 (seed-dphp.md §3.3, (1, 1e-5)-DP tabular classification), with
+    the epochs of the authors' grid (the paper gives none) and the tabular code's constants."""
+    table = "seed-dphp.md §3.3 Table 6"
+    note = f" ({code_note})" if code_note else ""
+    return {
+        "batch_fraction": Setting(batch_fraction, f"{table}: batch rate{note}"),
+        "prod_order": Setting(prod_order, f"{table}: order hermite prod"),
+        "prod_dims": Setting(prod_dims, f"{table}: prod dimension"),
+        "sum_order": Setting(sum_order, f"{table}: order hermite (sum){note}"),
+        "gamma": Setting(gamma, f"{table}: gamma (weights the product term){note}"),
+        "epochs": Setting(epochs, "seed-dphp.md §3.3 code grid: epochs (absent from Table 6)"),
+    }
+
+
+HYPERPARAMETERS = HyperParameters(
+    defaults={
+        "sum_order": Setting(100, "seed-dphp.md §3.3 Table 6 (adult/census): order hermite 100"),
+        "prod_order": Setting(5, "seed-dphp.md §3.3 Table 6 (adult): order hermite prod 5"),
+        "prod_dims": Setting(5, "seed-dphp.md §3.3 Table 6 (adult): prod dimension 5"),
+        "gamma": Setting(0.1, "seed-dphp.md §3.3 Table 6 (adult): gamma 0.1"),
+        "gamma_on": Setting("prod", "seed-dphp.md §1.6/§9.1: tabular code weights the product term"),
+        "sum_share": Setting(0.6, "seed-dphp.md §2.3: tabular code split-eps-rate 0.6 for the sum part"),
+        "sum_length_sq": Setting(
+            0.0, "0 = per coordinate ((1 − 1/√2) × public range)²; else ℓ² for every coordinate (seed-dphp.md §3.4: 'kernel length' = ℓ²)"
+        ),
+        "prod_length_sq": Setting(0.0, "0 = as the sum kernel's per-coordinate ℓ² (seed-dphp.md §1.3: code uses the same ρ_d)"),
+        "epochs": Setting(20, "seed-dphp.md §3.3 code grid (adult: 20 epochs)"),
+        "batch_fraction": Setting(0.1, "seed-dphp.md §3.3 Table 6 (adult): batch rate 0.1"),
+        "batch_size": Setting(0, "0 = batch_fraction × n; the 2-D and image code use a fixed batch"),
+        "lr": Setting(1e-2, "seed-dphp.md §3.3: tabular code Adam lr 0.01"),
+        "lr_decay": Setting(1.0, "seed-dphp.md §3.3: no scheduler in the tabular code"),
+        "noise_dim": Setting(10, "seed-dphp.md §3.3: 10 noise dims (+ label; one-hot here, see README)"),
+        "hidden": Setting("4d-2d", "seed-dphp.md §3.3: hidden layers 4·D and 2·D with BN + ReLU"),
+    },
+    per_dataset={
+        "gmm2d": {
+            "sum_order": Setting(20, "seed-dphp.md §3.1 code: order 20 (the text's 25 is inconsistent, §9.11)"),
+            "prod_order": Setting(20, "seed-dphp.md §3.1 code: order 20 for both kernels"),
+            "prod_dims": Setting(2, "seed-dphp.md §3.1: no dimension subsampling (product over both dims)"),
+            "gamma": Setting(10.0, "seed-dphp.md §3.1 code: loss = loss_prod + 10·loss_sum"),
+            "gamma_on": Setting("sum", "seed-dphp.md §3.1 code: the 10 multiplies the sum loss"),
+            "sum_share": Setting(0.5, "seed-dphp.md §2.3: ε/2 each (the 2-D code adds no noise; the γ ablation's split)"),
+            "sum_length_sq": Setting(10.0, "seed-dphp.md §3.1 code: ℓ²_sum = 10 (ρ = 0.0499)"),
+            "prod_length_sq": Setting(0.5, "seed-dphp.md §3.1 code: ℓ²_prod = 0.5 (ρ = 0.618)"),
+            "epochs": Setting(100, "seed-dphp.md §3.1 code: 100 epochs"),
+            "batch_size": Setting(500, "seed-dphp.md §3.1 code: batch 500"),
+            "lr": Setting(1e-2, "seed-dphp.md §3.1 code: Adam lr 0.01"),
+            "lr_decay": Setting(0.9, "seed-dphp.md §3.1 code: StepLR γ = 0.9 per epoch"),
+            "noise_dim": Setting(5, "seed-dphp.md §3.1 code: d_code 5"),
+            "hidden": Setting("200-500-500-200", "seed-dphp.md §3.1 code: FCCondGen 200-500-500-200"),
+        },
+        "adult": _table6(0.1, 5, 5, 100, 0.1, 20),
+        "census": _table6(0.5, 5, 5, 100, 0.1, 50, "the code grid has batch rate 0.4"),
+        "cervical": _table6(0.5, 13, 5, 20, 1.0, 20, "the code grid has batch rate 0.1"),
+        "credit": _table6(0.5, 7, 5, 20, 1.0, 200, "the code grid has gamma 1e-5"),
+        "epileptic": _table6(0.1, 5, 7, 20, 0.1, 20, "the code grid has order hermite 10"),
+        "isolet": _table6(0.5, 13, 5, 150, 1.0, 20, "the code grid has order hermite 10"),
+        "covtype": _table6(0.01, 7, 2, 10, 1.0, 200),
+        "intrusion": _table6(0.01, 5, 5, 7, 1.0, 200),
+    },
+    profiles={"smoke": {"sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200}},
+)
+
+
+@dataclass(frozen=True)
+class HermiteSumKernel:
+    """h_s(x) = [φ(x_1); …; φ(x_D)] / √D with per-coordinate ρ (seed-dphp.md eq. 10)."""
+
+    rho: torch.Tensor  # (D,)
+    order: int
+    clip: bool = True  # real rows: round-off can never lift ‖φ‖ over 1 (generated rows need not)
+
+    @property
+    def width(self) -> int:
+        return len(self.rho) * (self.order + 1)
+
+    def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+        """Σ_{j: yⱼ = c} h_s(zⱼ) for every class (K × D(C+1)), differentiable in z."""
+        phi = hermite_features(z, self.rho.to(z.device), self.order)
+        phi = clip_feature_norm(phi) if self.clip else phi
+        one_hot = torch.nn.functional.one_hot(labels, n_classes).to(phi.dtype)
+        return (one_hot.T @ phi.reshape(len(z), -1)) / math.sqrt(len(self.rho))  # the 1/√D of eq. 10
+
+
+@dataclass(frozen=True)
+class HermiteProductKernel:
+    """h_p(x) = ⊗_{d ∈ S} φ(x_d) over the coordinates S (seed-dphp.md eq. 8)."""
+
+    rho: torch.Tensor  # (D,), of all coordinates; the selected ones are used
+    order: int
+    coordinates: tuple[int, ...]
+    clip: bool = True
+
+    @property
+    def width(self) -> int:
+        return (self.order + 1) ** len(self.coordinates)
+
+    def elements_per_row(self, n_classes: int) -> int:
+        """Entries per row of the largest intermediate (see ``product_class_sums``)."""
+        k, f = len(self.coordinates), self.order + 1
+        return n_classes * f ** (k // 2) + f ** (k - k // 2) + k * f
+
+    def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+        selected = list(self.coordinates)
+        phi = hermite_features(z[:, selected], self.rho[selected].to(z.device), self.order)
+        phi = clip_feature_norm(phi) if self.clip else phi
+        return product_class_sums(phi, labels, n_classes)
+
+
+def length_scales_sq(space: ModelSpace, value: float) -> np.ndarray:
+    """Per-coordinate ℓ²: the hyperparameter if > 0, else from each coordinate's public range."""
+    if value > 0:
+        return np.full(space.width, value)
+    return (UNIFORM_MEDIAN_GAP * space.coordinate_spans()) ** 2
+
+
+def draw_coordinates(dimension: int, k: int, rng: np.random.Generator) -> tuple[int, ...]:
+    """k distinct coordinates, uniformly without replacement (seed-dphp.md §1.3), in draw order."""
+    return tuple(int(i) for i in rng.choice(dimension, size=k, replace=False))
+
+
+@dataclass(frozen=True)
+class DPHermite:
+    name: str = "dp-hp"
+    description: str = "DP-HP: Hermite-polynomial sum + subsampled product kernel embeddings, generator trained to match"
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR})
+    private: bool = True
+    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+
+    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
+        p = context.params
+        if p["gamma_on"] not in GAMMA_PLACEMENTS:
+            raise ValueError(f"gamma_on must be one of {GAMMA_PLACEMENTS} (got {p['gamma_on']!r})")
+        if not 0 < float(p["sum_share"]) < 1:
+            raise ValueError(f"sum_share must lie in (0, 1) (got {p['sum_share']})")
+        device, ledger = context.device, context.ledger
+        m, n_classes = len(train), train.schema.n_classes
+        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+        dimension = space.width
+        prod_dims = min(int(p["prod_dims"]), dimension)
+        epochs = int(p["epochs"])
+        # with D_prod = D every draw is the same set: one product release serves all epochs
+        product_releases = 1 if prod_dims == dimension else epochs
+
+        public_proportions = train.schema.public_fact("class_proportions") is not None
+        sum_share = float(p["sum_share"])
+        sigma_sum, sigma_prod = ledger.calibrate_shares(
+            [BudgetShare(sum_share, 1 if public_proportions else 2), BudgetShare(1 - sum_share, product_releases)]
+        )
+        proportions = release_proportions(train, context, sigma_sum).to(device)
+
+        sum_l2 = length_scales_sq(space, float(p["sum_length_sq"]))
+        prod_l2 = length_scales_sq(space, float(p["prod_length_sq"])) if float(p["prod_length_sq"]) > 0 else sum_l2
+        ledger.use_public_fact(
+            "length scales",
+            f"ℓ² sum {_describe(sum_l2)}, product {_describe(prod_l2)}",
+            "hyperparameters or (1 − 1/√2) × each coordinate's public range, never the rows (the seeds' "
+            "uncharged median heuristic is not used)",
+        )
+        sum_kernel = HermiteSumKernel(rho_from_length_scale_sq(torch.as_tensor(sum_l2)), int(p["sum_order"]))
+        prod_rho = rho_from_length_scale_sq(torch.as_tensor(prod_l2))
+
+        z = torch.as_tensor(space.encode(train.x), device=device)
+        y = torch.as_tensor(train.y, device=device)
+        noise_rng = torch.Generator().manual_seed(context.seed)
+        sensitivity = 2.0 / m  # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (App. F)
+
+        def release(kernel, elements_per_row: int, sigma: float) -> torch.Tensor:
+            embedding = embedding_sum(kernel.class_sums, z, y, n_classes, elements_per_row) / m
+            noise = torch.randn(embedding.shape, generator=noise_rng, dtype=torch.float64).to(device)
+            return ((embedding + noise * sigma * sensitivity) / proportions[:, None]).float()
+
+        sum_target = release(sum_kernel, 2 * sum_kernel.width, sigma_sum)
+        ledger.record(
+            GaussianRelease(
+                f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
+                sensitivity=sensitivity, noise_multiplier=sigma_sum,
+            )
+        )
+        # charged up front, before the first product release: one release per epoch
+        ledger.record(
+            GaussianRelease(
+                f"product-kernel labelled mean embedding (HP order {int(p['prod_order'])}, {prod_dims} of "
+                f"{dimension} coordinates, {'re-drawn and re-released every epoch' if product_releases > 1 else 'all coordinates, released once'})",
+                sensitivity=sensitivity, noise_multiplier=sigma_prod, compositions=product_releases,
+            )
+        )
+
+        net = FullyConnectedConditionalGenerator(
+            int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), dimension), dimension, space.output_head()
+        ).to(device)
+        optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr"]))
+        schedule = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=float(p["lr_decay"]))
+        batch = int(p["batch_size"]) or max(2, round(float(p["batch_fraction"]) * m))
+        steps_per_epoch = max(1, math.ceil(m / batch))
+        gamma, gamma_on_prod = float(p["gamma"]), p["gamma_on"] == "prod"
+        coordinate_rng = np.random.default_rng([context.seed, 5])
+        label_rng = torch.Generator().manual_seed(context.seed + 2)
+        weights = proportions.float()
+        generated_sum_kernel = HermiteSumKernel(sum_kernel.rho.float(), sum_kernel.order, clip=False)
+        prod_kernel = prod_target = None
+        for epoch in range(epochs):
+            if prod_target is None or product_releases > 1:
+                coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
+                prod_kernel = HermiteProductKernel(prod_rho, int(p["prod_order"]), coordinates)
+                prod_target = release(prod_kernel, prod_kernel.elements_per_row(n_classes), sigma_prod)
+                generated_prod_kernel = HermiteProductKernel(prod_rho.float(), prod_kernel.order, coordinates, clip=False)
+            net.train()
+            for step in range(steps_per_epoch):
+                labels = torch.multinomial(weights.cpu(), batch, replacement=True, generator=label_rng).to(device)
+                x = net(labels)
+                scale = batch * weights[:, None]
+                sums = bounded_class_sums(generated_sum_kernel.class_sums, x, labels, n_classes, 2 * sum_kernel.width)
+                prods = bounded_class_sums(
+                    generated_prod_kernel.class_sums, x, labels, n_classes, prod_kernel.elements_per_row(n_classes)
+                )
+                loss_sum = ((sum_target - sums / scale) ** 2).sum()
+                loss_prod = ((prod_target - prods / scale) ** 2).sum()
+                loss = loss_sum + gamma * loss_prod if gamma_on_prod else loss_prod + gamma * loss_sum
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                context.progress(epoch * steps_per_epoch + step + 1, epochs * steps_per_epoch)
+            schedule.step()
+        return TrainedConditionalGenerator(net, weights, space, device, label_rng)
+
+
+def _describe(values: np.ndarray) -> str:
+    low, high = float(values.min()), float(values.max())
+    return f"{low:.4g}" if math.isclose(low, high) else f"{low:.4g}–{high:.4g} per coordinate"

@@ -1,0 +1,99 @@
+"""Pieces shared by the mean-embedding methods (DP-MERF, DP-HP): bounded-memory class sums,
+the class-proportion release, and the trained conditional generator they return."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from bench.interfaces import FitContext, LabelledData
+from bench.ledger import GaussianRelease
+from methods.nets import FullyConnectedConditionalGenerator, proportional_labels
+from methods.space import ModelSpace
+
+CHUNK_ELEMENTS = 1 << 24  # rows × features per chunk (64 MiB of float32)
+
+ClassSums = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
+
+
+def rows_per_chunk(elements_per_row: int) -> int:
+    return max(1, CHUNK_ELEMENTS // max(elements_per_row, 1))
+
+
+def bounded_class_sums(
+    class_sums: ClassSums, z: torch.Tensor, labels: torch.Tensor, n_classes: int, elements_per_row: int
+) -> torch.Tensor:
+    """``class_sums(z, labels, n_classes)`` over row chunks with activation checkpointing: the
+    same value and gradient, but the per-row feature tensors of a large batch (census: 0.5·n
+    rows) are never all held at once; each chunk's are recomputed in the backward pass."""
+    chunk = rows_per_chunk(elements_per_row)
+    if len(z) <= chunk:
+        return class_sums(z, labels, n_classes)
+    return sum(
+        checkpoint(class_sums, z[start : start + chunk], labels[start : start + chunk], n_classes, use_reentrant=False)
+        for start in range(0, len(z), chunk)
+    )
+
+
+def embedding_sum(
+    class_sums: ClassSums, z: torch.Tensor, y: torch.Tensor, n_classes: int, elements_per_row: int
+) -> torch.Tensor:
+    """Σᵢ onehot(yᵢ) h(zᵢ)ᵀ of the real rows in float64, chunk by chunk (no graph kept)."""
+    chunk = rows_per_chunk(elements_per_row)
+    total = None
+    with torch.no_grad():
+        for start in range(0, len(z), chunk):
+            part = class_sums(z[start : start + chunk].double(), y[start : start + chunk], n_classes)
+            total = part if total is None else total + part
+    return total
+
+
+def release_proportions(train: LabelledData, context: FitContext, noise_multiplier: float) -> torch.Tensor:
+    """Class proportions w̃: public ones if the schema declares them, else noisy ones (charged).
+
+    Released with the Gaussian mechanism at sensitivity √2/m (one replaced row moves two
+    proportions by 1/m), as the authors' tabular code (seed-dpmerf.md §1.5, seed-dphp.md §2.5)."""
+    schema = train.schema
+    fact = schema.public_fact("class_proportions")
+    if fact is not None:
+        context.ledger.use_public_fact(fact.name, fact.value, fact.why)
+        return torch.tensor(fact.value, dtype=torch.float64)
+    m = len(train)
+    sensitivity = math.sqrt(2) / m
+    generator = torch.Generator().manual_seed(context.seed + 1)
+    counts = torch.as_tensor(train.class_counts(), dtype=torch.float64) / m
+    noisy = counts + torch.randn(len(counts), generator=generator, dtype=torch.float64) * noise_multiplier * sensitivity
+    context.ledger.record(
+        GaussianRelease("class proportions", sensitivity=sensitivity, noise_multiplier=noise_multiplier)
+    )
+    return noisy.clamp(min=1e-3)  # the authors' clamp of negative noisy proportions
+
+
+@dataclass
+class TrainedConditionalGenerator:
+    """A fitted method's sampler: labels in the released proportions (or given), rows decoded
+    back to the dataset's schema."""
+
+    generator: FullyConnectedConditionalGenerator
+    proportions: torch.Tensor
+    space: ModelSpace
+    device: torch.device
+    label_rng: torch.Generator
+    batch: int = 10_000
+
+    @torch.no_grad()
+    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
+        self.generator.eval()
+        y = (
+            proportional_labels(n, self.proportions.cpu(), self.label_rng)
+            if labels is None
+            else torch.as_tensor(labels, dtype=torch.long)
+        )
+        parts = [self.generator(y[s : s + self.batch].to(self.device)).cpu() for s in range(0, n, self.batch)]
+        z = torch.cat(parts).numpy().astype(np.float32)
+        return LabelledData(self.space.decode(z).astype(np.float32), y.numpy(), self.space.schema)
