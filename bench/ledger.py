@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Sequence
 
@@ -29,6 +30,8 @@ from typing import Any, Literal, Sequence
 from autodp import rdp_acct  # noqa: F401  (must precede the next imports)
 from autodp import privacy_calibrator, rdp_bank
 from autodp.mechanism_zoo import ExactGaussianMechanism
+import numpy as np
+from opacus.accountants import PRVAccountant, RDPAccountant
 
 from bench.budget import PrivacyBudget
 
@@ -45,12 +48,15 @@ class PrivacyBudgetExceeded(RuntimeError):
 @dataclass(frozen=True)
 class GaussianRelease:
     """``compositions`` releases of a statistic with L2 ``sensitivity`` (replace-one), each with
-    Gaussian noise of standard deviation ``noise_multiplier × sensitivity``."""
+    Gaussian noise of standard deviation ``noise_multiplier × sensitivity``. With
+    ``sampling_rate`` q < 1 each release sees a Poisson sample of the rows (each row kept with
+    probability q): DP-SGD's steps, with the clipping norm as the sensitivity."""
 
     what: str
     sensitivity: float
     noise_multiplier: float
     compositions: int = 1
+    sampling_rate: float = 1.0
     mechanism: str = "gaussian"
     neighbouring: str = NEIGHBOURING
 
@@ -61,6 +67,12 @@ class GaussianRelease:
             raise ValueError(f"noise multiplier of {self.what!r} must be >= 0")
         if self.compositions < 1:
             raise ValueError(f"compositions of {self.what!r} must be >= 1")
+        if not 0 < self.sampling_rate <= 1:
+            raise ValueError(f"sampling rate of {self.what!r} must lie in (0, 1]")
+
+    @property
+    def subsampled(self) -> bool:
+        return self.sampling_rate < 1
 
     @property
     def noise_std(self) -> float:
@@ -114,6 +126,27 @@ def rdp_gaussian_epsilon(releases: list[GaussianRelease], delta: float) -> float
     return float(accountant.get_eps(delta))
 
 
+# Opacus' default orders stop at 63; a lightly noised full-data release needs larger ones
+_RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [2**k for k in range(6, 16)]
+
+
+def subsampled_epsilon(releases: list[GaussianRelease], delta: float, accountant: str) -> float:
+    """ε at δ of releases some of which are Poisson-subsampled, composed by Opacus' ``prv``
+    accountant (numerical, returns its certified upper bound) or ``rdp`` accountant."""
+    if any(r.noise_multiplier == 0 for r in releases):
+        return math.inf
+    history = [(r.noise_multiplier, r.sampling_rate, r.compositions) for r in releases]
+    with np.errstate(divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # log(0) for q = 1 entries, harmless
+        if accountant == "prv":
+            engine = PRVAccountant()
+            engine.history = history
+            return float(engine.get_epsilon(delta))
+        engine = RDPAccountant()
+        engine.history = history
+        return float(engine.get_epsilon(delta, alphas=_RDP_ORDERS))
+
+
 def _calibrate_tight(epsilon: float, delta: float, compositions: int) -> float:
     """Smallest noise multiplier (to 1e-6 relative) for which ``compositions`` Gaussian releases
     satisfy (ε, δ), found by bisection on the exact curve; rounded up, never down."""
@@ -155,6 +188,10 @@ class PrivacyLedger:
 
     @property
     def accountant(self) -> str:
+        if any(r.subsampled for r in self.releases):
+            if self.calibrator == "paper":
+                return "Opacus RDP accountant (Poisson-subsampled Gaussian)"
+            return "Opacus PRV accountant (Poisson-subsampled Gaussian; certified upper bound on ε)"
         if self.calibrator == "paper":
             return "autodp RDP (rdp_acct), RDP→(ε,δ) by autodp"
         return "exact Gaussian composition, analytic Gaussian mechanism (autodp ExactGaussianMechanism)"
@@ -200,9 +237,41 @@ class PrivacyLedger:
         if not self.budget.is_private:
             return math.inf
         delta = self.budget.delta
+        if any(r.subsampled for r in releases):
+            return subsampled_epsilon(releases, delta, "rdp" if self.calibrator == "paper" else "prv")
         if self.calibrator == "paper":
             return rdp_gaussian_epsilon(releases, delta)
         return exact_gaussian_epsilon(_effective_gaussian_multiplier(releases), delta)
+
+    def calibrate_subsampled(self, what: str, sensitivity: float, sampling_rate: float, steps: int) -> GaussianRelease:
+        """The DP-SGD phase with the smallest noise multiplier (to 0.1%) that, composed with
+        every release recorded so far, meets the target; returned, not yet recorded."""
+
+        def release(sigma: float) -> GaussianRelease:
+            return GaussianRelease(what, sensitivity, sigma, steps, sampling_rate, "subsampled gaussian (DP-SGD)")
+
+        if not self.budget.is_private:
+            return release(0.0)
+
+        def fits(sigma: float, accountant: str) -> bool:
+            releases = self.releases + [release(sigma)]
+            return subsampled_epsilon(releases, self.budget.delta, accountant) <= self.budget.epsilon
+
+        # RDP first (milliseconds per evaluation); the tighter PRV answer lies below it
+        low, high = 0.05, 1.0
+        while not fits(high, "rdp"):
+            low, high = high, high * 2
+            if high > 1e6:
+                raise PrivacyBudgetExceeded(f"{what}: no noise multiplier meets the remaining budget")
+        accountant = "rdp" if self.calibrator == "paper" else "prv"
+        if accountant == "prv":
+            low = low / 2
+            while not fits(high, "prv"):  # not expected; keeps the answer valid regardless
+                low, high = high, high * 2
+        while (high - low) / high > 1e-3:
+            mid = 0.5 * (low + high)
+            low, high = (low, mid) if fits(mid, accountant) else (mid, high)
+        return release(high)
 
     def record(self, release: GaussianRelease) -> None:
         """Add a release; refuse it if the composed total would exceed the target."""
@@ -235,7 +304,11 @@ class PrivacyLedger:
             "accountant": self.accountant,
             "spent": {"epsilon": self.epsilon_spent, "delta": self.delta_spent},
             "rdp_epsilon_for_comparison": (
-                rdp_gaussian_epsilon(private_releases, self.budget.delta)
+                (
+                    subsampled_epsilon(private_releases, self.budget.delta, "rdp")
+                    if any(r.subsampled for r in private_releases)
+                    else rdp_gaussian_epsilon(private_releases, self.budget.delta)
+                )
                 if self.budget.is_private and private_releases
                 else None
             ),
@@ -264,7 +337,9 @@ def format_ledger(ledger: dict[str, Any]) -> str:
         lines.append(
             f"  - {r['what']}: {r['mechanism']}, L2 sensitivity {r['sensitivity']:.4g}, "
             f"σ = {r['noise_multiplier']:.6g} (noise std {r['noise_std']:.4g}), "
-            f"×{r['compositions']}, {r['neighbouring']}"
+            f"×{r['compositions']}"
+            + (f", Poisson sampling rate {r['sampling_rate']:.4g}" if r.get("sampling_rate", 1.0) < 1 else "")
+            + f", {r['neighbouring']}"
         )
     lines.append(f"public facts used without charge ({len(ledger['public_facts'])}):")
     for f in ledger["public_facts"]:

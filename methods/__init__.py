@@ -1,6 +1,7 @@
 """Built-in method adapters; each module defines one and registers it here."""
 
 from bench.registry import METHODS
+from methods.dp_gan import DPGan, dp_cgan
 from methods.dp_hp import DPHermite
 from methods.dp_merf import DPMerf
 from methods.real import Real
@@ -8,3 +9,5 @@ from methods.real import Real
 METHODS.register(Real())
 METHODS.register(DPMerf())
 METHODS.register(DPHermite())
+METHODS.register(DPGan())
+METHODS.register(dp_cgan())

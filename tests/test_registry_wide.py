@@ -13,7 +13,12 @@ from bench.registry import DATASETS, EVALUATORS, METHODS
 from bench.worker import execute
 
 SMALL_DATASET = {DataKind.TWO_D: "gmm2d", DataKind.TABULAR: "cervical"}
-FAST = {"dp-merf": {"epochs": "1"}, "dp-hp": {"epochs": "1"}}
+FAST = {
+    "dp-merf": {"epochs": "1"},
+    "dp-hp": {"epochs": "1"},
+    "dp-gan": {"batch_size": "3000"},
+    "dp-cgan": {"batch_size": "3000"},
+}
 BUILTIN_METHODS = [m.name for m in METHODS if m.__module__.startswith("methods.")]
 CASES = [
     (method, SMALL_DATASET[kind], protocol)

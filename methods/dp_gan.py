@@ -1,0 +1,268 @@
+"""``dp-gan`` and ``dp-cgan``: GANs whose discriminator is trained with DP-SGD through Opacus
+(Xie et al. 2018; Torkzadehmahani et al. 2019), the seeds' GAN baselines (seed-dphp.md §7).
+
+Only the discriminator touches real rows, and only through Opacus: per-sample gradients of the
+real-data loss, clipped to ``max_grad_norm``, summed, Gaussian noise added, on Poisson-sampled
+batches. One discriminator step (``discriminator_step``) is
+
+1. the real loss's privatised gradient (``DPOptimizer.pre_step``: clip, sum, noise),
+2. plus the fake loss's gradient, computed with the per-sample hooks off — it depends on the
+   generator and the current (already private) discriminator only, so it is post-processing and
+   is added after the noise, never clipped with or charged as real data (the double-charging
+   pitfall of Opacus' old DCGAN example, opacus#418),
+3. one step of the underlying optimiser.
+
+The generator's gradient (``generator_gradient``) is a function of the discriminator's
+parameters and the noise alone — real data cannot reach it except through the privatised
+discriminator. The DP-SGD phase (sampling rate q, steps, σ, clipping norm) is calibrated by the
+ledger's accountant (Opacus PRV by default, RDP with ``--calibrator paper``) so that, composed
+with any other release, it meets the run's (ε, δ), and is charged before training starts.
+
+``dp-cgan`` feeds one-hot labels to both networks and samples generated labels from the class
+proportions (public, or released with ``label_share`` of the budget and charged) — never from
+the real batch, which would leak labels to the generator outside the private path. ``dp-gan``
+generates the label as one more softmax block of its output; the discriminator sees it like any
+other column.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from opacus import PrivacyEngine
+from torch import nn
+
+from bench.hyperparams import HyperParameters, Setting
+from bench.interfaces import DataKind, FitContext, LabelledData
+from methods.mean_embedding import release_proportions
+from methods.nets import parse_widths, proportional_labels
+from methods.space import ModelSpace
+
+HYPERPARAMETERS = HyperParameters(
+    defaults={
+        "epochs": Setting(20, "documented choice: expected passes over the data (the seeds give none for tabular GANs)"),
+        "batch_size": Setting(64, "documented choice: expected Poisson batch (q = batch/n)"),
+        "max_grad_norm": Setting(1.0, "documented choice: per-sample clipping norm (Opacus examples)"),
+        "lr_discriminator": Setting(2e-4, "documented choice: Adam 2e-4, β = (0.5, 0.999) (DCGAN defaults)"),
+        "lr_generator": Setting(2e-4, "documented choice: Adam 2e-4, β = (0.5, 0.999) (DCGAN defaults)"),
+        "noise_dim": Setting(10, "as the seeds' tabular generators (seed-dphp.md §3.3)"),
+        "hidden": Setting("4d-2d", "generator widths as the seeds' tabular generators (seed-dphp.md §3.3)"),
+        "discriminator_hidden": Setting("2d-1d", "documented choice: LeakyReLU(0.2) MLP, no BatchNorm (per-sample gradients)"),
+        "label_share": Setting(0.1, "dp-cgan: share of ε (and δ/2) for the class proportions when they are not public"),
+    },
+    per_dataset={
+        "gmm2d": {
+            "hidden": Setting("200-500-500-200", "the 2-D generator of the mean-embedding methods (seed-dphp.md §3.1)"),
+            "discriminator_hidden": Setting("200-200", "documented choice for 2-D data"),
+            "batch_size": Setting(500, "the 2-D batch of the seeds' code (seed-dphp.md §3.1)"),
+            "epochs": Setting(10, "documented choice: 1,800 DP-SGD steps on 90,000 rows"),
+            "noise_dim": Setting(5, "seed-dphp.md §3.1: d_code 5"),
+        },
+    },
+    profiles={"smoke": {"epochs": 1, "batch_size": 256}},
+)
+
+
+class Generator(nn.Module):
+    """[z; one-hot(y) if conditional] → (Linear → BatchNorm → ReLU)* → Linear → output heads.
+    Unconditional: the output ends with a softmax label block of width K."""
+
+    def __init__(self, noise_dim: int, n_classes: int, hidden: tuple[int, ...], space: ModelSpace, conditional: bool):
+        super().__init__()
+        self.noise_dim, self.n_classes, self.conditional = noise_dim, n_classes, conditional
+        layers: list[nn.Module] = []
+        width = noise_dim + (n_classes if conditional else 0)
+        for next_width in hidden:
+            layers += [nn.Linear(width, next_width), nn.BatchNorm1d(next_width), nn.ReLU()]
+            width = next_width
+        layers.append(nn.Linear(width, space.width + (0 if conditional else n_classes)))
+        self.net = nn.Sequential(*layers)
+        self.head = space.output_head()
+        self.data_width = space.width
+
+    def forward(self, z: torch.Tensor, labels: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows in the model space and the label one-hots (given, or generated soft ones)."""
+        if self.conditional:
+            one_hot = nn.functional.one_hot(labels, self.n_classes).to(z.dtype)
+            return self.head(self.net(torch.cat([z, one_hot], dim=1))), one_hot
+        raw = self.net(z)
+        return self.head(raw[:, : self.data_width]), torch.softmax(raw[:, self.data_width :], dim=1)
+
+
+def discriminator(input_width: int, hidden: tuple[int, ...]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    width = input_width
+    for next_width in hidden:
+        layers += [nn.Linear(width, next_width), nn.LeakyReLU(0.2)]
+        width = next_width
+    layers.append(nn.Linear(width, 1))
+    return nn.Sequential(*layers)
+
+
+def _logits(model: nn.Module, x: torch.Tensor, one_hot: torch.Tensor) -> torch.Tensor:
+    return model(torch.cat([x, one_hot], dim=1)).squeeze(1)
+
+
+def _fake_batch(net: Generator, size: int, labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    z = torch.randn(size, net.noise_dim, device=next(net.parameters()).device)
+    return net(z, labels)
+
+
+def generator_gradient(net: Generator, critic: nn.Module, size: int, labels: torch.Tensor | None) -> torch.Tensor:
+    """Non-saturating generator loss −log D(G(z)); backpropagates into the generator. Its inputs
+    are the two networks and the labels to generate — no real rows."""
+    x, one_hot = _fake_batch(net, size, labels)
+    loss = nn.functional.binary_cross_entropy_with_logits(_logits(critic, x, one_hot), torch.ones(size, device=x.device))
+    loss.backward()
+    return loss.detach()
+
+
+def discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, fake_one_hot, expected_batch: int) -> None:
+    """One DP-SGD step of the discriminator (see the module docstring)."""
+    with warnings.catch_warnings():
+        # Opacus' hooks warn that the inputs (data rows) need no gradient — expected here
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        _discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, fake_one_hot, expected_batch)
+
+
+def _discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, fake_one_hot, expected_batch):
+    optimiser.zero_grad(set_to_none=True)
+    real_loss = nn.functional.binary_cross_entropy_with_logits(
+        _logits(private_model, real_x, real_one_hot), torch.ones(len(real_x), device=real_x.device), reduction="sum"
+    )
+    real_loss.backward()
+    optimiser.pre_step()  # clip per sample, sum, add N(0, σ²C²): p.grad is now private
+    for p in private_model.parameters():
+        p.grad = p.grad / expected_batch
+    private_model.disable_hooks()
+    try:
+        fake_loss = nn.functional.binary_cross_entropy_with_logits(
+            _logits(private_model, fake_x, fake_one_hot), torch.zeros(len(fake_x), device=fake_x.device)
+        )
+        fake_loss.backward()  # accumulates onto the private gradient
+    finally:
+        private_model.enable_hooks()
+    optimiser.original_optimizer.step()
+
+
+@dataclass
+class TrainedGan:
+    generator: Generator
+    proportions: torch.Tensor | None
+    space: ModelSpace
+    device: torch.device
+    label_rng: torch.Generator
+    batch: int = 10_000
+
+    @torch.no_grad()
+    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
+        self.generator.eval()
+        if labels is not None and not self.generator.conditional:
+            raise ValueError("an unconditional GAN generates its own labels; use dp-cgan for requested labels")
+        if labels is None and self.proportions is not None:
+            labels = proportional_labels(n, self.proportions.cpu(), self.label_rng).numpy()
+        xs, ys = [], []
+        for start in range(0, n, self.batch):
+            size = min(self.batch, n - start)
+            given = None if labels is None else torch.as_tensor(labels[start : start + size], device=self.device)
+            x, one_hot = _fake_batch(self.generator, size, given)
+            xs.append(x.cpu())
+            ys.append(one_hot.argmax(dim=1).cpu())
+        z = torch.cat(xs).numpy().astype(np.float32)
+        y = np.asarray(labels) if labels is not None else torch.cat(ys).numpy()
+        return LabelledData(self.space.decode(z).astype(np.float32), y.astype(np.int64), self.space.schema)
+
+
+@dataclass(frozen=True)
+class DPGan:
+    name: str = "dp-gan"
+    description: str = "DP-GAN: GAN with a DP-SGD (Opacus) discriminator; labels generated as a column"
+    conditional: bool = False
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR})
+    private: bool = True
+    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+
+    def fit(self, train: LabelledData, context: FitContext) -> TrainedGan:
+        p, device, ledger = context.params, context.device, context.ledger
+        torch.manual_seed(context.seed)
+        m, n_classes = len(train), train.schema.n_classes
+        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+
+        proportions = None
+        if self.conditional:
+            public = train.schema.public_fact("class_proportions") is not None
+            share = float(p["label_share"])
+            sigma = 0.0 if public else ledger.calibrate_gaussian(
+                1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2
+            )
+            proportions = release_proportions(train, context, sigma).float()
+
+        batch = min(int(p["batch_size"]), m)
+        steps_per_epoch = math.ceil(m / batch)  # Opacus' Poisson loader: q = 1/steps_per_epoch
+        sampling_rate = 1.0 / steps_per_epoch
+        steps = int(p["epochs"]) * steps_per_epoch
+        clip = float(p["max_grad_norm"])
+        phase = ledger.calibrate_subsampled(
+            f"discriminator DP-SGD ({steps} steps, Poisson q = {sampling_rate:.4g}, clipping norm {clip:g})",
+            clip, sampling_rate, steps,
+        )
+        ledger.record(phase)  # charged before any real row is touched
+
+        net = Generator(int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), space.width), space, self.conditional).to(device)
+        critic = discriminator(space.width + n_classes, parse_widths(str(p["discriminator_hidden"]), space.width)).to(device)
+        betas = (0.5, 0.999)
+        optimiser_g = torch.optim.Adam(net.parameters(), lr=float(p["lr_generator"]), betas=betas)
+        optimiser_d = torch.optim.Adam(critic.parameters(), lr=float(p["lr_discriminator"]), betas=betas)
+        rows = torch.utils.data.TensorDataset(
+            torch.as_tensor(space.encode(train.x)), torch.as_tensor(train.y, dtype=torch.long)
+        )
+        loader = torch.utils.data.DataLoader(rows, batch_size=batch, generator=torch.Generator().manual_seed(context.seed))
+        engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this one only counts steps
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Secure RNG turned off")  # seeded noise: see README
+            private_critic, private_optimiser, private_loader = engine.make_private(
+                module=critic, optimizer=optimiser_d, data_loader=loader, noise_multiplier=phase.noise_multiplier,
+                max_grad_norm=clip, loss_reduction="sum", poisson_sampling=True,
+                noise_generator=torch.Generator(device=device).manual_seed(context.seed + 3),
+            )
+        label_rng = torch.Generator().manual_seed(context.seed + 2)
+        done = 0
+        for _ in range(int(p["epochs"])):
+            for real_x, real_y in private_loader:
+                real_x, real_y = real_x.to(device), real_y.to(device)
+                labels = self._labels(proportions, batch, label_rng, device)
+                with torch.no_grad():
+                    fake_x, fake_one_hot = _fake_batch(net, batch, labels)
+                real_one_hot = nn.functional.one_hot(real_y, n_classes).float()
+                discriminator_step(private_critic, private_optimiser, real_x, real_one_hot, fake_x, fake_one_hot, batch)
+                optimiser_g.zero_grad(set_to_none=True)
+                private_critic.disable_hooks()
+                try:
+                    generator_gradient(net, private_critic, batch, self._labels(proportions, batch, label_rng, device))
+                finally:
+                    private_critic.enable_hooks()
+                optimiser_g.step()
+                done += 1
+                context.progress(done, steps)
+        noised = sum(count for _, _, count in engine.accountant.history)
+        if done != steps or noised != steps:
+            raise RuntimeError(f"DP-SGD ran {done} steps ({noised} noised) but {steps} were charged")
+        return TrainedGan(net, proportions, space, device, label_rng)
+
+    @staticmethod
+    def _labels(proportions, size, rng, device) -> torch.Tensor | None:
+        if proportions is None:
+            return None
+        return torch.multinomial(proportions.cpu(), size, replacement=True, generator=rng).to(device)
+
+
+def dp_cgan() -> DPGan:
+    return DPGan(
+        name="dp-cgan",
+        description="DP-CGAN: conditional GAN with a DP-SGD (Opacus) discriminator; labels from released proportions",
+        conditional=True,
+    )
