@@ -1,7 +1,8 @@
 """Results tables regenerated from MLflow: mean ± std over seeds (and the seed count).
 
 Rows are dataset × ε, columns are methods. A non-private method (logged with ε = inf) is shown
-in every ε row of its dataset, like the "Real" column of the seeds' tables. Within a row the best
+in every ε row of its dataset, like the "Real" column of the seeds' tables; a private method's
+non-private variant (run with --eps inf, as Table 7's columns) gets an ε = ∞ row. Within a row the best
 private mean is marked (bold in Markdown/LaTeX) by the metric's direction.
 """
 
@@ -103,7 +104,10 @@ def summarise(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFr
     row_index: list[tuple[str, float]] = []
     for dataset in sorted(data["dataset"].unique()):
         eps_values = sorted(private.loc[private["dataset"] == dataset, "epsilon"].unique())
-        row_index += [(dataset, eps) for eps in (eps_values or [math.inf])]
+        private_methods = set(private.loc[private["dataset"] == dataset, "method"])
+        # a private method's non-private variant (--eps inf, Table 7) gets an ε = ∞ row
+        has_variant = public.loc[public["dataset"] == dataset, "method"].isin(private_methods).any()
+        row_index += [(dataset, eps) for eps in eps_values + ([math.inf] if has_variant or not eps_values else [])]
     text = pd.DataFrame("", index=pd.MultiIndex.from_tuples(row_index, names=["dataset", "ε"]), columns=methods)
     means = pd.DataFrame(math.nan, index=text.index, columns=methods)
     for (dataset, eps) in row_index:
@@ -124,6 +128,8 @@ def _best_methods(means: pd.DataFrame, frame: pd.DataFrame, direction: Direction
     private_methods = set(frame.loc[frame["epsilon"].map(math.isfinite), "method"])
     best = {}
     for row, values in means.iterrows():
+        if not math.isfinite(row[1]):
+            continue  # nothing private to rank in the ε = ∞ row
         candidates = values[[m for m in values.index if m in private_methods]].dropna()
         if not candidates.empty:
             best[row] = candidates.idxmin() if direction == Direction.LOWER else candidates.idxmax()

@@ -50,3 +50,13 @@ def test_non_default_conventions_get_their_own_rows():
     assert _row_label({"dataset": "adult"}) == "adult"
     assert _row_label({"dataset": "adult", "protocol": "paper"}) == "adult [protocol paper]"
     assert _row_label({"dataset": "adult", "protocol": "sound", "calibrator": "paper"}) == "adult [calibrator paper]"
+
+
+def test_non_private_variant_of_a_private_method_gets_its_own_row():
+    data = frame()
+    variant = data[data["method"] == "dp-merf"].head(2).assign(epsilon=math.inf, **{"nll.mean": 9.0})
+    text, means = summarise(pd.concat([data, variant]), "nll.mean")
+    assert text.loc[("gmm2d", math.inf), "dp-merf"] == "9 ± 0 (2)"
+    assert text.loc[("gmm2d", math.inf), "real"] == "2 ± 0 (2)"
+    assert means.loc[("gmm2d", 1.0), "dp-merf"] == pytest.approx(4.0)  # not mixed with the variant
+    assert "**9" not in render(pd.concat([data, variant]), "nll.mean", "md")  # no 'best private' at ∞
