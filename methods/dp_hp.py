@@ -244,7 +244,7 @@ class DPHermite:
         label_rng = torch.Generator().manual_seed(context.seed + 2)
         weights = proportions.float()
         generated_sum_kernel = HermiteSumKernel(sum_kernel.rho.float(), sum_kernel.order, clip=False)
-        prod_kernel = prod_target = None
+        prod_kernel = prod_target = generated_prod_kernel = None
         for epoch in range(epochs):
             if prod_target is None or product_releases > 1:
                 coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
