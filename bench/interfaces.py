@@ -27,6 +27,7 @@ class DataKind(str, enum.Enum):
 
     TWO_D = "2d"
     TABULAR = "tabular"
+    DISCRETE = "discrete"  # every column a small public domain of integer codes (α-way marginals)
     IMAGE = "image"
 
 

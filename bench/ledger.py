@@ -80,6 +80,80 @@ class GaussianRelease:
 
 
 @dataclass(frozen=True)
+class PureRelease:
+    """``compositions`` ε₀-DP releases: ``laplace`` (noise scale sensitivity/ε₀ on an L1
+    ``sensitivity`` statistic) or ``exponential`` (a selection whose score has ``sensitivity``)."""
+
+    what: str
+    epsilon: float
+    sensitivity: float
+    mechanism: Literal["laplace", "exponential"]
+    compositions: int = 1
+    neighbouring: str = NEIGHBOURING
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+            raise ValueError(f"ε of {self.what!r} must be finite and > 0")
+        if self.sensitivity <= 0 or not math.isfinite(self.sensitivity):
+            raise ValueError(f"sensitivity of {self.what!r} must be finite and > 0")
+        if self.mechanism not in ("laplace", "exponential"):
+            raise ValueError(f"unknown pure mechanism {self.mechanism!r}")
+        if self.compositions < 1:
+            raise ValueError(f"compositions of {self.what!r} must be >= 1")
+
+    @property
+    def zcdp_rho(self) -> float:
+        per_release = self.epsilon**2 / (8 if self.mechanism == "exponential" else 2)
+        return self.compositions * per_release
+
+
+Release = GaussianRelease | PureRelease
+
+
+def gaussian_zcdp_rho(release: GaussianRelease) -> float:
+    if release.subsampled:
+        raise ValueError(f"{release.what!r} is Poisson-subsampled; zCDP accounting does not cover it here")
+    if release.noise_multiplier == 0:
+        return math.inf
+    return release.compositions / (2 * release.noise_multiplier**2)
+
+
+def zcdp_to_epsilon(rho: float, delta: float) -> float:
+    """ε at δ of a ρ-zCDP mechanism: Canonne, Kamath & Steinke (2020), Prop. 12,
+    ε = min over α > 1 of αρ + (log(1/δ) + (α−1)·log(1−1/α) − log α)/(α − 1)."""
+    if rho == 0:
+        return 0.0
+    if math.isinf(rho):
+        return math.inf
+
+    def epsilon(alpha: float) -> float:
+        return alpha * rho + (math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (alpha - 1)
+
+    # ε(α) is unimodal in α; golden-section search on log α over a wide bracket
+    low, high = math.log(1 + 1e-9), math.log(1e7)
+    golden = (math.sqrt(5) - 1) / 2
+    for _ in range(200):
+        a = high - golden * (high - low)
+        b = low + golden * (high - low)
+        if epsilon(math.exp(a)) < epsilon(math.exp(b)):
+            high = b
+        else:
+            low = a
+    return max(0.0, min(epsilon(math.exp(low)), epsilon(math.exp(high))))
+
+
+def epsilon_to_zcdp(epsilon: float, delta: float) -> float:
+    """The largest ρ whose ``zcdp_to_epsilon(ρ, δ)`` is at most ε (bisection)."""
+    low, high = 0.0, max(epsilon, 1.0)
+    while zcdp_to_epsilon(high, delta) <= epsilon:
+        low, high = high, 2 * high
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if zcdp_to_epsilon(mid, delta) <= epsilon else (low, mid)
+    return low
+
+
+@dataclass(frozen=True)
 class BudgetShare:
     """A group of ``compositions`` releases that together get ``fraction`` of the budget."""
 
@@ -180,7 +254,7 @@ def calibrate_gaussian_multiplier(
 class PrivacyLedger:
     budget: PrivacyBudget
     calibrator: Calibrator = "tight"
-    releases: list[GaussianRelease] = field(default_factory=list)
+    releases: list[Release] = field(default_factory=list)
     public_facts: list[PublicFactUse] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)  # uncharged uses of private data, stated
 
@@ -190,6 +264,11 @@ class PrivacyLedger:
 
     @property
     def accountant(self) -> str:
+        pure = [r for r in self.releases if isinstance(r, PureRelease)]
+        if pure and len(pure) == len(self.releases):
+            return "pure ε-DP, basic composition (δ = 0)"
+        if pure:
+            return "zCDP composition (Bun & Steinke 2016), ρ→(ε,δ) by Canonne, Kamath & Steinke 2020"
         if any(r.subsampled for r in self.releases):
             if self.calibrator == "paper":
                 return "Opacus RDP accountant (Poisson-subsampled Gaussian)"
@@ -232,18 +311,36 @@ class PrivacyLedger:
         # rounded up by a hair so that round-off in Σ kᵢ/σᵢ² never tips the total over ε
         return [sigma * math.sqrt(s.compositions / s.fraction) * (1 + 1e-9) for s in shares]
 
-    def epsilon_of(self, releases: list[GaussianRelease]) -> float:
+    def epsilon_of(self, releases: list[Release]) -> float:
         """ε at the target δ of ``releases`` composed (inf for a non-private run's releases)."""
         if not releases:
             return 0.0
         if not self.budget.is_private:
             return math.inf
         delta = self.budget.delta
+        pure = [r for r in releases if isinstance(r, PureRelease)]
+        if pure and len(pure) == len(releases):
+            return sum(r.compositions * r.epsilon for r in pure)
+        if pure:
+            return zcdp_to_epsilon(self.zcdp_rho_of(releases), delta)
         if any(r.subsampled for r in releases):
             return subsampled_epsilon(releases, delta, "rdp" if self.calibrator == "paper" else "prv")
         if self.calibrator == "paper":
             return rdp_gaussian_epsilon(releases, delta)
         return exact_gaussian_epsilon(_effective_gaussian_multiplier(releases), delta)
+
+    @staticmethod
+    def zcdp_rho_of(releases: list[Release]) -> float:
+        return sum(r.zcdp_rho if isinstance(r, PureRelease) else gaussian_zcdp_rho(r) for r in releases)
+
+    def zcdp_budget(self) -> float:
+        """ρ of the whole target: mechanisms planned in zCDP (MST, AIM) split this."""
+        if not self.budget.is_private:
+            return math.inf
+        return epsilon_to_zcdp(self.budget.epsilon, self.budget.delta)
+
+    def zcdp_remaining(self) -> float:
+        return self.zcdp_budget() - self.zcdp_rho_of(self.releases)
 
     def calibrate_subsampled(self, what: str, sensitivity: float, sampling_rate: float, steps: int) -> GaussianRelease:
         """The DP-SGD phase with the smallest noise multiplier (to 0.1%) that, composed with
@@ -275,7 +372,7 @@ class PrivacyLedger:
             low, high = (low, mid) if fits(mid, accountant) else (mid, high)
         return release(high)
 
-    def record(self, release: GaussianRelease) -> None:
+    def record(self, release: Release) -> None:
         """Add a release; refuse it if the composed total would exceed the target."""
         if self.budget.is_private:
             total = self.epsilon_of(self.releases + [release])
@@ -295,10 +392,15 @@ class PrivacyLedger:
 
     @property
     def delta_spent(self) -> float:
-        return self.budget.delta if self.releases and self.budget.is_private else 0.0
+        if not self.releases or not self.budget.is_private:
+            return 0.0
+        if all(isinstance(r, PureRelease) for r in self.releases):
+            return 0.0
+        return self.budget.delta
 
     def to_dict(self) -> dict[str, Any]:
-        private_releases = [r for r in self.releases if r.noise_multiplier > 0]
+        private_releases = [r for r in self.releases if isinstance(r, GaussianRelease) and r.noise_multiplier > 0]
+        gaussian_only = len(private_releases) == len(self.releases)
         return {
             "target": {"epsilon": self.budget.epsilon, "delta": self.budget.delta},
             "neighbouring": NEIGHBOURING,
@@ -311,16 +413,42 @@ class PrivacyLedger:
                     if any(r.subsampled for r in private_releases)
                     else rdp_gaussian_epsilon(private_releases, self.budget.delta)
                 )
-                if self.budget.is_private and private_releases
+                if self.budget.is_private and private_releases and gaussian_only
                 else None
             ),
-            "releases": [asdict(r) | {"noise_std": r.noise_std} for r in self.releases],
+            "zcdp_rho": (
+                self.zcdp_rho_of(self.releases)
+                if self.budget.is_private and self.releases and not gaussian_only
+                else None
+            ),
+            "releases": [_release_dict(r) for r in self.releases],
             "public_facts": [asdict(f) for f in self.public_facts],
             "caveats": list(self.caveats),
         }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=True)
+
+
+def _release_dict(release: Release) -> dict[str, Any]:
+    if isinstance(release, PureRelease):
+        return asdict(release) | {"kind": "pure", "zcdp_rho": release.zcdp_rho}
+    return asdict(release) | {"kind": "gaussian", "noise_std": release.noise_std}
+
+
+def _format_release(r: dict[str, Any]) -> str:
+    if r.get("kind") == "pure":
+        return (
+            f"  - {r['what']}: {r['mechanism']} mechanism, ε₀ = {r['epsilon']:.6g} each, "
+            f"sensitivity {r['sensitivity']:.4g}, ×{r['compositions']}, {r['neighbouring']}"
+        )
+    return (
+        f"  - {r['what']}: {r['mechanism']}, L2 sensitivity {r['sensitivity']:.4g}, "
+        f"σ = {r['noise_multiplier']:.6g} (noise std {r['noise_std']:.4g}), "
+        f"×{r['compositions']}"
+        + (f", Poisson sampling rate {r['sampling_rate']:.4g}" if r.get("sampling_rate", 1.0) < 1 else "")
+        + f", {r['neighbouring']}"
+    )
 
 
 def format_ledger(ledger: dict[str, Any]) -> str:
@@ -334,15 +462,10 @@ def format_ledger(ledger: dict[str, Any]) -> str:
     ]
     if ledger.get("rdp_epsilon_for_comparison") is not None:
         lines.append(f"RDP ε       {ledger['rdp_epsilon_for_comparison']:.6g} (looser accounting, for comparison)")
+    if ledger.get("zcdp_rho") is not None:
+        lines.append(f"zCDP ρ      {ledger['zcdp_rho']:.6g}")
     lines.append(f"releases ({len(ledger['releases'])}):")
-    for r in ledger["releases"]:
-        lines.append(
-            f"  - {r['what']}: {r['mechanism']}, L2 sensitivity {r['sensitivity']:.4g}, "
-            f"σ = {r['noise_multiplier']:.6g} (noise std {r['noise_std']:.4g}), "
-            f"×{r['compositions']}"
-            + (f", Poisson sampling rate {r['sampling_rate']:.4g}" if r.get("sampling_rate", 1.0) < 1 else "")
-            + f", {r['neighbouring']}"
-        )
+    lines.extend(_format_release(r) for r in ledger["releases"])
     lines.append(f"public facts used without charge ({len(ledger['public_facts'])}):")
     for f in ledger["public_facts"]:
         lines.append(f"  - {f['name']} = {f['value']}: {f['why']}")

@@ -2,7 +2,9 @@
 
 from bench.registry import DATASETS
 from datasets.adult import ADULT
+from datasets.adult_discrete import ADULT_DISCRETE
 from datasets.census import CENSUS
+from datasets.census_discrete import CENSUS_DISCRETE
 from datasets.cervical import CERVICAL
 from datasets.covtype import COVTYPE, COVTYPE_SUBSET
 from datasets.credit import CREDIT, CREDIT_SAMPLE
@@ -19,4 +21,8 @@ for _dataset in (ADULT, CENSUS, CERVICAL, CREDIT, EPILEPTIC, ISOLET, COVTYPE, IN
 
 # Real samples of datasets whose full files are not in the local mirror; never the full name.
 for _dataset in (CREDIT_SAMPLE, COVTYPE_SUBSET, ISOLET_SUBSET):
+    DATASETS.register(_dataset)
+
+# Discretized tables for α-way marginal benchmarks (seed-dphp.md Table 1).
+for _dataset in (ADULT_DISCRETE, CENSUS_DISCRETE):
     DATASETS.register(_dataset)
