@@ -4,6 +4,7 @@ from bench.registry import METHODS
 from methods.dp_gan import DPGan, dp_cgan
 from methods.dp_hp import DPHermite
 from methods.dp_merf import DPMerf
+from methods.mst import MST
 from methods.real import Real
 
 METHODS.register(Real())
@@ -11,3 +12,4 @@ METHODS.register(DPMerf())
 METHODS.register(DPHermite())
 METHODS.register(DPGan())
 METHODS.register(dp_cgan())
+METHODS.register(MST())

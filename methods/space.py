@@ -11,7 +11,7 @@ sum kernel (seed-dpmerf.md §1.6).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -19,6 +19,12 @@ from torch import nn
 
 from bench.encoding import TabularEncoder
 from bench.interfaces import ColumnKind, DataKind, Schema
+
+
+def _all_ordinal(schema: Schema) -> Schema:
+    """The schema with every coded column read as ordinal: its integer code is a coordinate."""
+    columns = tuple(replace(c, kind=ColumnKind.ORDINAL) if c.categories else c for c in schema.columns)
+    return replace(schema, columns=columns)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,10 @@ class ModelSpace:
     def for_data(kind: DataKind, schema: Schema, protocol: str) -> "ModelSpace":
         if kind == DataKind.TABULAR:
             return ModelSpace(schema, TabularEncoder(schema, "codes" if protocol == "paper" else "onehot"))
+        if kind == DataKind.DISCRETE:
+            if protocol == "paper":  # the seeds feed every integer code to the Gaussian kernel (§3.2)
+                return ModelSpace(schema, TabularEncoder(_all_ordinal(schema), "codes"))
+            return ModelSpace(schema, TabularEncoder(schema, "onehot"))
         return ModelSpace(schema, None)
 
     @property
@@ -61,7 +71,7 @@ class ModelSpace:
             return 1.0
         largest = [
             (len(c.categories) - 1) ** 2 if c.kind == ColumnKind.CATEGORICAL else 1
-            for c in self.schema.columns
+            for c in self.encoder.schema.columns
             if c.kind in (ColumnKind.CATEGORICAL, ColumnKind.BINARY)
         ]
         return sum(largest) / self.n_categorical_columns
@@ -71,7 +81,7 @@ class ModelSpace:
         if self.encoder is None or self.encoder.mode == "onehot":
             return np.ones(len(self.numerical))
         ranges = []
-        for column in self.schema.columns:
+        for column in self.encoder.schema.columns:
             if column.kind == ColumnKind.NUMERICAL:
                 low, high = column.bounds
                 ranges.append(high - low)
@@ -88,7 +98,7 @@ class ModelSpace:
         if self.encoder.mode == "onehot":
             return np.ones(self.width)
         spans = []
-        for column in self.schema.columns:
+        for column in self.encoder.schema.columns:
             if column.kind == ColumnKind.NUMERICAL:
                 spans.append(column.bounds[1] - column.bounds[0] if column.bounds else 1.0)
             elif column.kind in (ColumnKind.CATEGORICAL, ColumnKind.ORDINAL):

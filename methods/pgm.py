@@ -1,0 +1,120 @@
+"""Shared machinery of the marginal-based methods (MST, AIM): noisy marginal measurements,
+the exponential mechanism, and Private-PGM estimation and sampling through ``mbi``.
+
+``mbi`` (Ryan McKenna's maintained continuation of private-pgm, Apache-2.0) estimates a graphical
+model from noisy marginals; it is post-processing and touches no private data. The mechanisms
+(what to measure, how much noise, which marginals to select) are ours, so every release goes
+through the run's ledger.
+
+Neighbouring relation: replace-one, as everywhere in this harness. A count marginal then moves
+by 2 in L1 and √2 in L2 (the papers state add/remove, where both are 1), so Gaussian
+measurements use L2 sensitivity √2 and selection scores built from L1 errors have sensitivity 2
+(times their weight).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+import jax
+
+jax.config.update("jax_enable_x64", True)  # mbi warns that float32 stalls estimation on N > 100K
+jax.config.update("jax_enable_compilation_cache", False)  # mbi: counterproductive for its small programs
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import mbi  # noqa: E402
+    from mbi import estimation  # noqa: E402
+
+import numpy as np
+
+from bench.interfaces import LabelledData, Schema
+from bench.ledger import GaussianRelease, PrivacyLedger
+
+MARGINAL_L2_SENSITIVITY = math.sqrt(2)  # replace-one: one count −1, another +1
+MARGINAL_L1_SENSITIVITY = 2.0
+
+Clique = tuple[str, ...]
+
+
+def domain_of(schema: Schema) -> mbi.Domain:
+    """The public domain: every column's full code range from the schema."""
+    return mbi.Domain([c.name for c in schema.columns], [len(c.categories) for c in schema.columns])
+
+
+def column_index(schema: Schema) -> dict[str, int]:
+    return {column.name: j for j, column in enumerate(schema.columns)}
+
+
+def marginal(codes: np.ndarray, domain: mbi.Domain, index: dict[str, int], clique: Clique) -> np.ndarray:
+    """The count vector of ``clique`` (cells in row-major order of the clique's attributes)."""
+    shape = domain.project(clique).shape
+    flat = np.ravel_multi_index(tuple(codes[:, index[a]] for a in clique), shape)
+    return np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64)
+
+
+@dataclass
+class Measurer:
+    """Measures marginals of the private codes with Gaussian noise and records each release."""
+
+    codes: np.ndarray
+    domain: mbi.Domain
+    index: dict[str, int]
+    ledger: PrivacyLedger
+    rng: np.random.Generator
+
+    def measure(self, cliques: Sequence[Clique], noise_multiplier: float, what: str) -> list[mbi.LinearMeasurement]:
+        self.ledger.record(GaussianRelease(
+            f"{what}: {len(cliques)} marginal(s) {', '.join('×'.join(c) for c in cliques[:3])}"
+            + (" …" if len(cliques) > 3 else ""),
+            sensitivity=MARGINAL_L2_SENSITIVITY, noise_multiplier=noise_multiplier, compositions=len(cliques),
+        ))
+        std = noise_multiplier * MARGINAL_L2_SENSITIVITY
+        measurements = []
+        for clique in cliques:
+            counts = marginal(self.codes, self.domain, self.index, clique)
+            noisy = counts + self.rng.normal(0.0, std, size=counts.shape) if std > 0 else counts
+            # a noiseless (ε = ∞) measurement still needs a positive weight in mbi's loss
+            measurements.append(mbi.LinearMeasurement(noisy, clique, stddev=std if std > 0 else 1.0))
+        return measurements
+
+
+def exponential_mechanism(
+    scores: np.ndarray, epsilon: float, sensitivity: float, rng: np.random.Generator
+) -> int:
+    """Index drawn with probability ∝ exp(ε·score / (2·sensitivity)); ε = ∞ takes the argmax."""
+    if math.isinf(epsilon):
+        return int(np.argmax(scores))
+    logits = epsilon * (scores - scores.max()) / (2 * sensitivity)
+    p = np.exp(logits)
+    return int(rng.choice(len(scores), p=p / p.sum()))
+
+
+def estimate(
+    domain: mbi.Domain, measurements: list[mbi.LinearMeasurement], iterations: int,
+    warm_start: mbi.MarkovRandomField | None = None,
+) -> mbi.MarkovRandomField:
+    return estimation.MirrorDescent().estimate(domain, measurements, iters=iterations, warm_start=warm_start)
+
+
+@dataclass
+class GraphicalModelSampler:
+    """A fitted marginal-based model: rows drawn from the Private-PGM graphical model."""
+
+    model: mbi.MarkovRandomField
+    schema: Schema
+    seed: int
+
+    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
+        if labels is not None and (np.asarray(labels) != 0).any():
+            raise ValueError("a marginal-based model of a discretized table has a single class")
+        state = np.random.get_state()
+        np.random.seed(self.seed)  # mbi's rounding draws from numpy's global generator
+        try:
+            data = self.model.synthetic_data(rows=n)
+        finally:
+            np.random.set_state(state)
+        x = np.stack([np.asarray(data.data[c.name]) for c in self.schema.columns], axis=1).astype(np.float32)
+        return LabelledData(x, np.zeros(n, dtype=np.int64), self.schema)
