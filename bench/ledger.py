@@ -378,7 +378,7 @@ class PrivacyLedger:
             total = self.epsilon_of(self.releases + [release])
             if total > self.budget.epsilon * (1 + _SLACK):
                 raise PrivacyBudgetExceeded(
-                    f"releasing {release.what!r} (σ = {release.noise_multiplier:.4g}) would spend "
+                    f"releasing {release.what!r} would spend "
                     f"ε = {total:.4g} > target ε = {self.budget.epsilon:g} at δ = {self.budget.delta:g}"
                 )
         self.releases.append(release)

@@ -97,3 +97,12 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subpro
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The shared data mirror: ``$DPBENCH_DATA_DIR``, else ``../shared/data`` beside the repo."""
+    path = Path(os.environ.get("DPBENCH_DATA_DIR") or REPO.parent / "shared" / "data")
+    if not path.is_dir():
+        pytest.skip(f"no data mirror at {path} (set DPBENCH_DATA_DIR to the shared data folder)")
+    return path

@@ -12,7 +12,7 @@ from bench.interfaces import DataKind
 from bench.registry import DATASETS, EVALUATORS, METHODS
 from bench.worker import execute
 
-SMALL_DATASET = {DataKind.TWO_D: "gmm2d", DataKind.TABULAR: "cervical"}
+SMALL_DATASET = {DataKind.TWO_D: "gmm2d", DataKind.TABULAR: "cervical", DataKind.DISCRETE: "adult-discrete"}
 FAST = {
     "dp-merf": {"epochs": "1"},
     "dp-hp": {"epochs": "1"},

@@ -1,0 +1,92 @@
+"""Pure-DP and zCDP accounting in the ledger, and the marginal-based adapters' budgets."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+from autodp import converter
+
+from bench.budget import PrivacyBudget
+from bench.interfaces import DataKind, FitContext
+from bench.ledger import GaussianRelease, PrivacyBudgetExceeded, PrivacyLedger, PureRelease, epsilon_to_zcdp, zcdp_to_epsilon
+from bench.registry import METHODS
+from datasets.adult_discrete import ADULT_DISCRETE
+from methods.mst import spanning_tree
+from methods.pgm import exponential_mechanism
+
+
+@pytest.mark.parametrize("rho,delta", [(0.0005, 1e-5), (0.01, 1e-5), (1.0, 1e-6)])
+def test_zcdp_conversion_matches_autodp(rho, delta):
+    # autodp's RDP→(ε, δ) conversion (improved, BBGHS) of the ρ-zCDP curve ε(α) = αρ
+    independent = converter.rdp_to_approxdp(lambda alpha: alpha * rho, BBGHS_conversion=True)(delta)
+    assert zcdp_to_epsilon(rho, delta) == pytest.approx(independent, rel=1e-6)
+    assert zcdp_to_epsilon(epsilon_to_zcdp(0.3, delta), delta) == pytest.approx(0.3, rel=1e-9)
+
+
+def test_pure_releases_compose_by_addition_and_spend_no_delta():
+    ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    ledger.record(PureRelease("structure", 0.4, 1.0, "exponential", compositions=1))
+    ledger.record(PureRelease("counts", 0.3, 2.0, "laplace", compositions=2))
+    assert ledger.epsilon_spent == pytest.approx(1.0)
+    assert ledger.delta_spent == 0
+    with pytest.raises(PrivacyBudgetExceeded):
+        ledger.record(PureRelease("one more", 0.01, 1.0, "laplace"))
+
+
+def test_mixed_releases_are_accounted_in_zcdp():
+    ledger = PrivacyLedger(PrivacyBudget(2.0, 1e-5))
+    ledger.record(PureRelease("selection", 0.2, 2.0, "exponential", compositions=3))  # ρ = 3·0.04/8
+    ledger.record(GaussianRelease("marginals", math.sqrt(2), 10.0, compositions=4))  # ρ = 4/(2·100)
+    rho = 3 * 0.2**2 / 8 + 4 / 200
+    assert ledger.zcdp_rho_of(ledger.releases) == pytest.approx(rho)
+    assert ledger.epsilon_spent == pytest.approx(zcdp_to_epsilon(rho, 1e-5))
+    assert "zCDP" in ledger.accountant
+    assert ledger.to_dict()["zcdp_rho"] == pytest.approx(rho)
+
+
+def test_exponential_mechanism_frequencies():
+    rng = np.random.default_rng(0)
+    scores = np.array([0.0, 2.0, 4.0])
+    draws = Counter(exponential_mechanism(scores, 1.0, 1.0, rng) for _ in range(20_000))
+    weights = np.exp(scores / 2)
+    for i, w in enumerate(weights / weights.sum()):
+        assert draws[i] / 20_000 == pytest.approx(w, abs=0.015)
+
+
+def test_spanning_tree_spans_every_attribute():
+    rng = np.random.default_rng(0)
+    attributes = list("abcdef")
+    weights = {(x, y): float(rng.random()) for i, x in enumerate(attributes) for y in attributes[i + 1:]}
+    tree = spanning_tree(weights, attributes, 0.5, rng)
+    assert len(tree) == len(attributes) - 1
+    reached, frontier = {"a"}, ["a"]
+    while frontier:
+        node = frontier.pop()
+        for x, y in tree:
+            for u, v in ((x, y), (y, x)):
+                if u == node and v not in reached:
+                    reached.add(v)
+                    frontier.append(v)
+    assert reached == set(attributes)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+def test_mst_spends_exactly_its_target(data_dir, epsilon):
+    split = ADULT_DISCRETE.load(data_dir, seed=0)
+    train = split.train
+    small = type(train)(train.x[:2000], train.y[:2000], train.schema)
+    ledger = PrivacyLedger(PrivacyBudget(epsilon, 1e-5))
+    method = METHODS.get("mst")
+    params = method.hyperparameters.resolve("adult-discrete", "smoke").values
+    context = FitContext(PrivacyBudget(epsilon, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE)
+    model = method.fit(small, context)
+    assert ledger.epsilon_spent == pytest.approx(epsilon, rel=1e-6)
+    assert [r.what.split(":")[0] for r in ledger.releases] == [
+        "1-way marginals", "spanning-tree edges (exponential mechanism on 2-way L1 errors)", "2-way marginals of the tree",
+    ]
+    sample = model.sample(500)
+    assert sample.x.shape == (500, 15) and (sample.x.max(axis=0) < [len(c.categories) for c in train.schema.columns]).all()
