@@ -4,12 +4,14 @@ from bench.registry import DATASETS
 from datasets.adult import ADULT
 from datasets.census import CENSUS
 from datasets.cervical import CERVICAL
+from datasets.cifar10 import CIFAR10, CIFAR10_JPEG
 from datasets.covtype import COVTYPE, COVTYPE_SUBSET
 from datasets.credit import CREDIT, CREDIT_SAMPLE
 from datasets.epileptic import EPILEPTIC
 from datasets.gmm2d import GaussianMixture2D
 from datasets.intrusion import INTRUSION
 from datasets.isolet import ISOLET, ISOLET_SUBSET
+from datasets.mnist import FASHION_MNIST, MNIST
 
 DATASETS.register(GaussianMixture2D())
 
@@ -19,4 +21,9 @@ for _dataset in (ADULT, CENSUS, CERVICAL, CREDIT, EPILEPTIC, ISOLET, COVTYPE, IN
 
 # Real samples of datasets whose full files are not in the local mirror; never the full name.
 for _dataset in (CREDIT_SAMPLE, COVTYPE_SUBSET, ISOLET_SUBSET):
+    DATASETS.register(_dataset)
+
+# Image datasets with their published train/test splits (seed-dpmepf.md §4, seed-dphp.md §4.3);
+# the mirror's JPEG copy of CIFAR-10 has its own name so results on it are labelled as the copy.
+for _dataset in (MNIST, FASHION_MNIST, CIFAR10, CIFAR10_JPEG):
     DATASETS.register(_dataset)

@@ -2,7 +2,9 @@
 
 from bench.registry import EVALUATORS
 from evaluators.downstream import DownstreamClassifiers
+from evaluators.fid import FrechetInceptionDistance
 from evaluators.nll import NegativeLogLikelihood
 
 EVALUATORS.register(NegativeLogLikelihood())
 EVALUATORS.register(DownstreamClassifiers())
+EVALUATORS.register(FrechetInceptionDistance())
