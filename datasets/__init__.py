@@ -6,12 +6,14 @@ from datasets.adult_discrete import ADULT_DISCRETE
 from datasets.census import CENSUS
 from datasets.census_discrete import CENSUS_DISCRETE
 from datasets.cervical import CERVICAL
+from datasets.cifar10 import CIFAR10, CIFAR10_JPEG
 from datasets.covtype import COVTYPE, COVTYPE_SUBSET
 from datasets.credit import CREDIT, CREDIT_SAMPLE
 from datasets.epileptic import EPILEPTIC
 from datasets.gmm2d import GaussianMixture2D
 from datasets.intrusion import INTRUSION
 from datasets.isolet import ISOLET, ISOLET_SUBSET
+from datasets.mnist import FASHION_MNIST, MNIST
 
 DATASETS.register(GaussianMixture2D())
 
@@ -25,4 +27,9 @@ for _dataset in (CREDIT_SAMPLE, COVTYPE_SUBSET, ISOLET_SUBSET):
 
 # Discretized tables for α-way marginal benchmarks (seed-dphp.md Table 1).
 for _dataset in (ADULT_DISCRETE, CENSUS_DISCRETE):
+    DATASETS.register(_dataset)
+
+# Image datasets with their published train/test splits (seed-dpmepf.md §4, seed-dphp.md §4.3);
+# the mirror's JPEG copy of CIFAR-10 has its own name so results on it are labelled as the copy.
+for _dataset in (MNIST, FASHION_MNIST, CIFAR10, CIFAR10_JPEG):
     DATASETS.register(_dataset)

@@ -1,0 +1,371 @@
+"""``fid``: Fréchet Inception Distance between synthetic and real images (lower is better).
+
+The network is pytorch-fid's FID Inception-v3 (the TF 2015-12-05 graph, ``use_fid_inception``
+structure), its 2048-d pool3 features, with pytorch-fid's own preprocessing: bilinear resize to
+299×299 and scaling from [0, 1] to [-1, 1] inside ``InceptionV3``. Greyscale images are
+replicated to 3 channels; pixels are clipped to the schema's [0, 1] bounds first (what saving to
+an image file, as pytorch-fid's command line expects, would do). The distance is
+``pytorch_fid.fid_score.calculate_frechet_distance`` of the two feature Gaussians (mean,
+covariance), as in DP-MEPF's code (seed-dpmepf.md §5.1).
+
+Samples: ``n_samples`` synthetic images (default 5,000, the seeds' ``--fid_dataset_size``), a
+seeded random subset when more were generated; the count used is reported as ``n_samples`` (FID
+is biased upwards at small counts, so only compare values at equal counts). ``n_real`` real
+reference images (default: the whole reference split), reported as ``n_real``.
+
+Reference split: ``--protocol paper`` uses the seeds' reference, the whole real **training** set
+(DP-MEPF: statistics over "the entire private training set", seed-dpmepf.md §5.1; DP-HP reports
+no FID). ``--protocol sound`` uses the real **test** split instead: a held-out reference, so a
+generator cannot lower its score by reproducing training images. Set ``reference`` to override.
+
+Weights, first found wins:
+
+1. the ``weights`` attribute, else ``$DPBENCH_FID_WEIGHTS`` (a missing file there is an error);
+2. ``<data dir>/fid-inception/pt_inception-2015-12-05-features-only.pth``, the data mirror's
+   conversion (data dir: the ``data_dir`` attribute, else ``$DPBENCH_DATA_DIR``, else ``./data``);
+   it lacks the unused 1008-way ``fc`` layer, so it is loaded with ``strict=False`` after checking
+   that ``fc.weight`` and ``fc.bias`` are the only missing keys;
+3. pytorch-fid's standard file ``pt_inception-2015-12-05-6726825d.pth`` in torch hub's cache,
+   downloaded there by pytorch-fid's own loader when ``DPBENCH_OFFLINE`` is unset.
+
+Known files are checked: the mirror's file against its pinned sha256, pytorch-fid's file against
+the hash prefix in its name. Otherwise a one-line :class:`FidWeightsError` says how to fix it.
+
+Real-data statistics (mean, covariance) are computed once and cached on disk in
+``$DPBENCH_CACHE_DIR/fid/`` (default ``~/.cache/dpbench/fid/``), keyed by the sha256 of the
+reference images' float32 bytes (which fixes the split and the subset), their count and shape,
+the weights file's sha256 and the preprocessing version. The cache holds statistics of private
+data: keep it as private as the data directory, and never commit it.
+
+Execution: batches of ``batch_size`` (default 50, the seeds') on ``device`` (``auto``: CUDA when
+available, else CPU), with a tqdm progress bar; mean and covariance are accumulated batch by
+batch (shifted sums, float64), so 60,000 reference images never need 1 GiB of features at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from unittest import mock
+from urllib.parse import urlparse
+
+import numpy as np
+import torch
+from pytorch_fid import inception as fid_inception
+from pytorch_fid.fid_score import calculate_frechet_distance
+from tqdm.auto import tqdm
+
+from bench.datafiles import OFFLINE_VARIABLE, resolve_data_dir
+from bench.interfaces import (
+    DataKind,
+    Direction,
+    LabelledData,
+    MetricSpec,
+    Schema,
+    check_same_schema,
+)
+from datasets.images import as_images, image_shape, is_image_schema
+
+WEIGHTS_VARIABLE = "DPBENCH_FID_WEIGHTS"
+CACHE_VARIABLE = "DPBENCH_CACHE_DIR"
+MIRROR_FOLDER = "fid-inception"
+MIRROR_WEIGHTS = "pt_inception-2015-12-05-features-only.pth"
+MIRROR_SHA256 = "ad1430b732f6c0df8e66fe454ebdfbd7312974437a5caec47fa6db363f205435"
+STANDARD_WEIGHTS = Path(urlparse(fid_inception.FID_WEIGHTS_URL).path).name  # pt_inception-2015-12-05-6726825d.pth
+STANDARD_SHA256_PREFIX = STANDARD_WEIGHTS.rsplit("-", 1)[1].split(".")[0]  # torch hub's name convention
+FC_KEYS = frozenset({"fc.weight", "fc.bias"})  # the 1008-way classifier; pool3 features do not use it
+POOL3 = fid_inception.InceptionV3.BLOCK_INDEX_BY_DIM[2048]
+FEATURE_DIM = 2048
+# Bump when the preprocessing (clipping, channel replication, network) changes: it keys the cache.
+PREPROCESSING_VERSION = "clip01-grey3-pytorch_fid-InceptionV3-pool3-v1"
+REFERENCES = ("train", "test")
+PROTOCOL_REFERENCE = {"sound": "test", "paper": "train"}
+
+
+class FidWeightsError(RuntimeError):
+    """The Inception weights are missing or wrong; the one-line message says how to fix it."""
+
+
+# --- weights -------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, remembered per (path, size, mtime) so a weights file is hashed once."""
+    stat = path.stat()
+    return _sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+def standard_weights_path() -> Path:
+    """Where pytorch-fid's loader (torch hub) keeps its downloaded weights."""
+    return Path(torch.hub.get_dir()) / "checkpoints" / STANDARD_WEIGHTS
+
+
+def missing_weights_message(data_dir: Path) -> str:
+    return (
+        f"the FID Inception weights are missing: put {MIRROR_WEIGHTS} (data mirror) at "
+        f"{data_dir / MIRROR_FOLDER / MIRROR_WEIGHTS}, or set {WEIGHTS_VARIABLE}=PATH to a weights file, "
+        f"or unset {OFFLINE_VARIABLE} so that pytorch-fid downloads {STANDARD_WEIGHTS}"
+    )
+
+
+def resolve_weights(explicit: str | None, data_dir: str | None) -> Path:
+    """The weights file to use, in the order of the module docstring; downloads when allowed."""
+    chosen = explicit or os.environ.get(WEIGHTS_VARIABLE)
+    if chosen:
+        if not Path(chosen).is_file():
+            raise FidWeightsError(f"FID weights file {chosen} does not exist; fix the weights option or ${WEIGHTS_VARIABLE}")
+        return Path(chosen)
+    folder = resolve_data_dir(data_dir)
+    for candidate in (folder / MIRROR_FOLDER / MIRROR_WEIGHTS, standard_weights_path()):
+        if candidate.is_file():
+            return candidate
+    if os.environ.get(OFFLINE_VARIABLE):
+        raise FidWeightsError(missing_weights_message(folder))
+    try:  # pytorch-fid's own download of its standard weights into torch hub's cache
+        fid_inception.load_state_dict_from_url(fid_inception.FID_WEIGHTS_URL, progress=True)
+    except Exception as error:  # network errors come in many types; the fix is the same
+        raise FidWeightsError(f"downloading {fid_inception.FID_WEIGHTS_URL} failed ({error}); "
+                              + missing_weights_message(folder)) from None
+    return standard_weights_path()
+
+
+def check_known_file(path: Path, sha256: str) -> None:
+    """The two published files have known hashes: refuse a corrupt copy of either."""
+    if path.name == MIRROR_WEIGHTS and sha256 != MIRROR_SHA256:
+        raise FidWeightsError(f"{path} is corrupt (sha256 {sha256[:12]}…, expected {MIRROR_SHA256[:12]}…); "
+                              "copy it again from the data mirror's fid-inception/ folder")
+    if path.name == STANDARD_WEIGHTS and not sha256.startswith(STANDARD_SHA256_PREFIX):
+        raise FidWeightsError(f"{path} is corrupt (sha256 {sha256[:12]}…); delete it so that pytorch-fid downloads it again")
+
+
+def fid_inception_core(state_dict: Mapping[str, torch.Tensor], path: Path) -> torch.nn.Module:
+    """pytorch-fid's FID Inception-v3 with the given weights, without its download.
+
+    ``pytorch_fid.inception.fid_inception_v3()`` builds this network and then downloads and
+    strictly loads its weights; this is the same construction from pytorch-fid's own classes
+    (torchvision's Inception3 with the blocks patched to TF's behaviour), loaded with
+    ``strict=False`` so that a file without the unused ``fc`` layer is accepted — and only that.
+    """
+    core = fid_inception._inception_v3(num_classes=1008, aux_logits=False, weights=None)
+    core.Mixed_5b = fid_inception.FIDInceptionA(192, pool_features=32)
+    core.Mixed_5c = fid_inception.FIDInceptionA(256, pool_features=64)
+    core.Mixed_5d = fid_inception.FIDInceptionA(288, pool_features=64)
+    core.Mixed_6b = fid_inception.FIDInceptionC(768, channels_7x7=128)
+    core.Mixed_6c = fid_inception.FIDInceptionC(768, channels_7x7=160)
+    core.Mixed_6d = fid_inception.FIDInceptionC(768, channels_7x7=160)
+    core.Mixed_6e = fid_inception.FIDInceptionC(768, channels_7x7=192)
+    core.Mixed_7b = fid_inception.FIDInceptionE_1(1280)
+    core.Mixed_7c = fid_inception.FIDInceptionE_2(2048)
+    fix = f"use pytorch-fid's {STANDARD_WEIGHTS} or the data mirror's {MIRROR_WEIGHTS}"
+    try:
+        result = core.load_state_dict(state_dict, strict=False)
+    except RuntimeError as error:  # shape mismatches are raised even with strict=False
+        first = str(error).strip().splitlines()[-1].strip()
+        raise FidWeightsError(f"{path} does not fit the FID Inception network ({first}); {fix}") from None
+    missing = set(result.missing_keys) - FC_KEYS
+    if missing or result.unexpected_keys:
+        raise FidWeightsError(
+            f"{path} is not the FID Inception weights ({len(missing)} missing keys besides fc, e.g. "
+            f"{sorted(missing)[:2]}; {len(result.unexpected_keys)} unexpected, e.g. {sorted(result.unexpected_keys)[:2]}); {fix}"
+        )
+    return core
+
+
+def fid_network(core: torch.nn.Module) -> fid_inception.InceptionV3:
+    """pytorch-fid's ``InceptionV3`` (pool3 block, resize to 299, scaling to [-1, 1]) around ``core``.
+
+    ``InceptionV3.__init__`` takes its network from the module function ``fid_inception_v3()``,
+    which downloads; that function is swapped for the loaded ``core`` while the wrapper is built.
+    """
+    with mock.patch.object(fid_inception, "fid_inception_v3", lambda: core):
+        network = fid_inception.InceptionV3([POOL3], resize_input=True, normalize_input=True, use_fid_inception=True)
+    return network.eval()
+
+
+@functools.lru_cache(maxsize=2)
+def load_network(path: str, sha256: str, device: str) -> fid_inception.InceptionV3:
+    """The network for a weights file (keyed by its hash too, so a replaced file is reloaded)."""
+    try:
+        state_dict = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # unpickling errors come in many types
+        raise FidWeightsError(f"{path} cannot be read as a weights file ({type(error).__name__}: {error}); "
+                              f"use pytorch-fid's {STANDARD_WEIGHTS} or the data mirror's {MIRROR_WEIGHTS}") from None
+    return fid_network(fid_inception_core(state_dict, Path(path))).to(device)
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+# --- features and statistics ---------------------------------------------------------------------
+
+
+def activation_statistics(
+    images: np.ndarray, network: torch.nn.Module, batch_size: int, device: str, progress: bool = True,
+    desc: str = "FID features",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance (as ``np.cov``) of the pool3 features of ``images`` (n × C × H × W).
+
+    Sums are accumulated per batch around the first batch's mean (the shifted-data algorithm),
+    in float64, so that the features are never held all at once and the covariance does not
+    suffer cancellation.
+    """
+    n = len(images)
+    if n < 2:
+        raise ValueError(f"FID needs at least 2 images, got {n}")
+    shift = total = outer = None
+    with torch.inference_mode(), tqdm(total=n, desc=desc, unit="img", disable=not progress, leave=False) as bar:
+        for start in range(0, n, batch_size):
+            batch = torch.from_numpy(np.ascontiguousarray(images[start:start + batch_size], dtype=np.float32))
+            batch = batch.to(device).clamp(0.0, 1.0)  # not in place: the tensor may share the caller's array
+            if batch.shape[1] == 1:  # greyscale: the same plane in R, G and B
+                batch = batch.expand(-1, 3, -1, -1)
+            features = network(batch)[0].flatten(1).double()
+            if shift is None:
+                shift = features.mean(0)
+                total = torch.zeros_like(shift)
+                outer = torch.zeros(len(shift), len(shift), dtype=torch.float64, device=features.device)
+            centred = features - shift
+            total += centred.sum(0)
+            outer += centred.T @ centred
+            bar.update(len(batch))
+    mean_offset = total / n
+    sigma = (outer - n * torch.outer(mean_offset, mean_offset)) / (n - 1)
+    return (shift + mean_offset).cpu().numpy(), sigma.cpu().numpy()
+
+
+def real_statistics_key(images: np.ndarray, weights_sha256: str) -> str:
+    """Content key of the reference statistics: the images' bytes and count, weights, preprocessing."""
+    digest = hashlib.sha256()
+    digest.update(f"{PREPROCESSING_VERSION}|{weights_sha256}|{images.shape}|{images.dtype}|".encode())
+    digest.update(memoryview(np.ascontiguousarray(images)).cast("B"))
+    return digest.hexdigest()
+
+
+def cache_root(cache_dir: str | None) -> Path:
+    base = cache_dir or os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "dpbench"
+    return Path(base) / "fid"
+
+
+def load_cached(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path) as stored:
+            return stored["mu"], stored["sigma"]
+    except (OSError, ValueError, KeyError):  # a damaged cache entry is recomputed, not trusted
+        return None
+
+
+def save_cached(path: Path, mu: np.ndarray, sigma: np.ndarray) -> None:
+    """Written to a temporary name and renamed, so a concurrent reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            np.savez(out, mu=mu, sigma=sigma)
+        Path(temporary).replace(path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def subset_index(n_total: int, n: int | None, rng: np.random.Generator) -> np.ndarray:
+    """All rows in order, or a random subset of ``n`` rows (sorted, so the order is stable)."""
+    if n is None or n >= n_total:
+        return np.arange(n_total)
+    return np.sort(rng.choice(n_total, size=n, replace=False))
+
+
+# --- the evaluator -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FrechetInceptionDistance:
+    name: str = "fid"
+    description: str = (
+        "Fréchet Inception Distance (pytorch-fid InceptionV3 pool3; 5,000 synthetic images vs the real "
+        "test split, or the training split under --protocol paper); lower is better"
+    )
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.IMAGE})
+    metrics: Mapping[str, MetricSpec] = field(
+        default_factory=lambda: {
+            "fid": MetricSpec(Direction.LOWER, "Fréchet distance of the Inception pool3 feature Gaussians"),
+            "n_samples": MetricSpec(Direction.HIGHER, "synthetic images used (the seeds use 5,000)"),
+            "n_real": MetricSpec(Direction.HIGHER, "real reference images used"),
+        }
+    )
+    n_samples: int = 5_000  # seed-dpmepf.md §5.1: "5,000 generated samples"
+    n_real: int | None = None  # None: the whole reference split (the seeds: the whole training set)
+    reference: str | None = None  # "train" or "test"; None: the protocol's (PROTOCOL_REFERENCE)
+    batch_size: int = 50  # the seeds' FID batch size (seed-dpmepf.md §5.1)
+    device: str = "auto"
+    weights: str | None = None
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    seed: int = 0
+    progress: bool = True
+
+    def applies_to(self, schema: Schema) -> bool:
+        return is_image_schema(schema) and image_shape(schema)[0] in (1, 3)
+
+    def reference_split(self, protocol: str) -> str:
+        reference = self.reference or PROTOCOL_REFERENCE.get(protocol)
+        if reference not in REFERENCES:
+            raise ValueError(f"fid: unknown protocol {protocol!r} or reference {self.reference!r}; "
+                             f"protocols {', '.join(PROTOCOL_REFERENCE)}, references {', '.join(REFERENCES)}")
+        return reference
+
+    def network(self) -> tuple[fid_inception.InceptionV3, str, str]:
+        """The loaded network, the weights file's sha256 and the device."""
+        path = resolve_weights(self.weights, self.data_dir)
+        sha256 = file_sha256(path)
+        check_known_file(path, sha256)
+        device = resolve_device(self.device)
+        return load_network(str(path), sha256, device), sha256, device
+
+    def real_statistics(self, real: LabelledData, network: torch.nn.Module, weights_sha256: str, device: str
+                        ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Mean and covariance of the reference images, from the cache when computed before."""
+        index = subset_index(len(real), self.n_real, np.random.default_rng([self.seed, 2]))
+        images = as_images(real.x[index] if len(index) < len(real) else real.x, real.schema)
+        path = cache_root(self.cache_dir) / f"real-{real_statistics_key(images, weights_sha256)}.npz"
+        cached = load_cached(path)
+        if cached is not None:
+            return cached[0], cached[1], len(images)
+        mu, sigma = activation_statistics(images, network, self.batch_size, device, self.progress, "FID real")
+        save_cached(path, mu, sigma)
+        return mu, sigma, len(images)
+
+    def evaluate(
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
+    ) -> dict[str, float]:
+        reference = real_train if self.reference_split(protocol) == "train" else real_test
+        if not self.applies_to(reference.schema):
+            raise ValueError("fid scores image data (a schema with a 1- or 3-channel image_shape) only")
+        check_same_schema(synthetic, reference)
+        network, weights_sha256, device = self.network()
+        mu_real, sigma_real, n_real = self.real_statistics(reference, network, weights_sha256, device)
+        index = subset_index(len(synthetic), self.n_samples, np.random.default_rng([self.seed, 1]))
+        images = as_images(synthetic.x[index], synthetic.schema)
+        mu, sigma = activation_statistics(images, network, self.batch_size, device, self.progress, "FID synthetic")
+        return {
+            "fid": float(calculate_frechet_distance(mu, sigma, mu_real, sigma_real)),
+            "n_samples": float(len(images)),
+            "n_real": float(n_real),
+        }
