@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--combine", action="store_true",
         help="one table joining the metrics with ' / ' per cell (Table 2's ROC / PRC or F1 shape)",
     )
+    table.add_argument(
+        "--layout", default="default", choices=("default", "table1"),
+        help="table1: the seeds' Table 1 shape (α-way marginals, both conventions, the seeds' values beside ours)",
+    )
     table.add_argument("--format", default="md", choices=FORMATS, help="output format")
     table.add_argument("--out", type=Path, help="also write the table to this file")
 
@@ -173,7 +177,7 @@ def command_list(args: argparse.Namespace) -> int:
 def command_table(args: argparse.Namespace) -> int:
     from bench.tables import render_all
 
-    text = render_all(args.experiment, args.metric, args.format, args.combine)
+    text = render_all(args.experiment, args.metric, args.format, args.combine, args.layout)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

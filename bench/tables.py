@@ -206,8 +206,75 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
     return _format(header, rows, title, fmt)
 
 
-def render_all(experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False) -> str:
+# The seeds' Table 1 (seed-dphp.md §6.1): mean TV of α-way marginals, δ = 1e-5, lower is better.
+# {dataset: {α: {(method, ε): value}}}; computed with their code's (α+1)-way convention, if
+# Table 1 came from the published marginals_eval.py (anchors-parklab-code.md §4).
+SEEDS_TABLE1 = {
+    "adult-discrete": {
+        3: {("privbayes", 0.3): 0.446, ("privbayes", 0.1): 0.577, ("dp-merf", 0.3): 0.405,
+            ("dp-merf", 0.1): 0.480, ("dp-hp", 0.3): 0.332, ("dp-hp", 0.1): 0.377},
+        4: {("privbayes", 0.3): 0.547, ("privbayes", 0.1): 0.673, ("dp-merf", 0.3): 0.508,
+            ("dp-merf", 0.1): 0.590, ("dp-hp", 0.3): 0.418, ("dp-hp", 0.1): 0.467},
+    },
+    "census-discrete": {
+        2: {("privbayes", 0.3): 0.180, ("privbayes", 0.1): 0.291, ("dp-merf", 0.3): 0.190,
+            ("dp-merf", 0.1): 0.222, ("dp-hp", 0.3): 0.141, ("dp-hp", 0.1): 0.155},
+        3: {("privbayes", 0.3): 0.323, ("privbayes", 0.1): 0.429, ("dp-merf", 0.3): 0.302,
+            ("dp-merf", 0.1): 0.337, ("dp-hp", 0.3): 0.211, ("dp-hp", 0.1): 0.232},
+    },
+}
+TABLE1_METHODS = ("privbayes", "dp-merf", "dp-hp", "mst", "aim")
+
+
+def _base_name(dataset_label: str) -> str:
+    """``adult-discrete [protocol paper]`` → ``adult-discrete``."""
+    return dataset_label.split(" [", 1)[0]
+
+
+def render_table1(frame: pd.DataFrame, fmt: str) -> str:
+    """The seeds' Table 1 shape: per dataset and α, one row for each convention of ours (all
+    C(D, α) subsets; the seeds' code's (α+1)-way) and one with the seeds' published values;
+    columns are method × ε (ε descending, as Table 1)."""
+    alphas_of = lambda dataset: sorted(  # noqa: E731
+        {int(c.rsplit("_", 1)[1]) for c in frame.columns if c.startswith("marginals.tv_")
+         and frame.loc[frame["dataset"] == dataset, c].notna().any()}
+        | set(SEEDS_TABLE1.get(_base_name(dataset), {}))
+    )
+    datasets = [d for d in sorted(frame["dataset"].unique()) if alphas_of(d)]
+    if not datasets:
+        raise TableError("no marginals.tv_* metric in these runs")
+    present = [m for m in TABLE1_METHODS if m in set(frame["method"])] + sorted(
+        set(frame["method"]) - set(TABLE1_METHODS)
+    )
+    epsilons = sorted({e for e in frame["epsilon"] if math.isfinite(e)}, reverse=True)
+    columns = [(m, e) for m in present for e in epsilons]
+    header = ["dataset", "α", "numbers", *[f"{m} ε={e:g}" for m, e in columns]]
+    rows = []
+    for dataset in datasets:
+        for alpha in alphas_of(dataset):
+            for label, metric in (("ours: all C(D,α) subsets", f"marginals.tv_{alpha}"),
+                                  ("ours: seeds' code, (α+1)-way", f"marginals.paper.tv_{alpha}")):
+                cells = []
+                for method, eps in columns:
+                    selected = frame[(frame["dataset"] == dataset) & (frame["method"] == method) & (frame["epsilon"] == eps)]
+                    values = selected[metric].dropna() if metric in selected.columns else selected.iloc[0:0, 0]
+                    cells.append(_cell_text(values) if len(values) else "")
+                rows.append([dataset, str(alpha), label, *cells])
+            seeds = SEEDS_TABLE1.get(_base_name(dataset), {}).get(alpha, {})
+            if seeds:
+                rows.append([dataset, str(alpha), "seeds' Table 1", *[
+                    f"{seeds[(m, e)]:.3f}" if (m, e) in seeds else "" for m, e in columns
+                ]])
+    title = "Table 1: mean TV distance of α-way marginals (lower is better), mean ± std over seeds (number of seeds)"
+    return _format(header, rows, title, fmt)
+
+
+def render_all(
+    experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False, layout: str = "default"
+) -> str:
     frame = load_runs(experiment)
+    if layout == "table1":
+        return render_table1(frame, fmt)
     chosen = list(metrics or declared_metrics(frame))
     if not chosen:
         raise TableError("no evaluator metric in these runs; name one with --metric")

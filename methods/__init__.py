@@ -1,10 +1,12 @@
 """Built-in method adapters; each module defines one and registers it here."""
 
 from bench.registry import METHODS
+from methods.aim import AIM
 from methods.dp_gan import DPGan, dp_cgan
 from methods.dp_hp import DPHermite
 from methods.dp_merf import DPMerf
 from methods.mst import MST
+from methods.privbayes import PrivBayes
 from methods.real import Real
 
 METHODS.register(Real())
@@ -13,3 +15,5 @@ METHODS.register(DPHermite())
 METHODS.register(DPGan())
 METHODS.register(dp_cgan())
 METHODS.register(MST())
+METHODS.register(PrivBayes())
+METHODS.register(AIM())

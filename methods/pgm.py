@@ -118,3 +118,36 @@ class GraphicalModelSampler:
             np.random.set_state(state)
         x = np.stack([np.asarray(data.data[c.name]) for c in self.schema.columns], axis=1).astype(np.float32)
         return LabelledData(x, np.zeros(n, dtype=np.int64), self.schema)
+
+
+def model_marginals(
+    model: mbi.MarkovRandomField, cliques: Sequence[Clique], index: dict[str, int], sample_rows: int, seed: int
+) -> dict[Clique, np.ndarray]:
+    """The model's count vectors of ``cliques``: exact (a sum over the model's own clique
+    marginals) for a clique inside one of the model's cliques, else a Monte Carlo estimate from
+    ``sample_rows`` rows drawn from the model. ``mbi``'s exact projection of an uncovered clique
+    compiles a new JAX program per clique (≈ 1.6 s each on 2 cores), which would make scoring
+    hundreds of candidates per round take minutes."""
+    tables = {
+        tuple(factor.domain.attributes): np.asarray(factor.values) for factor in model.marginals.tables.values()
+    }
+    domain = model.domain
+    out: dict[Clique, np.ndarray] = {}
+    sample = None
+    for clique in cliques:
+        home = next((k for k in tables if set(clique) <= set(k)), None)
+        if home is not None:
+            summed = tables[home].sum(axis=tuple(i for i, a in enumerate(home) if a not in clique))
+            kept = [a for a in home if a in clique]
+            out[clique] = np.transpose(summed, [kept.index(a) for a in clique]).reshape(-1)
+            continue
+        if sample is None:
+            state = np.random.get_state()
+            np.random.seed(seed)
+            try:
+                drawn = model.synthetic_data(rows=sample_rows)
+            finally:
+                np.random.set_state(state)
+            sample = np.stack([np.asarray(drawn.data[a]) for a in domain.attributes], axis=1)
+        out[clique] = marginal(sample, domain, index, clique) * float(model.total) / sample_rows
+    return out

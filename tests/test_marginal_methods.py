@@ -90,3 +90,50 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
     ]
     sample = model.sample(500)
     assert sample.x.shape == (500, 15) and (sample.x.max(axis=0) < [len(c.categories) for c in train.schema.columns]).all()
+
+
+def small_discrete(data_dir, columns: int, rows: int):
+    from bench.interfaces import LabelledData
+    from datasets.discrete import discrete_schema
+
+    train = ADULT_DISCRETE.load(data_dir, seed=0).train
+    schema = discrete_schema(train.schema.columns[:columns])
+    return LabelledData(train.x[:rows, :columns], train.y[:rows], schema)
+
+
+@pytest.mark.parametrize("name", ["aim", "privbayes"])
+def test_adaptive_methods_spend_exactly_their_target(data_dir, name):
+    train = small_discrete(data_dir, columns=4, rows=3000)
+    ledger = PrivacyLedger(PrivacyBudget(0.5, 1e-5))
+    method = METHODS.get(name)
+    params = method.hyperparameters.resolve("adult-discrete", "smoke").values
+    context = FitContext(PrivacyBudget(0.5, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE)
+    model = method.fit(train, context)
+    assert ledger.epsilon_spent == pytest.approx(0.5, rel=1e-6)
+    assert ledger.delta_spent == (0 if name == "privbayes" else 1e-5)
+    sample = model.sample(300)
+    assert sample.x.shape == (300, 4)
+    assert (sample.x.max(axis=0) < [len(c.categories) for c in train.schema.columns]).all()
+
+
+def test_privbayes_sensitivity_is_the_papers_lemma():
+    from methods.privbayes import mutual_information, mutual_information_sensitivity
+
+    n = 1000
+    worst = 0.0
+    rng = np.random.default_rng(0)
+    for _ in range(300):  # replace one row of a random binary table: I moves by at most the bound
+        x = rng.integers(0, 2, (n, 2))
+        y = x.copy()
+        y[0] = 1 - x[0] if rng.random() < 0.5 else rng.integers(0, 2, 2)
+        tables = [np.histogram2d(a[:, 0], a[:, 1], bins=2)[0] for a in (x, y)]
+        worst = max(worst, abs(mutual_information(tables[0]) - mutual_information(tables[1])))
+    assert worst <= mutual_information_sensitivity(n, binary=True)
+    # adversarial: all rows equal except the replaced one, the lemma's extreme case
+    x = np.zeros((n, 2), dtype=int)
+    y = x.copy()
+    y[0] = [1, 1]
+    tables = [np.histogram2d(a[:, 0], a[:, 1], bins=2, range=[[0, 1], [0, 1]])[0] for a in (x, y)]
+    change = abs(mutual_information(tables[0]) - mutual_information(tables[1]))
+    assert change <= mutual_information_sensitivity(n, binary=True) * (1 + 1e-12)
+    assert change > 0.5 * mutual_information_sensitivity(n, binary=True)

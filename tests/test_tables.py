@@ -60,3 +60,20 @@ def test_non_private_variant_of_a_private_method_gets_its_own_row():
     assert text.loc[("gmm2d", math.inf), "real"] == "2 ± 0 (2)"
     assert means.loc[("gmm2d", 1.0), "dp-merf"] == pytest.approx(4.0)  # not mixed with the variant
     assert "**9" not in render(pd.concat([data, variant]), "nll.mean", "md")  # no 'best private' at ∞
+
+
+def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
+    from bench.tables import render_table1
+
+    rows = [
+        {"method": "dp-hp", "dataset": "adult-discrete [protocol paper]", "epsilon": 0.3, "seed": seed,
+         "marginals.tv_3": 0.2 + seed / 10, "marginals.paper.tv_3": 0.4}
+        for seed in (0, 1)
+    ] + [{"method": "mst", "dataset": "adult-discrete [protocol paper]", "epsilon": 0.1, "seed": 0,
+          "marginals.tv_3": 0.1, "marginals.paper.tv_3": 0.15}]
+    table = render_table1(pd.DataFrame(rows), "md")
+    assert "| dp-hp ε=0.3 | dp-hp ε=0.1 | mst ε=0.3 | mst ε=0.1 |" in table
+    assert "| 3 | ours: all C(D,α) subsets | 0.25 ± 0.07071 (2) |  |  | 0.1 ± 0 (1) |" in table
+    assert "| 3 | ours: seeds' code, (α+1)-way | 0.4 ± 0 (2) |  |  | 0.15 ± 0 (1) |" in table
+    assert "| 3 | seeds' Table 1 | 0.332 | 0.377 |  |  |" in table  # seed-dphp.md §6.1
+    assert "| 4 | seeds' Table 1 | 0.418 | 0.467 |  |  |" in table

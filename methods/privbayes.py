@@ -1,0 +1,158 @@
+"""``privbayes``: PrivBayes (Zhang, Cormode, Procopiuc, Srivastava & Xiao, TODS 2017), the seeds'
+Table 1 baseline, on discretized data. Pure ε-DP.
+
+1. Structure (β·ε): the first attribute is drawn uniformly (no data used); each further
+   attribute and its parent set is chosen greedily by the exponential mechanism on the mutual
+   information I(X; Π), ε₁/(d − 1) per step. Sensitivity of I (in bits) under replace-one, the
+   paper's Lemma 4.1: (1/n)·log₂ n + ((n−1)/n)·log₂(n/(n−1)) when X or Π is binary, else
+   (2/n)·log₂((n+1)/2) + ((n−1)/n)·log₂((n+1)/(n−1)); each step uses the largest over its
+   candidates.
+2. Parameters ((1 − β)·ε): the joint counts of every attribute with its parents, Laplace noise
+   with ε₂/d each at L1 sensitivity 2 (replace-one); negatives clipped, rows normalised into
+   conditionals (uniform where a parent configuration has no mass).
+3. Rows are drawn ancestrally along the network.
+
+Parent sets follow θ-usefulness (the paper's §4.3, θ = 4): a candidate (X, Π) is allowed only if
+|dom X|·|dom Π| ≤ n·ε₂ / (2·d·θ), so each noisy table keeps signal above its noise; the empty
+parent set is always allowed. The number of rows n is the schema's public row count. Deviation:
+parent sets are all allowed subsets of at most ``max_parents`` chosen attributes (the paper
+enumerates maximal ones).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.hyperparams import HyperParameters, Setting
+from bench.interfaces import DataKind, FitContext, LabelledData, Schema
+from bench.ledger import PureRelease
+
+HYPERPARAMETERS = HyperParameters(
+    defaults={
+        "structure_share": Setting(0.3, "PrivBayes (Zhang et al. 2017) §6: β = 0.3 of ε learns the network"),
+        "theta": Setting(4.0, "PrivBayes §4.3/§6: θ-usefulness, θ = 4"),
+        "max_parents": Setting(3, "documented cap on |Π| (θ-usefulness binds first on these domains)"),
+    },
+    profiles={"smoke": {"max_parents": 1}},
+)
+
+COUNT_L1_SENSITIVITY = 2.0  # replace-one: one cell −1, another +1
+
+
+def mutual_information_sensitivity(n: int, binary: bool) -> float:
+    """PrivBayes Lemma 4.1 (bits)."""
+    if binary:
+        return math.log2(n) / n + (n - 1) / n * math.log2(n / (n - 1))
+    return 2 / n * math.log2((n + 1) / 2) + (n - 1) / n * math.log2((n + 1) / (n - 1))
+
+
+def joint_counts(codes: np.ndarray, sizes: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
+    """Counts over the full domain of ``columns`` (an array of that shape)."""
+    shape = tuple(int(sizes[j]) for j in columns)
+    if not columns:
+        return np.array(float(len(codes)))
+    flat = np.ravel_multi_index(tuple(codes[:, j] for j in columns), shape)
+    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.float64)
+
+
+def mutual_information(counts: np.ndarray) -> float:
+    """I(X; Π) in bits from joint counts with X on the first axis."""
+    if counts.ndim == 1:
+        return 0.0
+    p = counts.reshape(counts.shape[0], -1) / counts.sum()
+    px, pp = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
+    nonzero = p > 0
+    return float((p[nonzero] * np.log2(p[nonzero] / (px @ pp)[nonzero])).sum())
+
+
+@dataclass
+class BayesianNetworkSampler:
+    order: list[tuple[int, tuple[int, ...]]]  # (attribute, parents) in sampling order
+    conditionals: dict[int, np.ndarray]  # attribute → P(X | Π), X on the last axis
+    schema: Schema
+    seed: int
+
+    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
+        if labels is not None and (np.asarray(labels) != 0).any():
+            raise ValueError("a PrivBayes model of a discretized table has a single class")
+        rng = np.random.default_rng(self.seed)
+        x = np.zeros((n, len(self.schema.columns)), dtype=np.int64)
+        for attribute, parents in self.order:
+            table = self.conditionals[attribute]
+            rows = table[tuple(x[:, j] for j in parents)] if parents else np.broadcast_to(table, (n, table.shape[-1]))
+            cumulative = np.cumsum(rows, axis=1)
+            draws = rng.random((n, 1)) * cumulative[:, -1:]
+            x[:, attribute] = np.minimum((cumulative < draws).sum(axis=1), table.shape[-1] - 1)
+        return LabelledData(x.astype(np.float32), np.zeros(n, dtype=np.int64), self.schema)
+
+
+@dataclass
+class PrivBayes:
+    name: str = "privbayes"
+    description: str = "PrivBayes (Zhang et al. 2017): private Bayesian network, pure ε-DP (seeds' Table 1 baseline)"
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.DISCRETE})
+    private: bool = True
+    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+
+    def fit(self, train: LabelledData, context: FitContext) -> BayesianNetworkSampler:
+        p = context.params
+        rng = np.random.default_rng(context.seed)
+        codes = train.x.astype(np.int64)
+        sizes = np.array([len(c.categories) for c in train.schema.columns], dtype=np.int64)
+        n, d = codes.shape
+        context.ledger.use_public_fact("n_train", n, "the dataset's published row count (schema fact published_rows)")
+        epsilon = context.budget.epsilon
+        structure_epsilon = float(p["structure_share"]) * epsilon
+        parameter_epsilon = epsilon - structure_epsilon
+        useful_cells = math.inf if math.isinf(epsilon) else n * parameter_epsilon / (2 * d * float(p["theta"]))
+
+        first = int(rng.integers(d))
+        order: list[tuple[int, tuple[int, ...]]] = [(first, ())]
+        chosen = [first]
+        step_epsilon = structure_epsilon / max(d - 1, 1)
+        for step in range(d - 1):
+            candidates, scores, binary = [], [], []
+            for attribute in (a for a in range(d) if a not in chosen):
+                for size in range(min(int(p["max_parents"]), len(chosen)) + 1):
+                    for parents in itertools.combinations(sorted(chosen), size):
+                        if sizes[attribute] * np.prod(sizes[list(parents)]) > useful_cells and parents:
+                            continue
+                        candidates.append((attribute, parents))
+                        scores.append(mutual_information(joint_counts(codes, sizes, (attribute, *parents))))
+                        binary.append(sizes[attribute] == 2 or (len(parents) == 1 and sizes[parents[0]] == 2))
+            sensitivity = mutual_information_sensitivity(n, all(binary))
+            pick = _exponential(np.array(scores), step_epsilon, sensitivity, rng)
+            order.append(candidates[pick])
+            chosen.append(candidates[pick][0])
+            context.progress(step + 1, d)
+        if context.budget.is_private:
+            context.ledger.record(PureRelease(
+                "network structure (exponential mechanism on mutual information)", step_epsilon,
+                mutual_information_sensitivity(n, False), "exponential", compositions=d - 1,
+            ))
+            context.ledger.record(PureRelease(
+                "joint counts of each attribute with its parents", parameter_epsilon / d,
+                COUNT_L1_SENSITIVITY, "laplace", compositions=d,
+            ))
+
+        conditionals = {}
+        for attribute, parents in order:
+            counts = joint_counts(codes, sizes, (*parents, attribute))
+            if context.budget.is_private:
+                counts = counts + rng.laplace(0.0, COUNT_L1_SENSITIVITY * d / parameter_epsilon, counts.shape)
+            counts = np.clip(counts, 0, None)
+            mass = counts.sum(axis=-1, keepdims=True)
+            conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])
+        return BayesianNetworkSampler(order, conditionals, train.schema, context.seed)
+
+
+def _exponential(scores: np.ndarray, epsilon: float, sensitivity: float, rng: np.random.Generator) -> int:
+    if math.isinf(epsilon):
+        return int(np.argmax(scores))
+    logits = epsilon * (scores - scores.max()) / (2 * sensitivity)
+    weights = np.exp(logits)
+    return int(rng.choice(len(scores), p=weights / weights.sum()))
