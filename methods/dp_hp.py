@@ -127,7 +127,7 @@ HYPERPARAMETERS = HyperParameters(
         "adult-discrete": _table4(0.1, 10, 5, 1.0, "Adult, ε = 0.3"),
         "census-discrete": _table4(0.01, 5, 7, 0.1, "Census, ε = 0.3 and 0.1"),
     },
-    profiles={"smoke": {"sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200}},
+    profiles={"smoke": {"sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "hidden": "2d-2d"}},
 )
 
 
