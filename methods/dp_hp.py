@@ -58,7 +58,9 @@ def _table6(
     }
 
 
-def _table4(batch_fraction: float, prod_order: int, prod_dims: int, gamma: float, row: str) -> dict[str, Setting]:
+def _table4(
+    batch_fraction: float, prod_order: int, prod_dims: int, gamma: float, columns: int, row: str
+) -> dict[str, Setting]:
     """A row of DP-HP's Table 4 (seed-dphp.md §3.2, discretized data, α-way marginals), with the
     discretized code's constants (unconditional generator 5 → 400·D → 100·D → D, Adam 1e-4,
     split 0.5); epochs are not given (the γ ablation uses 8)."""
@@ -74,7 +76,8 @@ def _table4(batch_fraction: float, prod_order: int, prod_dims: int, gamma: float
         "epochs": Setting(8, "seed-dphp.md §6.5: the γ ablation's 8 epochs (Table 4 gives none)"),
         "lr": Setting(1e-4, f"{code}: Adam lr 1e-4"),
         "noise_dim": Setting(5, f"{code}: input noise dim 5"),
-        "hidden": Setting("400d-100d", f"{code}: 5 → 400·D → 100·D → D, BN + ReLU"),
+        # D = the table's columns, not the encoded width: one-hot (sound) would make it 400 × 117
+        "hidden": Setting(f"{400 * columns}-{100 * columns}", f"{code}: 5 → 400·D → 100·D → D (D = {columns}), BN + ReLU"),
     }
 
 
@@ -124,8 +127,8 @@ HYPERPARAMETERS = HyperParameters(
         "covtype": _table6(0.01, 7, 2, 10, 1.0, 200),
         "intrusion": _table6(0.01, 5, 5, 7, 1.0, 200),
         # Table 4's ε = 0.3 row; its ε = 0.1 row is --set dp-hp.prod_order=5 --set dp-hp.prod_dims=7
-        "adult-discrete": _table4(0.1, 10, 5, 1.0, "Adult, ε = 0.3"),
-        "census-discrete": _table4(0.01, 5, 7, 0.1, "Census, ε = 0.3 and 0.1"),
+        "adult-discrete": _table4(0.1, 10, 5, 1.0, 15, "Adult, ε = 0.3"),
+        "census-discrete": _table4(0.01, 5, 7, 0.1, 41, "Census, ε = 0.3 and 0.1"),
     },
     profiles={"smoke": {"sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "hidden": "2d-2d"}},
 )
