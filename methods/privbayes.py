@@ -30,6 +30,7 @@ import numpy as np
 from bench.hyperparams import HyperParameters, Setting
 from bench.interfaces import DataKind, FitContext, LabelledData, Schema
 from bench.ledger import PureRelease
+from methods.pgm import exponential_mechanism
 
 HYPERPARAMETERS = HyperParameters(
     defaults={
@@ -125,7 +126,7 @@ class PrivBayes:
                         scores.append(mutual_information(joint_counts(codes, sizes, (attribute, *parents))))
                         binary.append(sizes[attribute] == 2 or (len(parents) == 1 and sizes[parents[0]] == 2))
             sensitivity = mutual_information_sensitivity(n, all(binary))
-            pick = _exponential(np.array(scores), step_epsilon, sensitivity, rng)
+            pick = exponential_mechanism(np.array(scores), step_epsilon, sensitivity, rng)
             order.append(candidates[pick])
             chosen.append(candidates[pick][0])
             context.progress(step + 1, d)
@@ -149,10 +150,3 @@ class PrivBayes:
             conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])
         return BayesianNetworkSampler(order, conditionals, train.schema, context.seed)
 
-
-def _exponential(scores: np.ndarray, epsilon: float, sensitivity: float, rng: np.random.Generator) -> int:
-    if math.isinf(epsilon):
-        return int(np.argmax(scores))
-    logits = epsilon * (scores - scores.max()) / (2 * sensitivity)
-    weights = np.exp(logits)
-    return int(rng.choice(len(scores), p=weights / weights.sum()))
