@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench import tracking
 from bench.budget import DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
-from bench.grid import GridError, GridSpec, expand, parse_seeds, split_names
+from bench.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
 from bench.hyperparams import PROFILES, HyperParameterError, parse_overrides
 from bench.ledger import CALIBRATORS, format_ledger
 from bench.registry import DATASETS, EVALUATORS, METHODS, RegistryError
@@ -67,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE",
         help="override a hyperparameter; repeatable, e.g. --set dp-merf.n_features=1000",
+    )
+    run.add_argument(
+        "--eval-set", dest="evaluator_overrides", action="append", default=[], metavar="EVALUATOR.SETTING=VALUE",
+        help="change an evaluator's setting; repeatable, e.g. --eval-set fid.n_samples=1000 "
+        "(`list evaluators` shows them); recorded with the run as eval.EVALUATOR.SETTING",
     )
     run.add_argument("--profile", default="paper", choices=PROFILES, help="paper settings, or smoke (seconds)")
     run.add_argument(
@@ -134,6 +139,7 @@ def command_run(args: argparse.Namespace) -> int:
     if args.data_dir and not Path(args.data_dir).is_dir():
         raise GridError(f"--data-dir {args.data_dir} is not a folder; point it at the dataset files")
     methods = split_names(args.methods)
+    evaluator_names = split_names(args.evaluators) if args.evaluators else EVALUATORS.names()
     spec = GridSpec(
         methods=methods,
         datasets=split_names(args.datasets),
@@ -145,6 +151,7 @@ def command_run(args: argparse.Namespace) -> int:
         calibrator=args.calibrator,
         protocol=args.protocol,
         overrides=parse_overrides(args.overrides, methods),
+        evaluator_overrides=parse_overrides(args.evaluator_overrides, evaluator_names, "--eval-set", "--evaluators"),
         device=args.device,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
@@ -162,7 +169,11 @@ def command_list(args: argparse.Namespace) -> int:
         "methods": [(m.name, f"{'private' if m.private else 'non-private'}; "
                      f"{','.join(sorted(k.value for k in m.data_kinds))}; {m.description}") for m in METHODS],
         "datasets": [(d.name, f"{d.kind.value}; {d.description}") for d in DATASETS],
-        "evaluators": [(e.name, f"{','.join(sorted(k.value for k in e.data_kinds))}; {e.description}") for e in EVALUATORS],
+        "evaluators": [
+            (e.name, f"{','.join(sorted(k.value for k in e.data_kinds))}; {e.description}"
+             + "".join(f"\n      --eval-set {e.name}.{k}={v}" for k, v in settable_fields(e).items()))
+            for e in EVALUATORS
+        ],
     }
     for section, rows in sections.items():
         if args.what and args.what != section:

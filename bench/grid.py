@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bench.hyperparams import HyperParameterError, ResolvedParams
+from bench.hyperparams import HyperParameterError, ResolvedParams, parse_like
 from bench.registry import DATASETS, EVALUATORS, METHODS
 
 
@@ -33,6 +34,7 @@ class Cell:
     protocol: str = "sound"
     device: str = "cpu"
     data_dir: str | None = None
+    evaluator_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # --eval-set, parsed
 
     @property
     def key(self) -> str:
@@ -48,6 +50,8 @@ class Cell:
             "calibrator": self.calibrator,
             "protocol": self.protocol,
         }
+        if self.evaluator_settings:  # only when given, so the keys of earlier runs stay the same
+            identity["evaluator_settings"] = self.evaluator_settings
         blob = json.dumps(identity, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -98,6 +102,38 @@ class GridSpec:
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)
     device: str = "cpu"
     data_dir: str | None = None
+    evaluator_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # --eval-set
+
+
+def settable_fields(evaluator: Any) -> dict[str, Any]:
+    """An evaluator's plain settings (numbers, strings, booleans) and their current values; not
+    its name or description, nor the ``last_*`` results it keeps of its latest evaluation."""
+    return {
+        f.name: getattr(evaluator, f.name)
+        for f in dataclasses.fields(evaluator)
+        if isinstance(getattr(evaluator, f.name), (int, float, str, bool))
+        and f.name not in ("name", "description")
+        and not f.name.startswith("last_")
+    }
+
+
+def evaluator_settings(overrides: dict[str, dict[str, str]]) -> dict[str, dict[str, Any]]:
+    """``--eval-set EVALUATOR.FIELD=VALUE`` parsed into each field's type. Only plain settings
+    (numbers, strings, booleans) of a registered evaluator can be set."""
+    settings: dict[str, dict[str, Any]] = {}
+    for name, fields in overrides.items():
+        current = settable_fields(EVALUATORS.get(name))
+        for field_name, text in fields.items():
+            if field_name not in current:
+                raise GridError(
+                    f"--eval-set {name}.{field_name}: no such setting; {name} has {', '.join(sorted(current)) or 'none'}"
+                )
+            try:
+                value = parse_like(text, current[field_name], f"{name}.{field_name}")
+            except HyperParameterError as error:
+                raise GridError(str(error).replace("--set", "--eval-set")) from None
+            settings.setdefault(name, {})[field_name] = value
+    return settings
 
 
 def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
@@ -105,6 +141,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     methods = [METHODS.get(name) for name in spec.methods]
     datasets = [DATASETS.get(name) for name in spec.datasets]
     chosen_evaluators = [EVALUATORS.get(name) for name in spec.evaluators] if spec.evaluators else list(EVALUATORS)
+    settings = evaluator_settings(spec.evaluator_overrides)
     cells: list[Cell] = []
     notes: list[str] = []
     for method in methods:
@@ -118,14 +155,14 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
             if spec.evaluators:
                 for name in sorted(set(spec.evaluators) - set(evaluators)):
                     notes.append(f"evaluator {name} does not apply to {dataset.name}")
-            try:
-                resolved: ResolvedParams = method.hyperparameters.resolve(
-                    dataset.name, spec.profile, spec.overrides.get(method.name)
-                )
-            except HyperParameterError as error:
-                raise GridError(f"{method.name}: {error}") from None
             epsilons = spec.epsilons if method.private else [math.inf]
             for epsilon in epsilons:
+                try:
+                    resolved: ResolvedParams = method.hyperparameters.resolve(
+                        dataset.name, spec.profile, spec.overrides.get(method.name), private=math.isfinite(epsilon)
+                    )
+                except HyperParameterError as error:
+                    raise GridError(f"{method.name}: {error}") from None
                 for seed in spec.seeds:
                     cells.append(
                         Cell(
@@ -142,6 +179,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             protocol=spec.protocol,
                             device=spec.device,
                             data_dir=spec.data_dir,
+                            evaluator_settings={k: v for k, v in settings.items() if k in evaluators},
                         )
                     )
     if not cells:

@@ -1,7 +1,8 @@
 """Hyperparameters as data: one declaration per method, with a cited source for every value.
 
-Resolution order (later wins): method defaults → the dataset's paper values → the profile
-(``paper`` adds nothing; ``smoke`` shrinks the run to seconds) → ``--set METHOD.PARAM=VALUE``.
+Resolution order (later wins): method defaults → the dataset's paper values → the dataset's
+non-private paper values (only for ε = ∞ runs, where a seed tabulates them separately) → the
+profile (``paper`` adds nothing; ``smoke`` shrinks the run to seconds) → ``--set METHOD.PARAM=VALUE``.
 """
 
 from __future__ import annotations
@@ -29,23 +30,33 @@ class Setting:
 class HyperParameters:
     defaults: Mapping[str, Setting]
     per_dataset: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
+    per_dataset_non_private: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for where, values in [*self.per_dataset.items(), *self.profiles.items()]:
+        tables = [*self.per_dataset.items(), *self.per_dataset_non_private.items(), *self.profiles.items()]
+        for where, values in tables:
             unknown = set(values) - set(self.defaults)
             if unknown:
                 raise HyperParameterError(f"{where}: parameters {sorted(unknown)} have no default")
 
     def resolve(
-        self, dataset: str, profile: str = "paper", overrides: Mapping[str, str] | None = None
+        self,
+        dataset: str,
+        profile: str = "paper",
+        overrides: Mapping[str, str] | None = None,
+        private: bool = True,
     ) -> "ResolvedParams":
         if profile not in PROFILES:
             raise HyperParameterError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
         values = {name: s.value for name, s in self.defaults.items()}
         sources = {name: s.source for name, s in self.defaults.items()}
-        for name, setting in self.per_dataset.get(dataset, {}).items():
-            values[name], sources[name] = setting.value, setting.source
+        layers = [self.per_dataset.get(dataset, {})]
+        if not private:
+            layers.append(self.per_dataset_non_private.get(dataset, {}))
+        for layer in layers:
+            for name, setting in layer.items():
+                values[name], sources[name] = setting.value, setting.source
         for name, value in self.profiles.get(profile, {}).items():
             values[name], sources[name] = value, f"profile {profile}"
         for name, text in (overrides or {}).items():
@@ -88,17 +99,22 @@ def parse_like(text: str, example: Any, name: str) -> Any:
     return text
 
 
-def parse_overrides(items: list[str], method_names: list[str]) -> dict[str, dict[str, str]]:
-    """Split ``--set METHOD.PARAM=VALUE`` items into {method: {param: value}}."""
-    by_method: dict[str, dict[str, str]] = {}
+def parse_overrides(
+    items: list[str], names: list[str], option: str = "--set", listed_in: str = "--methods"
+) -> dict[str, dict[str, str]]:
+    """Split ``--set METHOD.PARAM=VALUE`` (or ``--eval-set EVALUATOR.SETTING=VALUE``) items into
+    {name: {param: value}}; each name must be one of ``names`` (those in ``listed_in``)."""
+    by_name: dict[str, dict[str, str]] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        method, dot, param = key.partition(".")
+        name, dot, param = key.partition(".")
         if not sep or not dot or not param:
-            raise HyperParameterError(f"--set {item!r}: expected METHOD.PARAM=VALUE, e.g. dp-merf.n_features=1000")
-        if method not in method_names:
-            raise HyperParameterError(
-                f"--set {item!r}: method {method!r} is not in --methods ({', '.join(method_names)})"
+            shape, example = (
+                ("METHOD.PARAM=VALUE", "dp-merf.n_features=1000") if option == "--set"
+                else ("EVALUATOR.SETTING=VALUE", "fid.n_samples=1000")
             )
-        by_method.setdefault(method, {})[param] = value
-    return by_method
+            raise HyperParameterError(f"{option} {item!r}: expected {shape}, e.g. {example}")
+        if name not in names:
+            raise HyperParameterError(f"{option} {item!r}: {name!r} is not in {listed_in} ({', '.join(names)})")
+        by_name.setdefault(name, {})[param] = value
+    return by_name

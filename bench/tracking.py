@@ -107,6 +107,8 @@ def cell_params(cell: Cell) -> dict[str, str]:
         "evaluators": ",".join(cell.evaluators),
     }
     params.update({f"hp.{name}": str(value) for name, value in cell.params.items()})
+    for evaluator, settings in cell.evaluator_settings.items():
+        params.update({f"eval.{evaluator}.{name}": str(value) for name, value in settings.items()})
     return params
 
 

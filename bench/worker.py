@@ -7,6 +7,7 @@ only MLflow writer, logs them. A crash therefore never leaves a half-logged run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -63,7 +64,16 @@ def peak_memory_mib() -> float:
 
 
 def save_sample(data: Any, path: Path) -> None:
+    """The first rows of synthetic data: a CSV in the schema's columns, or for images an ``.npz``
+    of 8-bit pixels (n × C·H·W) and labels, a few kB instead of a 784-column CSV."""
     import pandas as pd
+
+    from datasets.images import is_image_schema
+
+    if is_image_schema(data.schema):
+        pixels = np.rint(np.clip(data.x[:SAMPLE_ROWS], 0, 1) * 255).astype(np.uint8)
+        np.savez_compressed(path.with_suffix(".npz"), x=pixels, y=data.y[:SAMPLE_ROWS])
+        return
 
     rows = data.x[:SAMPLE_ROWS]
     frame = pd.DataFrame(rows, columns=[c.name for c in data.schema.columns])
@@ -90,6 +100,33 @@ def save_scatter(synthetic: Any, real: Any, path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10) -> None:
+    """The first ``per_class`` generated images of every class, one row per class (greyscale or RGB)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from datasets.images import as_images
+
+    classes = synthetic.schema.classes
+    fig, axes = plt.subplots(len(classes), per_class, figsize=(per_class * 0.9, len(classes) * 0.9 + 0.4), squeeze=False)
+    for row, name in enumerate(classes):
+        index = np.flatnonzero(synthetic.y == row)[:per_class]
+        images = as_images(synthetic.x[index], synthetic.schema)
+        for column, ax in enumerate(axes[row]):
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if column < len(images):
+                image = images[column].transpose(1, 2, 0)
+                ax.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray", vmin=0, vmax=1)
+        axes[row][0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], None]) -> Outcome:
     """Run the cell and write its artifacts; never raises (errors become a FAILED outcome)."""
     import torch
@@ -110,7 +147,9 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         seed_everything(cell.seed)
         method = METHODS.get(cell.method)
         dataset = DATASETS.get(cell.dataset)
-        evaluators = [EVALUATORS.get(name) for name in cell.evaluators]
+        evaluators = [
+            dataclasses.replace(EVALUATORS.get(name), **cell.evaluator_settings.get(name, {})) for name in cell.evaluators
+        ]
 
         started = time.perf_counter()
         data_dir = Path(cell.data_dir) if cell.data_dir else None
@@ -159,11 +198,17 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
             if errors:
                 (out / f"errors_{evaluator.name}.json").write_text(json.dumps(errors, indent=2))
                 outcome.tags[f"errors.{evaluator.name}"] = "; ".join(sorted(errors))[:4000]
+            # Evaluators with files to show (plots, tables) write them next to the run's other artifacts.
+            write_artifacts = getattr(evaluator, "write_artifacts", None)
+            if write_artifacts is not None:
+                write_artifacts(out)
             outcome.metrics[f"time.eval_{evaluator.name}_s"] = time.perf_counter() - started
 
         save_sample(synthetic, out / "synthetic_sample.csv")
         if dataset.kind.value == "2d":
             save_scatter(synthetic, split.train, out / "samples.png", cell.label)
+        if dataset.kind.value == "image":
+            save_image_grid(synthetic, out / "samples.png", cell.label)
         outcome.status = "FINISHED"
     except Exception as error:  # a failing cell is a result to log, not a crash of the grid
         outcome.error = f"{type(error).__name__}: {error}"

@@ -5,6 +5,7 @@ from methods.aim import AIM
 from methods.dp_gan import DPGan, dp_cgan
 from methods.dp_hp import DPHermite
 from methods.dp_merf import DPMerf
+from methods.full_mmd import FullMMD
 from methods.mst import MST
 from methods.privbayes import PrivBayes
 from methods.real import Real
@@ -17,3 +18,4 @@ METHODS.register(dp_cgan())
 METHODS.register(MST())
 METHODS.register(PrivBayes())
 METHODS.register(AIM())
+METHODS.register(FullMMD())

@@ -34,8 +34,14 @@ from bench.hyperparams import HyperParameters, Setting
 from bench.interfaces import DataKind, FitContext, LabelledData
 from bench.ledger import BudgetShare, GaussianRelease
 from methods.hermite import clip_feature_norm, hermite_features, product_class_sums, rho_from_length_scale_sq
-from methods.mean_embedding import TrainedConditionalGenerator, bounded_class_sums, embedding_sum, release_proportions
-from methods.nets import FullyConnectedConditionalGenerator, parse_widths
+from methods.mean_embedding import (
+    TrainedConditionalGenerator,
+    bounded_class_sums,
+    embedding_sum,
+    proportions_released,
+    release_proportions,
+)
+from methods.nets import build_generator
 from methods.space import UNIFORM_MEDIAN_GAP, ModelSpace
 
 GAMMA_PLACEMENTS = ("prod", "sum")
@@ -81,6 +87,32 @@ def _table4(
     }
 
 
+def _table9(dataset: str, length_sq: float, gamma: float, architecture: str) -> dict[str, Setting]:
+    """DP-HP's Table 9 column for a (1, 1e-5)-DP image run (seed-dphp.md §3.4), with the image
+    code's constants; the non-private column differs only in γ (``per_dataset_non_private``).
+    The kernel lengths are published hyperparameters (ℓ², §3.4), not computed here from rows."""
+    table = f"seed-dphp.md §3.4 Table 9 ({dataset} (1,1e-5)-DP)"
+    code = "seed-dphp.md §3.4 image code"
+    return {
+        "sum_order": Setting(100, f"{table}: Hermite order (sum) 100"),
+        "prod_order": Setting(20, f"{table}: Hermite order (product) 20"),
+        "sum_length_sq": Setting(length_sq, f"{table}: kernel length (sum) {length_sq} = ℓ²"),
+        "prod_length_sq": Setting(length_sq, f"{table}: kernel length (product) {length_sq} = ℓ²"),
+        "prod_dims": Setting(2, f"{table}: product dimension 2, re-drawn every epoch"),
+        "gamma": Setting(gamma, f"{table}: gamma {gamma:g} (multiplies the sum loss)"),
+        "gamma_on": Setting("sum", f"{code}: γ multiplies the sum loss"),
+        "sum_share": Setting(0.8, f"{code}: ε split 0.8/0.2 (sum/product), δ/2 each"),
+        "batch_size": Setting(200, f"{table}: mini-batch 200 (300 steps per epoch)"),
+        "epochs": Setting(10, f"{table}: 10 epochs"),
+        "lr": Setting(1e-2, f"{table}: learning rate 0.01"),
+        "lr_decay": Setting(0.9, f"{code}: StepLR 0.9 per epoch"),
+        "noise_dim": Setting(5, f"{code}: d_code 5"),
+        "architecture": Setting(architecture, f"{table}: {'fully connected' if architecture == 'fc' else 'CNN + bilinear upsampling'}"),
+        "hidden": Setting("500-500" if architecture == "fc" else "500", f"{code}: gen-spec 500,500 (fc) / fc 500 (CNN)"),
+        "labels": Setting("uniform", f"{code}: uniform labels per batch; proportions not released"),
+    }
+
+
 HYPERPARAMETERS = HyperParameters(
     defaults={
         "sum_order": Setting(100, "seed-dphp.md §3.3 Table 6 (adult/census): order hermite 100"),
@@ -100,6 +132,10 @@ HYPERPARAMETERS = HyperParameters(
         "lr_decay": Setting(1.0, "seed-dphp.md §3.3: no scheduler in the tabular code"),
         "noise_dim": Setting(10, "seed-dphp.md §3.3: 10 noise dims (+ label; one-hot here, see README)"),
         "hidden": Setting("4d-2d", "seed-dphp.md §3.3: hidden layers 4·D and 2·D with BN + ReLU"),
+        "architecture": Setting("fc", "seed-dphp.md §3.3/§3.4: fully connected (tabular, MNIST); conv = CNN + bilinear upsampling"),
+        "conv_channels": Setting("16-8", "seed-dphp.md §3.4 code: ConvCondGen n_channels 16,8"),
+        "conv_kernel": Setting(5, "seed-dphp.md §3.4 code: kernel sizes 5,5"),
+        "labels": Setting("released", "seed-dphp.md §2.5: tabular code releases class proportions with the sum part"),
     },
     per_dataset={
         "gmm2d": {
@@ -129,6 +165,12 @@ HYPERPARAMETERS = HyperParameters(
         # Table 4's ε = 0.3 row; its ε = 0.1 row is --set dp-hp.prod_order=5 --set dp-hp.prod_dims=7
         "adult-discrete": _table4(0.1, 10, 5, 1.0, 15, "Adult, ε = 0.3"),
         "census-discrete": _table4(0.01, 5, 7, 0.1, 41, "Census, ε = 0.3 and 0.1"),
+        "mnist": _table9("MNIST", 0.005, 20.0, "fc"),
+        "fashion-mnist": _table9("FashionMNIST", 0.15, 10.0, "conv"),
+    },
+    per_dataset_non_private={
+        "mnist": {"gamma": Setting(5.0, "seed-dphp.md §3.4 Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
+        "fashion-mnist": {"gamma": Setting(20.0, "seed-dphp.md §3.4 Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
     },
     profiles={"smoke": {"sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "hidden": "2d-2d"}},
 )
@@ -195,7 +237,7 @@ def draw_coordinates(dimension: int, k: int, rng: np.random.Generator) -> tuple[
 class DPHermite:
     name: str = "dp-hp"
     description: str = "DP-HP: Hermite-polynomial sum + subsampled product kernel embeddings, generator trained to match"
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE})
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
@@ -214,10 +256,12 @@ class DPHermite:
         # with D_prod = D every draw is the same set: one product release serves all epochs
         product_releases = 1 if prod_dims == dimension else epochs
 
-        public_proportions = train.schema.public_fact("class_proportions") is not None
         sum_share = float(p["sum_share"])
         sigma_sum, sigma_prod = ledger.calibrate_shares(
-            [BudgetShare(sum_share, 1 if public_proportions else 2), BudgetShare(1 - sum_share, product_releases)]
+            [
+                BudgetShare(sum_share, 2 if proportions_released(train, context) else 1),
+                BudgetShare(1 - sum_share, product_releases),
+            ]
         )
         proportions = release_proportions(train, context, sigma_sum).to(device)
 
@@ -253,14 +297,12 @@ class DPHermite:
         ledger.record(
             GaussianRelease(
                 f"product-kernel labelled mean embedding (HP order {int(p['prod_order'])}, {prod_dims} of "
-                f"{dimension} coordinates, {'re-drawn and re-released every epoch' if product_releases > 1 else 'all coordinates, released once'})",
+                f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f're-drawn and re-released in each of {epochs} epochs'})",
                 sensitivity=sensitivity, noise_multiplier=sigma_prod, compositions=product_releases,
             )
         )
 
-        net = FullyConnectedConditionalGenerator(
-            int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), dimension), dimension, space.output_head()
-        ).to(device)
+        net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape).to(device)
         optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr"]))
         schedule = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=float(p["lr_decay"]))
         batch = int(p["batch_size"]) or max(2, round(float(p["batch_fraction"]) * m))

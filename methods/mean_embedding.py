@@ -13,7 +13,7 @@ from torch.utils.checkpoint import checkpoint
 
 from bench.interfaces import FitContext, LabelledData
 from bench.ledger import GaussianRelease
-from methods.nets import FullyConnectedConditionalGenerator, proportional_labels
+from methods.nets import proportional_labels
 from methods.space import ModelSpace
 
 CHUNK_ELEMENTS = 1 << 24  # rows × features per chunk (64 MiB of float32)
@@ -53,8 +53,26 @@ def embedding_sum(
     return total
 
 
+LABEL_MODES = ("released", "uniform")
+
+
+def proportions_released(train: LabelledData, context: FitContext) -> bool:
+    """Whether :func:`release_proportions` spends budget (so the caller calibrates k = 2)."""
+    return _label_mode(context) == "released" and train.schema.public_fact("class_proportions") is None
+
+
+def _label_mode(context: FitContext) -> str:
+    mode = str(context.params.get("labels", "released"))
+    if mode not in LABEL_MODES:
+        raise ValueError(f"labels must be one of {', '.join(LABEL_MODES)} (got {mode!r})")
+    return mode
+
+
 def release_proportions(train: LabelledData, context: FitContext, noise_multiplier: float) -> torch.Tensor:
-    """Class proportions w̃: public ones if the schema declares them, else noisy ones (charged).
+    """Class proportions w̃: public ones if the schema declares them; uniform ones when the
+    method's ``labels`` parameter says so (the seeds' image and 2-D code: labels are generated
+    uniformly and nothing is released — a data-independent choice, not an estimate); else noisy
+    ones (charged).
 
     Released with the Gaussian mechanism at sensitivity √2/m (one replaced row moves two
     proportions by 1/m), as the authors' tabular code (seed-dpmerf.md §1.5, seed-dphp.md §2.5)."""
@@ -63,6 +81,13 @@ def release_proportions(train: LabelledData, context: FitContext, noise_multipli
     if fact is not None:
         context.ledger.use_public_fact(fact.name, fact.value, fact.why)
         return torch.tensor(fact.value, dtype=torch.float64)
+    if _label_mode(context) == "uniform":
+        uniform = torch.full((schema.n_classes,), 1.0 / schema.n_classes, dtype=torch.float64)
+        context.ledger.use_public_fact(
+            "class_proportions", f"uniform 1/{schema.n_classes}",
+            "assumed, not estimated: generated labels are uniform (the seeds' image code); no row is read",
+        )
+        return uniform
     m = len(train)
     sensitivity = math.sqrt(2) / m
     generator = torch.Generator().manual_seed(context.seed + 1)
@@ -79,7 +104,7 @@ class TrainedConditionalGenerator:
     """A fitted method's sampler: labels in the released proportions (or given), rows decoded
     back to the dataset's schema."""
 
-    generator: FullyConnectedConditionalGenerator
+    generator: torch.nn.Module  # labels → rows of the model space (methods/nets.py)
     proportions: torch.Tensor
     space: ModelSpace
     device: torch.device

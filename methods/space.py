@@ -1,6 +1,7 @@
 """The space a generator works in, derived from the public schema only.
 
-For 2-D data the generator emits the raw coordinates. For tabular data it emits the encoding of
+For 2-D data the generator emits the raw coordinates; for images the flattened pixels in [0, 1]
+(a sigmoid head, as the seeds' image generators). For tabular data it emits the encoding of
 ``bench.encoding`` (one-hot under the sound protocol, the reference code's integer codes under
 the paper protocol), and its output heads keep each block in its valid range. Kernel methods
 split that space into a *numerical* part (fed to a Gaussian-kernel feature map) and a
@@ -30,7 +31,8 @@ def _all_ordinal(schema: Schema) -> Schema:
 @dataclass(frozen=True)
 class ModelSpace:
     schema: Schema
-    encoder: TabularEncoder | None  # None: raw coordinates (2-D data)
+    encoder: TabularEncoder | None  # None: raw coordinates (2-D data, image pixels)
+    pixels: bool = False  # every coordinate a pixel in the public range [0, 1]
 
     @staticmethod
     def for_data(kind: DataKind, schema: Schema, protocol: str) -> "ModelSpace":
@@ -40,7 +42,15 @@ class ModelSpace:
             if protocol == "paper":  # the seeds feed every integer code to the Gaussian kernel (§3.2)
                 return ModelSpace(schema, TabularEncoder(_all_ordinal(schema), "codes"))
             return ModelSpace(schema, TabularEncoder(schema, "onehot"))
+        if kind == DataKind.IMAGE:
+            return ModelSpace(schema, None, pixels=True)
         return ModelSpace(schema, None)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int] | None:
+        """(C, H, W) from the schema's public fact, for image data; else None."""
+        fact = self.schema.public_fact("image_shape")
+        return None if fact is None else tuple(int(v) for v in fact.value)
 
     @property
     def width(self) -> int:
@@ -114,7 +124,7 @@ class ModelSpace:
         return self.encoder.decode(z) if self.encoder else z
 
     def output_head(self) -> nn.Module:
-        return OutputHead(self)
+        return nn.Sigmoid() if self.pixels else OutputHead(self)
 
 
 class OutputHead(nn.Module):

@@ -1,0 +1,121 @@
+"""``full-mmd``: the seeds' non-private reference generator (DP-HP image plots, seed-dphp.md §7;
+seed-dpmerf.md §1.8): a conditional generator trained with the exact biased MMD² estimator
+(DP-MERF eq. 2) between a mini-batch of real rows and a generated mini-batch, with the Gaussian
+kernel on the inputs times the label-matching kernel,
+
+    k((x, y), (x', y')) = exp(−‖x − x'‖² / (2ℓ²)) · [y = y'],
+
+    MMD² = mean_{i,i'} k(rᵢ, rᵢ') + mean_{j,j'} k(gⱼ, gⱼ') − 2 mean_{i,j} k(rᵢ, gⱼ),
+
+where the generated batch carries the real batch's labels. It reads the real rows at every step
+and releases them in effect: it is **not** private, and the grid runs it at ε = ∞ only.
+
+The seeds give no kernel or batch settings (seed-dphp.md §7): ℓ defaults to the same public
+choice as DP-MERF (√(d/6) × each coordinate's public range, ℓ² = 130.7 for 28×28 images, close
+to the seeds' DP-MERF image values 105/127); the batch, optimiser, epochs and generator are DP-HP's
+image settings for the same dataset (Table 9), so the two differ only in the loss.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from bench.hyperparams import HyperParameters, Setting
+from bench.interfaces import DataKind, FitContext, LabelledData
+from methods.mean_embedding import TrainedConditionalGenerator
+from methods.nets import build_generator
+from methods.space import ModelSpace, uniform_median_distance
+
+
+def _images(dataset: str, architecture: str) -> dict[str, Setting]:
+    table = f"seed-dphp.md §3.4 Table 9 ({dataset}), DP-HP's image settings (full MMD's are not given, §7)"
+    return {
+        "architecture": Setting(architecture, table),
+        "hidden": Setting("500-500" if architecture == "fc" else "500", table),
+    }
+
+
+HYPERPARAMETERS = HyperParameters(
+    defaults={
+        "length_scale": Setting(0.0, "0 = √(d/6) × public ranges, as dp-merf (the seeds give none, seed-dphp.md §7)"),
+        "epochs": Setting(10, "seed-dphp.md §3.4 Table 9: 10 epochs (DP-HP's image setting)"),
+        "batch_size": Setting(200, "seed-dphp.md §3.4 Table 9: mini-batch 200"),
+        "lr": Setting(1e-2, "seed-dphp.md §3.4 Table 9: lr 0.01"),
+        "lr_decay": Setting(0.9, "seed-dphp.md §3.4 image code: StepLR 0.9 per epoch"),
+        "noise_dim": Setting(5, "seed-dphp.md §3.4 image code: d_code 5"),
+        "architecture": Setting("fc", "methods/nets.py: fc or conv (images)"),
+        "hidden": Setting("4d-2d", "seed-dphp.md §3.3: tabular hidden widths 4·D, 2·D"),
+        "conv_channels": Setting("16-8", "seed-dphp.md §3.4 code: ConvCondGen n_channels 16,8"),
+        "conv_kernel": Setting(5, "seed-dphp.md §3.4 code: kernel sizes 5,5"),
+    },
+    per_dataset={
+        "mnist": _images("MNIST", "fc"),
+        "fashion-mnist": _images("FashionMNIST", "conv"),
+        "gmm2d": {"hidden": Setting("200-500-500-200", "seed-dpmerf.md §1.7: the 2-D FCCondGen widths")},
+    },
+    profiles={"smoke": {"epochs": 1, "batch_size": 100, "hidden": "2d-2d"}},
+)
+
+
+def labelled_gaussian_mmd2(
+    real: torch.Tensor, real_labels: torch.Tensor, fake: torch.Tensor, fake_labels: torch.Tensor, length_scale: float
+) -> torch.Tensor:
+    """The biased MMD² estimate (V-statistic) under k((x, y), (x', y')) = exp(−‖x−x'‖²/(2ℓ²))·[y = y']."""
+
+    def mean_kernel(a: torch.Tensor, a_labels: torch.Tensor, b: torch.Tensor, b_labels: torch.Tensor) -> torch.Tensor:
+        gram = torch.exp(-torch.cdist(a, b).square() / (2 * length_scale**2))
+        same_class = a_labels[:, None] == b_labels[None, :]
+        return (gram * same_class).mean()
+
+    return (
+        mean_kernel(real, real_labels, real, real_labels)
+        + mean_kernel(fake, fake_labels, fake, fake_labels)
+        - 2 * mean_kernel(real, real_labels, fake, fake_labels)
+    )
+
+
+@dataclass(frozen=True)
+class FullMMD:
+    name: str = "full-mmd"
+    description: str = "non-private reference: generator trained with the exact mini-batch Gaussian-kernel MMD"
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
+    private: bool = False
+    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+
+    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
+        p, device = context.params, context.device
+        m, n_classes = len(train), train.schema.n_classes
+        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+        if float(p["length_scale"]) > 0:
+            length_scale = float(p["length_scale"])
+        else:  # one isotropic kernel: the mean public range stands for every coordinate's
+            length_scale = uniform_median_distance(space.width) * float(space.coordinate_spans().mean())
+
+        rows = torch.as_tensor(space.encode(train.x), device=device)
+        labels = torch.as_tensor(train.y, device=device)
+        proportions = torch.as_tensor(train.class_counts() / m, dtype=torch.float32)  # non-private: exact
+
+        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape).to(device)
+        optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr"]))
+        schedule = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=float(p["lr_decay"]))
+        batch, epochs = min(int(p["batch_size"]), m), int(p["epochs"])
+        steps_per_epoch = max(1, math.ceil(m / batch))
+        order_rng = torch.Generator().manual_seed(context.seed)
+        for epoch in range(epochs):
+            net.train()
+            order = torch.randperm(m, generator=order_rng).to(device)
+            for step in range(steps_per_epoch):
+                index = order[step * batch : (step + 1) * batch]
+                if len(index) < 2:  # BatchNorm needs two rows; a last batch of one is skipped
+                    continue
+                real, real_labels = rows[index], labels[index]
+                loss = labelled_gaussian_mmd2(real, real_labels, net(real_labels), real_labels, length_scale)
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                context.progress(epoch * steps_per_epoch + step + 1, epochs * steps_per_epoch)
+            schedule.step()
+        return TrainedConditionalGenerator(net, proportions, space, device, torch.Generator().manual_seed(context.seed + 2))
