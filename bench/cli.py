@@ -19,7 +19,8 @@ from bench.hyperparams import PROFILES, HyperParameterError, parse_overrides
 from bench.ledger import CALIBRATORS, format_ledger
 from bench.registry import DATASETS, EVALUATORS, METHODS, RegistryError
 from bench.interfaces import PROTOCOLS
-from bench.tables import FORMATS, TableError
+from bench.plots import LAYOUTS as PLOT_LAYOUTS
+from bench.tables import FORMATS, LAYOUTS as TABLE_LAYOUTS, TableError
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
@@ -30,6 +31,8 @@ EPILOG = """examples:
   python -m bench run --methods dp-merf --datasets gmm2d --eps 0.3,1,3 --profile smoke --jobs 2
   python -m bench table --experiment dpbench --format md --out results/gmm2d_nll.md
   python -m bench plot --experiment dpbench --metric nll.mean --out results/plots
+  python -m bench table --experiment images --layout fig6
+  python -m bench plot --experiment images --layout effective-size
   python -m bench show <RUN_ID>
 
 Runs are logged to MLflow: ./mlflow.db unless MLFLOW_TRACKING_URI is set.
@@ -63,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--delta", default=f"{DEFAULT_DELTA:g}", help="δ target, or 'auto' for 1/(10·n_train) per dataset"
     )
     run.add_argument("--seeds", default="0", help="seeds, e.g. 0-4 or 0,3")
-    run.add_argument("--evaluators", help="comma-separated evaluators (default: every applicable one)")
+    run.add_argument(
+        "--evaluators",
+        help="comma-separated evaluators (default: every applicable one, except those marked "
+        "'named only' in `list evaluators`)",
+    )
     run.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE",
         help="override a hyperparameter; repeatable, e.g. --set dp-merf.n_features=1000",
@@ -102,25 +109,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     table.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
     table.add_argument(
-        "--metric", action="append", help="metric to tabulate, repeatable (default: every evaluator metric)"
+        "--metric", action="append",
+        help="metric to tabulate, repeatable (default: every evaluator metric); with --layout fig6, "
+        "the evaluator instead (default image-downstream; e.g. image-downstream-10pct)",
     )
     table.add_argument(
         "--combine", action="store_true",
         help="one table joining the metrics with ' / ' per cell (Table 2's ROC / PRC or F1 shape)",
     )
     table.add_argument(
-        "--layout", default="default", choices=("default", "table1"),
-        help="table1: the seeds' Table 1 shape (α-way marginals, both conventions, the seeds' values beside ours)",
+        "--layout", default="default", choices=TABLE_LAYOUTS,
+        help="table1: the seeds' Table 1 shape (α-way marginals, both conventions, the seeds' values beside ours); "
+        "fig6: the seeds' Fig. 6 (image-downstream accuracy per classifier, each setup followed by the seeds' row); "
+        "fig3: the seeds' Fig. 3 (effective-size mean accuracy per training-set size, ours vs the seeds')",
     )
     table.add_argument("--format", default="md", choices=FORMATS, help="output format")
     table.add_argument("--out", type=Path, help="also write the table to this file")
 
     plot = commands.add_parser(
-        "plot", help="draw privacy–utility curves (metric vs ε) as PNG files", formatter_class=_Formatter
+        "plot", help="draw privacy–utility curves (metric vs ε) or effective-size curves as PNG files",
+        formatter_class=_Formatter,
     )
     plot.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
-    plot.add_argument("--metric", required=True, help="metric to plot, e.g. nll.mean")
-    plot.add_argument("--out", type=Path, default=Path("results/plots"), help="output folder")
+    plot.add_argument(
+        "--layout", default="default", choices=PLOT_LAYOUTS,
+        help="default: --metric against ε per method; effective-size: mean accuracy vs training images "
+        "(effective-size evaluator), one line per method × ε with the seeds' Fig. 3 dashed, "
+        "written as OUT/effective_size_<dataset>.png",
+    )
+    plot.add_argument("--metric", help="metric to plot, e.g. nll.mean (required by the default layout)")
+    plot.add_argument(
+        "--out", type=Path,
+        help="output folder (default: results/plots; results for --layout effective-size)",
+    )
 
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
@@ -171,6 +192,7 @@ def command_list(args: argparse.Namespace) -> int:
         "datasets": [(d.name, f"{d.kind.value}; {d.description}") for d in DATASETS],
         "evaluators": [
             (e.name, f"{','.join(sorted(k.value for k in e.data_kinds))}; {e.description}"
+             + ("" if getattr(e, "run_by_default", True) else " [named only: run when --evaluators names it]")
              + "".join(f"\n      --eval-set {e.name}.{k}={v}" for k, v in settable_fields(e).items()))
             for e in EVALUATORS
         ],
@@ -198,9 +220,17 @@ def command_table(args: argparse.Namespace) -> int:
 
 
 def command_plot(args: argparse.Namespace) -> int:
-    from bench.plots import plot_experiment
+    from bench.plots import plot_effective_size, plot_experiment
 
-    for path in plot_experiment(args.experiment, args.metric, args.out):
+    if args.layout == "effective-size":
+        if args.metric:
+            raise TableError("--layout effective-size plots the effective-size.acc_n<size> metrics; drop --metric")
+        paths = plot_effective_size(args.experiment, args.out or Path("results"))
+    else:
+        if not args.metric:
+            raise TableError("plot needs --metric M (e.g. --metric nll.mean), or --layout effective-size")
+        paths = plot_experiment(args.experiment, args.metric, args.out or Path("results/plots"))
+    for path in paths:
         print(path)
     return 0
 

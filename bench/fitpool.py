@@ -1,9 +1,11 @@
 """Fitting scikit-learn-style classifiers and predicting, in-process or in a pool of workers.
 
-Used by ``evaluators.downstream``. It lives in ``bench`` (whose ``__init__`` imports nothing) and
-imports only the standard library and numpy, so that worker processes do not import torch
-through a package ``__init__`` (≈ 500 MiB RSS and 2 s less per worker); the estimators arrive
-pickled and bring their own imports.
+Used by ``evaluators.downstream``, ``evaluators.image_downstream`` and
+``evaluators.effective_size``. It lives in ``bench`` (whose ``__init__`` imports nothing) and
+imports only the standard library and numpy, so that worker processes do not import torch through
+a package ``__init__`` (≈ 500 MiB RSS and 2 s less per worker); the estimators arrive pickled and
+bring their own imports. A task may name a subset of the training rows (``Task.rows``), so fits
+on several subsets of one matrix share its single copy on disk.
 
 The pool (:func:`run_tasks`) exists for three reasons:
 
@@ -127,8 +129,8 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 def worker_main(conn: Any, paths: tuple[str, str, str], parent_pid: int) -> None:
     """Loop of a worker process: announce ("ready", pid), then receive (task id, pickled
-    estimator, want_scores) and answer (task id, TaskResult); ``None`` or a closed socket ends
-    it."""
+    estimator, want_scores, training row indices or None) and answer (task id, TaskResult);
+    ``None`` or a closed socket ends it."""
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
     for module in PRELOAD:  # before "ready", so that imports do not count against a fit's timeout
         try:
@@ -144,9 +146,10 @@ def worker_main(conn: Any, paths: tuple[str, str, str], parent_pid: int) -> None
             return
         if message is None:
             return
-        task_id, payload, want_scores = message
+        task_id, payload, want_scores, rows = message
         try:
-            result = fit_predict(pickle.loads(payload), x_train, y_train, x_test, want_scores)
+            x_fit, y_fit = _training_rows(x_train, y_train, rows)
+            result = fit_predict(pickle.loads(payload), x_fit, y_fit, x_test, want_scores)
         except BaseException as error:  # noqa: BLE001 - every failure is the task's result
             result = TaskResult(error=_describe(error))
         result.worker_peak_mib = _peak_rss_mib()
@@ -158,9 +161,19 @@ def worker_main(conn: Any, paths: tuple[str, str, str], parent_pid: int) -> None
 
 @dataclass
 class Task:
+    """One fit. ``rows``: indices of the training rows this fit uses (e.g. a balanced subset),
+    taken in the worker from the shared training matrix; None uses all of them."""
+
     id: Hashable
     estimator: Any
     want_scores: bool
+    rows: np.ndarray | None = None
+
+
+def _training_rows(x_train: np.ndarray, y_train: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    if rows is None:
+        return x_train, y_train
+    return x_train[rows], y_train[rows]
 
 
 def run_tasks_in_process(tasks: list[Task], x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray) -> dict[Hashable, TaskResult]:
@@ -168,7 +181,8 @@ def run_tasks_in_process(tasks: list[Task], x_train: np.ndarray, y_train: np.nda
     results = {}
     for task in tasks:
         try:
-            results[task.id] = fit_predict(task.estimator, x_train, y_train, x_test, task.want_scores)
+            x_fit, y_fit = _training_rows(x_train, y_train, task.rows)
+            results[task.id] = fit_predict(task.estimator, x_fit, y_fit, x_test, task.want_scores)
         except Exception as error:  # noqa: BLE001
             results[task.id] = TaskResult(error=_describe(error))
     return results
@@ -260,7 +274,7 @@ def run_tasks(
                 while queue and idle:
                     worker, task = idle.pop(), queue.popleft()
                     try:
-                        worker.conn.send((task.id, pickle.dumps(task.estimator), task.want_scores))
+                        worker.conn.send((task.id, pickle.dumps(task.estimator), task.want_scores, task.rows))
                     except (BrokenPipeError, OSError):  # died while idle: replace it, retry the task
                         worker.stop(kill=True)
                         queue.appendleft(task)

@@ -112,7 +112,7 @@ def settable_fields(evaluator: Any) -> dict[str, Any]:
         f.name: getattr(evaluator, f.name)
         for f in dataclasses.fields(evaluator)
         if isinstance(getattr(evaluator, f.name), (int, float, str, bool))
-        and f.name not in ("name", "description")
+        and f.name not in ("name", "description", "run_by_default")
         and not f.name.startswith("last_")
     }
 
@@ -140,7 +140,11 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     """The grid's cells and notes on skipped combinations. Unknown names raise RegistryError."""
     methods = [METHODS.get(name) for name in spec.methods]
     datasets = [DATASETS.get(name) for name in spec.datasets]
-    chosen_evaluators = [EVALUATORS.get(name) for name in spec.evaluators] if spec.evaluators else list(EVALUATORS)
+    chosen_evaluators = (
+        [EVALUATORS.get(name) for name in spec.evaluators]
+        if spec.evaluators
+        else [e for e in EVALUATORS if getattr(e, "run_by_default", True)]
+    )
     settings = evaluator_settings(spec.evaluator_overrides)
     cells: list[Cell] = []
     notes: list[str] = []

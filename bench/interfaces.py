@@ -189,6 +189,19 @@ class MetricSpec:
 
 
 class Evaluator(Protocol):
+    """Scores synthetic data against the real splits.
+
+    Optional, duck-typed attributes the grid's worker looks for (``getattr``), not part of the
+    Protocol so that simple evaluators need not define them:
+
+    * ``last_errors: dict[str, str]`` — what failed inside the last ``evaluate`` without failing
+      it (e.g. one classifier of twelve); logged as ``errors_<name>.json`` and a tag.
+    * ``write_artifacts(folder: pathlib.Path) -> None`` — write files describing the last
+      ``evaluate`` (tables, figures) into ``folder``, which the worker logs as run artifacts; a
+      no-op when there was no evaluation. E.g. ``effective-size`` writes ``effective_size.csv``
+      and ``effective_size.png``.
+    """
+
     name: str
     description: str
     data_kinds: frozenset[DataKind]

@@ -1,19 +1,57 @@
-"""Privacy–utility curves: a metric against ε per method, one PNG per dataset."""
+"""Plots regenerated from MLflow, one PNG per dataset.
+
+* ``plot_experiment``: privacy–utility curves, a metric against ε per method (layout ``default``);
+* ``plot_effective_size``: mean accuracy of the image classifiers against the number of training
+  images, one line per method × ε, with the seeds' Fig. 3 values dashed (layout
+  ``effective-size``; the metrics of ``evaluators/effective_size.py``).
+
+This module imports MLflow (through ``bench.tables``) only inside the plotting functions, so
+that evaluators can use :func:`format_size_axis` for their artifacts.
+"""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
-from bench.tables import TableError, load_runs, spec_for
+import pandas as pd
+
+LAYOUTS = ("default", "effective-size")
 
 
-def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the file-only Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+
+
+def format_size_axis(ax: Any, sizes: list[int]) -> None:
+    """Log x axis of training-set sizes, ticks at the sizes (60k, 30k, …, 60)."""
+    ax.set_xscale("log")
+    ticks = sorted(set(sizes))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{s / 1000:g}k" if s >= 1000 else f"{s}" for s in ticks], fontsize=7)
+    ax.minorticks_off()
+    ax.set_xlabel("training images (log scale)")
+    ax.set_ylabel("mean accuracy of the classifiers")
+    ax.grid(alpha=0.3)
+
+
+def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
+    from bench.tables import TableError, load_runs, spec_for
+
+    plt = pyplot()
     frame = load_runs(experiment)
     if metric not in frame.columns:
         known = sorted(c for c in frame.columns if "." in c)
@@ -38,10 +76,53 @@ def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
         ax.set_ylabel(metric + direction)
         ax.set_title(f"{dataset}: mean ± std over seeds")
         ax.legend(fontsize=8)
-        fig.tight_layout()
         path = out_dir / f"{experiment}_{dataset}_{metric.replace('/', '_')}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        save_figure(fig, path)
         written.append(path)
     return written
 
+
+
+def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | None = None) -> list[Path]:
+    """``effective_size_<dataset>.png`` per dataset: mean ± std over seeds of the mean accuracy
+    against the training-set size, one line per method × ε (``real`` included), and the seeds'
+    Fig. 3 values (``bench.tables.SEEDS_FIG3``) of the same setups as dashed lines."""
+    from bench.tables import (
+        FIG3_SIZES, SEEDS_FIG3, TableError, base_dataset, effective_size_columns, load_runs, setup_name,
+    )
+
+    frame = load_runs(experiment) if frame is None else frame
+    columns = effective_size_columns(frame)
+    if not columns:
+        raise TableError("no effective-size.acc_n<size> metric in these runs; run the effective-size evaluator")
+    plt = pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for dataset, rows in frame.dropna(subset=list(columns.values()), how="all").groupby("dataset"):
+        fig, ax = plt.subplots(figsize=(7, 4.8))
+        seeds = SEEDS_FIG3.get(base_dataset(dataset), {})
+        shown_sizes = set()
+        for (method, epsilon), group in rows.groupby(["method", "epsilon"], sort=True):
+            stats = pd.DataFrame(
+                {size: group[column].agg(["mean", "std", "count"]) for size, column in columns.items()}
+            ).T.dropna(subset=["mean"])
+            if stats.empty:
+                continue
+            n_seeds = int(stats["count"].max())
+            line = ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", markersize=3,
+                               capsize=2, label=f"{setup_name(method, epsilon)} (ours, {n_seeds} seeds)")
+            shown_sizes |= set(stats.index)
+            published = seeds.get((method, epsilon))
+            if published is not None:
+                sizes = list(FIG3_SIZES)
+                means = [value[0] if isinstance(value, tuple) else value for value in published]
+                ax.plot(sizes, means, linestyle="--", linewidth=1, color=line[0].get_color(),
+                        label=f"{setup_name(method, epsilon)} (seeds' Fig. 3)")
+                shown_sizes |= set(sizes)
+        format_size_axis(ax, sorted(shown_sizes))
+        ax.set_title(f"{dataset}: effective size (mean ± std over seeds; dashed: the seeds' Fig. 3)", fontsize=9)
+        ax.legend(fontsize=6.5, ncol=2)
+        path = out_dir / f"effective_size_{dataset.replace(' ', '_').replace('/', '_')}.png"
+        save_figure(fig, path)
+        written.append(path)
+    return written

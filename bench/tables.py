@@ -226,7 +226,7 @@ SEEDS_TABLE1 = {
 TABLE1_METHODS = ("privbayes", "dp-merf", "dp-hp", "mst", "aim")
 
 
-def _base_name(dataset_label: str) -> str:
+def base_dataset(dataset_label: str) -> str:
     """``adult-discrete [protocol paper]`` → ``adult-discrete``."""
     return dataset_label.split(" [", 1)[0]
 
@@ -238,7 +238,7 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
     alphas_of = lambda dataset: sorted(  # noqa: E731
         {int(c.rsplit("_", 1)[1]) for c in frame.columns if c.startswith("marginals.tv_")
          and frame.loc[frame["dataset"] == dataset, c].notna().any()}
-        | set(SEEDS_TABLE1.get(_base_name(dataset), {}))
+        | set(SEEDS_TABLE1.get(base_dataset(dataset), {}))
     )
     datasets = [d for d in sorted(frame["dataset"].unique()) if alphas_of(d)]
     if not datasets:
@@ -260,7 +260,7 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
                     values = selected[metric].dropna() if metric in selected.columns else selected.iloc[0:0, 0]
                     cells.append(_cell_text(values) if len(values) else "")
                 rows.append([dataset, str(alpha), label, *cells])
-            seeds = SEEDS_TABLE1.get(_base_name(dataset), {}).get(alpha, {})
+            seeds = SEEDS_TABLE1.get(base_dataset(dataset), {}).get(alpha, {})
             if seeds:
                 rows.append([dataset, str(alpha), "seeds' Table 1", *[
                     f"{seeds[(m, e)]:.3f}" if (m, e) in seeds else "" for m, e in columns
@@ -269,12 +269,171 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
     return _format(header, rows, title, fmt)
 
 
+# --------------------------------------------------------------------------------------------
+# The seeds' image figures: Fig. 6 (per-classifier accuracy) and Fig. 3 (effective size)
+# --------------------------------------------------------------------------------------------
+
+# Our method names → the seeds' setup names (GS-WGAN has no adapter here; its values are shown).
+SEEDS_SETUP_NAMES = {
+    "real": "real data", "full-mmd": "full MMD", "dp-hp": "DP-HP", "dp-merf": "DP-MERF",
+    "dp-gan": "DP-GAN", "dp-cgan": "DP-CGAN", "gs-wgan": "GS-WGAN",
+}
+# The columns of Fig. 6 (and the short names of evaluators/image_downstream.py), then MEAN.
+FIG6_CLASSIFIERS = ("LR", "RF", "GNB", "BNB", "LSVC", "DT", "LDA", "Ada", "MLP", "Bag", "GBM", "XGB")
+
+# The seeds' Fig. 6 (seed-dphp.md §6.7, from the released code_balanced/plots/
+# may17_*_mehp_by_model_values.npz): accuracy on the real test set after training on 60k
+# synthetic images, mean over 5 seeds; {dataset: {(method, ε): (12 classifiers..., MEAN)}}.
+SEEDS_FIG6 = {
+    "mnist": {
+        ("real", math.inf): (0.925, 0.9688, 0.555, 0.842, 0.918, 0.8774, 0.879, 0.7097, 0.9782, 0.9282, 0.909, 0.912, 0.8669),
+        ("full-mmd", math.inf): (0.899, 0.9297, 0.566, 0.8431, 0.894, 0.7591, 0.8712, 0.6099, 0.9307, 0.8613, 0.8609, 0.857, 0.8235),
+        ("dp-hp", math.inf): (0.8137, 0.8157, 0.5889, 0.8177, 0.7729, 0.5578, 0.8143, 0.6638, 0.8099, 0.6651, 0.7245, 0.796, 0.7367),
+        ("dp-hp", 1.0): (0.811, 0.8155, 0.5862, 0.8145, 0.7714, 0.5598, 0.8148, 0.6739, 0.8063, 0.666, 0.7273, 0.7982, 0.7371),
+        ("dp-merf", math.inf): (0.7728, 0.7142, 0.5272, 0.7461, 0.7564, 0.4437, 0.7899, 0.4598, 0.8071, 0.6243, 0.6789, 0.5255, 0.6538),
+        ("dp-merf", 1.0): (0.7695, 0.6856, 0.5453, 0.7502, 0.7464, 0.4561, 0.7936, 0.4549, 0.8071, 0.6029, 0.6594, 0.5553, 0.6522),
+        ("gs-wgan", 10.0): (0.7411, 0.4602, 0.5759, 0.6994, 0.7038, 0.3255, 0.7319, 0.4674, 0.7437, 0.3872, 0.3624, 0.4077, 0.5505),
+        ("dp-cgan", 9.6): (0.5958, 0.635, 0.3065, 0.6107, 0.5513, 0.3402, 0.593, 0.2548, 0.5643, 0.4263, 0.4629, 0.6142, 0.4963),
+    },
+    "fashion-mnist": {
+        ("real", math.inf): (0.844, 0.875, 0.585, 0.648, 0.839, 0.79, 0.799, 0.5332, 0.8796, 0.8406, 0.8338, 0.826, 0.7744),
+        ("full-mmd", math.inf): (0.7664, 0.7931, 0.6103, 0.637, 0.7629, 0.6115, 0.7832, 0.5813, 0.7812, 0.747, 0.7716, 0.7777, 0.7186),
+        ("dp-hp", math.inf): (0.7195, 0.7187, 0.5668, 0.6335, 0.6877, 0.5142, 0.723, 0.5675, 0.7084, 0.6397, 0.6873, 0.6877, 0.6545),
+        ("dp-hp", 1.0): (0.7225, 0.73, 0.6024, 0.6374, 0.6943, 0.519, 0.7226, 0.5669, 0.7158, 0.633, 0.6836, 0.7013, 0.6607),
+        ("dp-merf", math.inf): (0.7256, 0.6571, 0.5982, 0.6024, 0.6853, 0.4338, 0.7357, 0.4276, 0.739, 0.5767, 0.6263, 0.5967, 0.617),
+        ("dp-merf", 1.0): (0.7281, 0.6848, 0.5751, 0.6042, 0.6841, 0.462, 0.7334, 0.4014, 0.7389, 0.5937, 0.6245, 0.6107, 0.6201),
+        ("gs-wgan", 10.0): (0.6742, 0.4976, 0.5049, 0.5579, 0.6389, 0.3859, 0.6531, 0.3725, 0.647, 0.4134, 0.3525, 0.4271, 0.5104),
+        ("dp-cgan", 9.6): (0.4643, 0.4778, 0.286, 0.4978, 0.3894, 0.3079, 0.4909, 0.2171, 0.4599, 0.3095, 0.3316, 0.4897, 0.3935),
+    },
+}
+
+# The seeds' Fig. 3 (seed-dphp.md §6.7, from code_balanced/plots/may27_order100_var_*_mehp_values.npz):
+# mean accuracy over the 12 classifiers and 5 seeds at each training-set size; (mean, std) where
+# the note gives the standard deviation. {dataset: {(method, ε): (one value per FIG3_SIZES)}}.
+FIG3_SIZES = (60000, 30000, 12000, 6000, 3000, 1200, 600, 300, 120, 60)
+SEEDS_FIG3 = {
+    "mnist": {
+        ("real", math.inf): ((0.8669, 0.0003), (0.8574, 0.0054), (0.8379, 0.0034), (0.8316, 0.0051), (0.817, 0.0038),
+                             (0.788, 0.004), (0.7484, 0.0088), (0.7084, 0.01), (0.6174, 0.0118), (0.535, 0.0165)),
+        ("full-mmd", math.inf): (0.8235, 0.8122, 0.804, 0.7993, 0.7935, 0.7648, 0.7274, 0.6908, 0.5856, 0.5162),
+        ("dp-hp", math.inf): (0.7363, 0.7367, 0.7364, 0.7355, 0.7344, 0.7243, 0.7116, 0.6895, 0.6064, 0.5613),
+        ("dp-hp", 1.0): ((0.7299, 0.0103), 0.7295, 0.7261, 0.7237, 0.7168, 0.7052, 0.6927, 0.6576, 0.5957, 0.5314),
+        ("dp-merf", math.inf): (0.6538, 0.6544, 0.6546, 0.6542, 0.6515, 0.6362, 0.6296, 0.5917, 0.5564, 0.4986),
+        ("dp-merf", 1.0): ((0.6522, 0.0258), 0.6511, 0.6502, 0.6481, 0.6427, 0.6377, 0.6201, 0.5811, 0.5515, 0.4972),
+        ("gs-wgan", 10.0): (0.5505, 0.5486, 0.5466, 0.5491, 0.5414, 0.5292, 0.5278, 0.5157, 0.4718, 0.4309),
+        ("dp-cgan", 9.6): (0.4963, 0.5015, 0.4967, 0.4927, 0.4881, 0.4765, 0.4717, 0.4622, 0.4299, 0.4028),
+        ("dp-gan", 9.6): (0.4803, 0.4857, 0.4839, 0.479, 0.4787, 0.4784, 0.4723, 0.4696, 0.4341, 0.4143),
+    },
+    "fashion-mnist": {
+        ("real", math.inf): (0.7744, 0.7718, 0.7615, 0.7489, 0.734, 0.7163, 0.6943, 0.6529, 0.591, 0.5107),
+        ("full-mmd", math.inf): (0.7186, 0.7163, 0.7095, 0.7023, 0.6944, 0.6762, 0.6496, 0.6234, 0.5797, 0.5122),
+        ("dp-hp", math.inf): (0.6587, 0.6637, 0.6624, 0.668, 0.6656, 0.6596, 0.6446, 0.6143, 0.5592, 0.5092),
+        ("dp-hp", 1.0): ((0.6539, 0.01), 0.6572, 0.6646, 0.6614, 0.6595, 0.6553, 0.6387, 0.6171, 0.5582, 0.5109),
+        ("dp-merf", math.inf): (0.617, 0.6199, 0.6277, 0.6341, 0.6267, 0.6255, 0.6172, 0.59, 0.5572, 0.5144),
+        ("dp-merf", 1.0): (0.6201, 0.6207, 0.6279, 0.6243, 0.622, 0.6122, 0.6031, 0.5801, 0.5589, 0.4896),
+        ("gs-wgan", 10.0): (0.5104, 0.5125, 0.5158, 0.5158, 0.5152, 0.5129, 0.4971, 0.4903, 0.477, 0.4409),
+        ("dp-cgan", 9.6): (0.3935, 0.3928, 0.3931, 0.3917, 0.3963, 0.3945, 0.3919, 0.3853, 0.3758, 0.3644),
+        ("dp-gan", 9.6): (0.4533, 0.4524, 0.452, 0.4482, 0.4474, 0.4451, 0.4473, 0.449, 0.4303, 0.4051),
+    },
+}
+
+
+def setup_name(method: str, epsilon: float) -> str:
+    """("dp-hp", 1.0) → "DP-HP ε=1"; the real data need no ε."""
+    if method == "real":
+        return SEEDS_SETUP_NAMES["real"]
+    return f"{SEEDS_SETUP_NAMES.get(method, method)} ε={'∞' if math.isinf(epsilon) else f'{epsilon:g}'}"
+
+
+def _seeds_value(value: float | tuple[float, float], digits: str) -> str:
+    if isinstance(value, tuple):
+        return f"{value[0]:{digits}} ± {value[1]:{digits}}"
+    return f"{value:{digits}}"
+
+
+def render_versus_seeds(
+    frame: pd.DataFrame,
+    columns: list[tuple[str, str]],
+    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float]]]],
+    seeds_label: str,
+    digits: str,
+    title: str,
+    fmt: str,
+) -> str:
+    """Per dataset with any of the metrics, one row per setup (method × ε): ours (mean ± std
+    over seeds, seed count) followed by the seeds' published row for the same setup; setups in
+    the seeds' order, then ours that the seeds lack; the seeds' other setups are shown too.
+    ``columns``: (header, metric); ``seeds``: {dataset: {(method, ε): {header: value}}}."""
+    present = [metric for _, metric in columns if metric in frame.columns]
+    if not present:
+        raise TableError(f"none of the metrics {columns[0][1]} … {columns[-1][1]} is in these runs")
+    data = frame.dropna(subset=present, how="all")
+    rows = []
+    for dataset in sorted(data["dataset"].unique()):
+        ours = data[data["dataset"] == dataset]
+        published = seeds.get(base_dataset(dataset), {})
+        ours_setups = sorted(set(zip(ours["method"], ours["epsilon"])), key=lambda s: (s[0], -s[1]))
+        setups = list(published) + [s for s in ours_setups if s not in published]
+        for method, eps in setups:
+            if (method, eps) in ours_setups:
+                selected = ours[(ours["method"] == method) & (ours["epsilon"] == eps)]
+                rows.append([dataset, setup_name(method, eps), "ours", *[
+                    _cell_text(selected[metric]) if metric in selected.columns else "" for _, metric in columns
+                ]])
+            if (method, eps) in published:
+                values = published[(method, eps)]
+                rows.append([dataset, setup_name(method, eps), seeds_label, *[
+                    _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
+                ]])
+    return _format(["dataset", "setup", "numbers", *[header for header, _ in columns]], rows, title, fmt)
+
+
+def effective_size_columns(frame: pd.DataFrame) -> dict[int, str]:
+    """{size: column} of the ``effective-size.acc_n<size>`` metrics in these runs, largest first."""
+    prefix = "effective-size.acc_n"
+    found = {int(c[len(prefix):]): c for c in frame.columns if c.startswith(prefix) and c[len(prefix):].isdigit()}
+    return dict(sorted(found.items(), reverse=True))
+
+
+def render_fig6(frame: pd.DataFrame, fmt: str, evaluator: str = "image-downstream") -> str:
+    """The seeds' Fig. 6: accuracy per classifier (columns in the figure's order, then MEAN)."""
+    columns = [(name, f"{evaluator}.{name}.accuracy") for name in FIG6_CLASSIFIERS] + [("MEAN", f"{evaluator}.accuracy")]
+    seeds = {
+        dataset: {setup: dict(zip([header for header, _ in columns], values)) for setup, values in setups.items()}
+        for dataset, setups in SEEDS_FIG6.items()
+    }
+    title = (f"Fig. 6: accuracy on the real test images per classifier ({evaluator}; higher is better), "
+             "ours: mean ± std over seeds (number of seeds)")
+    return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 6", ".4g", title, fmt)
+
+
+def render_fig3(frame: pd.DataFrame, fmt: str) -> str:
+    """The seeds' Fig. 3: mean accuracy of the 12 classifiers per training-set size."""
+    sizes = sorted(set(effective_size_columns(frame)) | set(FIG3_SIZES), reverse=True)
+    columns = [(f"n={size}", f"effective-size.acc_n{size}") for size in sizes]
+    seeds = {
+        dataset: {setup: {f"n={size}": value for size, value in zip(FIG3_SIZES, values)} for setup, values in setups.items()}
+        for dataset, setups in SEEDS_FIG3.items()
+    }
+    title = ("Fig. 3: mean accuracy of the 12 classifiers vs training images (effective-size; higher is better), "
+             "ours: mean ± std over seeds (number of seeds)")
+    return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 3", ".4f", title, fmt)
+
+
+LAYOUTS = ("default", "table1", "fig6", "fig3")
+
+
 def render_all(
     experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False, layout: str = "default"
 ) -> str:
     frame = load_runs(experiment)
     if layout == "table1":
         return render_table1(frame, fmt)
+    if layout == "fig6":
+        evaluators = list(metrics or ["image-downstream"])
+        return "\n".join(render_fig6(frame, fmt, evaluator) for evaluator in evaluators)
+    if layout == "fig3":
+        return render_fig3(frame, fmt)
     chosen = list(metrics or declared_metrics(frame))
     if not chosen:
         raise TableError("no evaluator metric in these runs; name one with --metric")

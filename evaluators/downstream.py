@@ -129,6 +129,17 @@ class TrainingFacts:
     x_mean: float
 
 
+def training_facts(x_train: np.ndarray, y_train: np.ndarray, n_classes: int, seed: int) -> TrainingFacts:
+    counts = np.bincount(y_train, minlength=n_classes)
+    return TrainingFacts(
+        seed=seed,
+        binary=n_classes == 2,
+        class_frequencies=counts[counts > 0] / max(len(y_train), 1),
+        n_features=x_train.shape[1],
+        x_mean=float(x_train.mean()) if x_train.size else 0.0,
+    )
+
+
 Variants = Callable[[TrainingFacts], list[tuple[str, Any]]]
 
 
@@ -445,29 +456,68 @@ def _declared_metrics() -> dict[str, MetricSpec]:
 
 
 # --------------------------------------------------------------------------------------------
-# The evaluator
+# Machinery shared with the image evaluators (evaluators/image_downstream.py, effective_size.py)
 # --------------------------------------------------------------------------------------------
 
 
+def summarise_fits(
+    names: list[str],
+    results: Mapping[str, TaskResult],
+    score: Callable[[TaskResult], dict[str, float]],
+    metrics: tuple[str, ...],
+    suffix: str = "",
+) -> dict[str, float]:
+    """Per classifier ``<name>.<metric><suffix>`` (NaN when it failed), ``<name>.fit_seconds<suffix>``
+    and ``<name>.failed<suffix>``; the means over the classifiers with a value ``<metric><suffix>``;
+    ``n_failed<suffix>``. ``score`` turns a successful result into the metric values."""
+    values: dict[str, float] = {}
+    per: dict[str, list[float]] = {metric: [] for metric in metrics}
+    n_failed = 0
+    for name in names:
+        result = results[name]
+        failed = result.error is not None
+        n_failed += failed
+        scored = {m: math.nan for m in metrics} if failed else score(result)
+        for metric in metrics:
+            values[f"{name}.{metric}{suffix}"] = scored[metric]
+            per[metric].append(scored[metric])
+        values[f"{name}.fit_seconds{suffix}"] = result.fit_seconds
+        values[f"{name}.failed{suffix}"] = float(failed)
+    for metric, series in per.items():
+        values[f"{metric}{suffix}"] = _mean(series)
+    values[f"n_failed{suffix}"] = float(n_failed)
+    return values
+
+
+def build_estimator(spec: ClassifierSpec, facts: TrainingFacts) -> tuple[Any, TaskResult | None]:
+    """(the spec's base estimator, None), or (None, the failure) when building it raised."""
+    try:
+        return spec.base(facts), None
+    except Exception as error:  # noqa: BLE001 - a classifier that cannot be built fails alone
+        return None, TaskResult(error=f"building the classifier: {type(error).__name__}: {error}")
+
+
+def check_classifier_names(specs: tuple[ClassifierSpec, ...]) -> list[str]:
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names) or any("." in name or "/" in name for name in names):
+        raise ValueError(f"classifier names must be unique and contain no '.' or '/': {names}")
+    return names
+
+
 @dataclass(eq=False)
-class DownstreamClassifiers:
-    name: str = "downstream"
-    description: str = (
-        "train 12 classifiers on synthetic rows, test on the real test split (ROC/PRC binary, F1 multi-class)"
-    )
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TABULAR})
-    metrics: Mapping[str, MetricSpec] = field(default_factory=_declared_metrics)
+class PooledClassifiers:
+    """Settings and bookkeeping of the evaluators that fit classifiers through ``bench.fitpool``:
+    the seed given to every estimator, the pool (``n_jobs``, ``timeout_s`` per fit, or
+    ``in_process``), and what the last evaluation left behind (``last_errors``,
+    ``last_warnings``, ``last_worker_peak_mib``)."""
+
     seed: int = 0
     n_jobs: int | None = None
     timeout_s: float | None = 1800.0
     in_process: bool = False
-    classifiers: tuple[ClassifierSpec, ...] | None = None  # None: the module's CLASSIFIERS
     last_errors: dict[str, str] = field(default_factory=dict)
     last_warnings: dict[str, list[str]] = field(default_factory=dict)
     last_worker_peak_mib: float = math.nan  # largest peak RSS of a worker process (pool only)
-
-    def applies_to(self, schema: Schema) -> bool:
-        return schema.n_classes >= 2 and schema.n_features >= 1
 
     def resolved_jobs(self) -> int:
         if self.n_jobs is not None:
@@ -476,6 +526,57 @@ class DownstreamClassifiers:
             return max(1, int(os.environ[JOBS_VARIABLE]))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         return max(1, min(DEFAULT_JOBS, cores))
+
+    def run_fits(
+        self,
+        tasks: list[Task],
+        x_train: np.ndarray,
+        y_train: np.ndarray,
+        x_test: np.ndarray,
+        known: dict[Hashable, TaskResult],
+        describe: Callable[[Hashable], str],
+    ) -> dict[Hashable, TaskResult]:
+        """Fit the tasks (in this process, or in the pool) and return their results together
+        with the ``known`` ones (failures found before fitting). Resets and fills
+        ``last_errors`` / ``last_warnings`` under ``describe(task id)`` and warns once per
+        failure with a :class:`DownstreamWarning`."""
+        results = dict(known)
+        if self.in_process:
+            results.update(fitpool.run_tasks_in_process(tasks, x_train, y_train, x_test))
+        else:
+            results.update(fitpool.run_tasks(tasks, x_train, y_train, x_test, self.resolved_jobs(), self.timeout_s))
+        self.last_errors = {}
+        self.last_warnings = {}
+        peaks = [r.worker_peak_mib for r in results.values() if not math.isnan(r.worker_peak_mib)]
+        self.last_worker_peak_mib = max(peaks, default=math.nan)
+        evaluator = getattr(self, "name", type(self).__name__)
+        for task_id, result in results.items():
+            key = describe(task_id)
+            if result.error is not None:
+                self.last_errors[key] = result.error
+                warnings.warn(f"{evaluator}: {key} failed: {result.error}", DownstreamWarning, stacklevel=3)
+            elif result.warnings:
+                self.last_warnings[key] = result.warnings
+        return results
+
+
+# --------------------------------------------------------------------------------------------
+# The evaluator
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class DownstreamClassifiers(PooledClassifiers):
+    name: str = "downstream"
+    description: str = (
+        "train 12 classifiers on synthetic rows, test on the real test split (ROC/PRC binary, F1 multi-class)"
+    )
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.TABULAR})
+    metrics: Mapping[str, MetricSpec] = field(default_factory=_declared_metrics)
+    classifiers: tuple[ClassifierSpec, ...] | None = None  # None: the module's CLASSIFIERS
+
+    def applies_to(self, schema: Schema) -> bool:
+        return schema.n_classes >= 2 and schema.n_features >= 1
 
     def evaluate(
         self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
@@ -492,35 +593,27 @@ class DownstreamClassifiers:
         x_test = encoder.encode(real_test.x)
         y_test = np.asarray(real_test.y, dtype=np.int64)
 
-        counts = np.bincount(y_train, minlength=schema.n_classes)
-        facts = TrainingFacts(
-            seed=self.seed,
-            binary=binary,
-            class_frequencies=counts[counts > 0] / max(len(y_train), 1),
-            n_features=x_train.shape[1],
-            x_mean=float(x_train.mean()) if x_train.size else 0.0,
-        )
+        facts = training_facts(x_train, y_train, schema.n_classes, self.seed)
         specs = self.classifiers if self.classifiers is not None else CLASSIFIERS
-        names = [spec.name for spec in specs]
-        if len(set(names)) != len(names) or any("." in name or "/" in name for name in names):
-            raise ValueError(f"classifier names must be unique and contain no '.' or '/': {names}")
+        check_classifier_names(specs)
 
         tasks: list[Task] = []
-        results: dict[Hashable, TaskResult] = {}
+        known: dict[Hashable, TaskResult] = {}
         candidates: dict[str, list[str]] = {}
         for spec in specs:
             built: list[tuple[str, Any]] = []
-            try:
-                built.append((BASE, spec.base(facts)))
-            except Exception as error:  # noqa: BLE001
-                results[(spec.name, BASE)] = TaskResult(error=f"building the classifier: {type(error).__name__}: {error}")
+            estimator, failure = build_estimator(spec, facts)
+            if failure is None:
+                built.append((BASE, estimator))
+            else:
+                known[(spec.name, BASE)] = failure
             if paper:
                 try:
                     built += spec.variants(facts)
                 except Exception as error:  # noqa: BLE001
-                    results[(spec.name, "variants")] = TaskResult(error=f"building the variants: {type(error).__name__}: {error}")
+                    known[(spec.name, "variants")] = TaskResult(error=f"building the variants: {type(error).__name__}: {error}")
             seen: set[str] = set()
-            candidates[spec.name] = [BASE] if (spec.name, BASE) in results else []
+            candidates[spec.name] = [BASE] if (spec.name, BASE) in known else []
             for label, estimator in built:
                 key = _params_key(estimator)
                 if key in seen:  # e.g. HP's BernoulliNB() is also its alpha=1 variant
@@ -529,23 +622,10 @@ class DownstreamClassifiers:
                 candidates[spec.name].append(label)
                 tasks.append(Task((spec.name, label), estimator, want_scores=binary and label == BASE))
 
-        if self.in_process:
-            results.update(fitpool.run_tasks_in_process(tasks, x_train, y_train, x_test))
-        else:
-            results.update(fitpool.run_tasks(tasks, x_train, y_train, x_test, self.resolved_jobs(), self.timeout_s))
-
-        self.last_errors = {}
-        self.last_warnings = {}
-        peaks = [r.worker_peak_mib for r in results.values() if not math.isnan(r.worker_peak_mib)]
-        self.last_worker_peak_mib = max(peaks, default=math.nan)
-        for (classifier, label), result in results.items():
-            key = classifier if label == BASE else f"{classifier}/{label}"
-            if result.error is not None:
-                self.last_errors[key] = result.error
-                warnings.warn(f"downstream: {key} failed: {result.error}", DownstreamWarning, stacklevel=2)
-            elif result.warnings:
-                self.last_warnings[key] = result.warnings
-
+        results = self.run_fits(
+            tasks, x_train, y_train, x_test, known,
+            describe=lambda task_id: task_id[0] if task_id[1] == BASE else f"{task_id[0]}/{task_id[1]}",
+        )
         return self._collect(specs, results, candidates, y_test, binary, paper)
 
     def _collect(
@@ -557,41 +637,36 @@ class DownstreamClassifiers:
         binary: bool,
         paper: bool,
     ) -> dict[str, float]:
-        names = BINARY_METRICS if binary else MULTICLASS_METRICS
+        names = [spec.name for spec in specs]
+        base = {name: results[(name, BASE)] for name in names}
+        values = summarise_fits(
+            names, base, lambda r: score_metrics(y_test, r.pred, r.scores, binary),
+            BINARY_METRICS if binary else MULTICLASS_METRICS,
+        )
+        if not paper:
+            return values
         paper_names = PAPER_BINARY_METRICS if binary else PAPER_MULTICLASS_METRICS
-        values: dict[str, float] = {}
         per: dict[str, list[float]] = {}
 
         def put(group: str, metric: str, value: float) -> None:
             values[f"{group}.{metric}"] = value
             per.setdefault(f"{group.rpartition('.')[0]}|{metric}", []).append(value)
 
-        n_failed = 0
-        for spec in specs:
-            base = results[(spec.name, BASE)]
-            failed = base.error is not None
-            n_failed += failed
-            sound = {m: math.nan for m in names} if failed else score_metrics(y_test, base.pred, base.scores, binary)
-            for metric in names:
-                put(spec.name, metric, sound[metric])
-            values[f"{spec.name}.fit_seconds"] = base.fit_seconds
-            values[f"{spec.name}.failed"] = float(failed)
-            if not paper:
-                continue
-            hard = {m: math.nan for m in paper_names} if failed else hard_label_metrics(y_test, base.pred, binary)
+        for name in names:
+            failed = base[name].error is not None
+            hard = {m: math.nan for m in paper_names} if failed else hard_label_metrics(y_test, base[name].pred, binary)
             for metric in paper_names:
-                put(f"paper.{spec.name}", metric, hard[metric])
+                put(f"paper.{name}", metric, hard[metric])
             scored = [
-                hard_label_metrics(y_test, results[(spec.name, label)].pred, binary)
-                for label in candidates[spec.name]
-                if results[(spec.name, label)].error is None
+                hard_label_metrics(y_test, results[(name, label)].pred, binary)
+                for label in candidates[name]
+                if results[(name, label)].error is None
             ]
             for metric in paper_names:
                 best = max((s[metric] for s in scored if not math.isnan(s[metric])), default=math.nan)
-                put(f"test_selected_best.{spec.name}", metric, best)
+                put(f"test_selected_best.{name}", metric, best)
 
         for key, series in per.items():
             prefix, _, metric = key.partition("|")
-            values[f"{prefix}.{metric}" if prefix else metric] = _mean(series)
-        values["n_failed"] = float(n_failed)
+            values[f"{prefix}.{metric}"] = _mean(series)
         return values

@@ -229,16 +229,20 @@ def test_cifar10_without_original_points_to_the_jpeg_copy(tmp_path):
 # --- registration: which evaluators score images ---------------------------------------------------
 
 
-def test_only_fid_scores_image_data():
-    evaluator = EVALUATORS.get("fid")
-    assert evaluator.data_kinds == frozenset({DataKind.IMAGE})
-    assert evaluator.applies_to(mnist.MNIST_SCHEMA) and evaluator.applies_to(cifar10.SCHEMA)
-    assert not evaluator.applies_to(DATASETS.get("adult").schema)
-    assert not evaluator.applies_to(DATASETS.get("gmm2d").schema)
+IMAGE_EVALUATORS = ("effective-size", "fid", "image-downstream", "image-downstream-10pct")
+
+
+def test_only_the_image_evaluators_score_image_data():
+    for name in IMAGE_EVALUATORS:
+        evaluator = EVALUATORS.get(name)
+        assert evaluator.data_kinds == frozenset({DataKind.IMAGE})
+        assert evaluator.applies_to(mnist.MNIST_SCHEMA) and evaluator.applies_to(cifar10.SCHEMA)
+        assert not evaluator.applies_to(DATASETS.get("adult").schema)
+        assert not evaluator.applies_to(DATASETS.get("gmm2d").schema)
     for other in ("downstream", "nll"):
         assert DataKind.IMAGE not in EVALUATORS.get(other).data_kinds
     (cell,), _ = expand(GridSpec(methods=["real"], datasets=["mnist"], epsilons=[1.0], seeds=[0]))
-    assert cell.evaluators == ("fid",)
+    assert cell.evaluators == IMAGE_EVALUATORS
 
 
 # --- fid: weights and network ---------------------------------------------------------------------

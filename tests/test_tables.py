@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -77,3 +78,64 @@ def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
     assert "| 3 | ours: seeds' code, (α+1)-way | 0.4 ± 0 (2) |  |  | 0.15 ± 0 (1) |" in table
     assert "| 3 | seeds' Table 1 | 0.332 | 0.377 |  |  |" in table  # seed-dphp.md §6.1
     assert "| 4 | seeds' Table 1 | 0.418 | 0.467 |  |  |" in table
+
+
+def image_frame() -> pd.DataFrame:
+    """Two seeds of the real data and of DP-HP at ε = 1 on MNIST, one DP-GAN run at ε = 2 (a
+    setup the seeds' Fig. 6 lacks); image-downstream and effective-size metrics."""
+    from bench.tables import FIG6_CLASSIFIERS
+
+    rows = []
+    for method, eps, base, seeds in (("real", math.inf, 0.8, (0, 1)), ("dp-hp", 1.0, 0.7, (0, 1)), ("dp-gan", 2.0, 0.4, (0,))):
+        for seed in seeds:
+            accuracy = {f"image-downstream.{name}.accuracy": base + 0.01 * i + 0.02 * seed for i, name in enumerate(FIG6_CLASSIFIERS)}
+            rows.append({
+                "method": method, "dataset": "mnist", "epsilon": eps, "seed": seed, **accuracy,
+                "image-downstream.accuracy": float(np.mean(list(accuracy.values()))),
+                "effective-size.acc_n60000": base + 0.02 * seed, "effective-size.acc_n600": base - 0.1,
+            })
+    return pd.DataFrame(rows)
+
+
+def test_fig6_layout_follows_each_setup_with_the_seeds_row():
+    from bench.tables import render_fig6
+
+    table = render_fig6(image_frame(), "md")
+    assert "| dataset | setup | numbers | LR | RF | GNB | BNB | LSVC | DT | LDA | Ada | MLP | Bag | GBM | XGB | MEAN |" in table
+    lines = table.splitlines()
+    ours = next(i for i, line in enumerate(lines) if line.startswith("| mnist | real data | ours |"))
+    assert lines[ours].startswith("| mnist | real data | ours | 0.81 ± 0.01414 (2) | 0.82 ± 0.01414 (2) |")
+    assert lines[ours].endswith("| 0.865 ± 0.01414 (2) |")  # MEAN: the runs' image-downstream.accuracy
+    # seed-dphp.md §6.7, MNIST, real data and DP-HP ε=1 (LR … XGB, MEAN)
+    assert lines[ours + 1] == ("| mnist | real data | seeds' Fig. 6 | 0.925 | 0.9688 | 0.555 | 0.842 | 0.918 | 0.8774 | "
+                               "0.879 | 0.7097 | 0.9782 | 0.9282 | 0.909 | 0.912 | 0.8669 |")
+    hp = lines.index(next(line for line in lines if line.startswith("| mnist | DP-HP ε=1 | ours |")))
+    assert lines[hp + 1] == ("| mnist | DP-HP ε=1 | seeds' Fig. 6 | 0.811 | 0.8155 | 0.5862 | 0.8145 | 0.7714 | 0.5598 | "
+                             "0.8148 | 0.6739 | 0.8063 | 0.666 | 0.7273 | 0.7982 | 0.7371 |")
+    assert "| mnist | DP-MERF ε=1 | seeds' Fig. 6 | 0.7695 |" in table  # the seeds' other setups are shown
+    assert "| mnist | DP-GAN ε=2 | ours | 0.4 ± 0 (1) |" in table  # ours without a seeds' row
+    assert "fashion-mnist" not in table  # no run of ours there
+
+
+def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
+    from bench.tables import render_fig3
+
+    table = render_fig3(image_frame(), "md")
+    assert "| n=60000 | n=30000 | n=12000 | n=6000 | n=3000 | n=1200 | n=600 | n=300 | n=120 | n=60 |" in table
+    assert "| mnist | real data | ours | 0.81 ± 0.01414 (2) |  |  |  |  |  | 0.7 ± 0 (2) |  |  |  |" in table
+    # seed-dphp.md §6.7 (Fig. 3, MNIST): the real data with their stds, DP-HP ε=1 with one std
+    assert ("| mnist | real data | seeds' Fig. 3 | 0.8669 ± 0.0003 | 0.8574 ± 0.0054 | 0.8379 ± 0.0034 | "
+            "0.8316 ± 0.0051 | 0.8170 ± 0.0038 | 0.7880 ± 0.0040 | 0.7484 ± 0.0088 | 0.7084 ± 0.0100 | "
+            "0.6174 ± 0.0118 | 0.5350 ± 0.0165 |") in table
+    assert ("| mnist | DP-HP ε=1 | seeds' Fig. 3 | 0.7299 ± 0.0103 | 0.7295 | 0.7261 | 0.7237 | 0.7168 | 0.7052 | "
+            "0.6927 | 0.6576 | 0.5957 | 0.5314 |") in table
+    assert "| mnist | DP-GAN ε=9.6 | seeds' Fig. 3 | 0.4803 |" in table
+
+
+def test_image_layouts_need_their_metrics():
+    from bench.tables import TableError, render_fig3, render_fig6
+
+    with pytest.raises(TableError):
+        render_fig6(frame(), "md")
+    with pytest.raises(TableError):
+        render_fig3(frame(), "md")
