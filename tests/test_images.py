@@ -242,7 +242,11 @@ def test_only_the_image_evaluators_score_image_data():
     for other in ("downstream", "nll"):
         assert DataKind.IMAGE not in EVALUATORS.get(other).data_kinds
     (cell,), _ = expand(GridSpec(methods=["real"], datasets=["mnist"], epsilons=[1.0], seeds=[0]))
-    assert cell.evaluators == IMAGE_EVALUATORS
+    assert cell.evaluators == ("fid", "image-downstream")  # the other two repeat their work: named only
+    (named,), _ = expand(
+        GridSpec(methods=["real"], datasets=["mnist"], epsilons=[1.0], seeds=[0], evaluators=list(IMAGE_EVALUATORS))
+    )
+    assert named.evaluators == IMAGE_EVALUATORS
 
 
 # --- fid: weights and network ---------------------------------------------------------------------
