@@ -137,7 +137,7 @@ def test_full_mmd_is_non_private_and_runs_only_at_infinite_epsilon():
     assert [c.epsilon for c in cells] == [math.inf]
 
 
-@pytest.mark.parametrize("method", ["dp-hp", "dp-merf", "full-mmd", "real"])
+@pytest.mark.parametrize("method", ["dp-hp", "dp-merf", "full-mmd", "real", "dp-gan", "dp-cgan"])
 def test_image_cell_runs_and_writes_a_sample_grid(tiny_mnist, tmp_path, method):
     overrides = {"dp-hp": {"sum_order": "5", "prod_order": "3"}, "dp-merf": {"n_features": "200"}}
     spec = GridSpec(
