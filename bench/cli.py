@@ -185,6 +185,10 @@ def command_run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _setting_text(value: object) -> str:
+    return ",".join(f"{v:g}" for v in value) if isinstance(value, tuple) else str(value)
+
+
 def command_list(args: argparse.Namespace) -> int:
     sections = {
         "methods": [(m.name, f"{'private' if m.private else 'non-private'}; "
@@ -193,7 +197,7 @@ def command_list(args: argparse.Namespace) -> int:
         "evaluators": [
             (e.name, f"{','.join(sorted(k.value for k in e.data_kinds))}; {e.description}"
              + ("" if getattr(e, "run_by_default", True) else " [named only: run when --evaluators names it]")
-             + "".join(f"\n      --eval-set {e.name}.{k}={v}" for k, v in settable_fields(e).items()))
+             + "".join(f"\n      --eval-set {e.name}.{k}={_setting_text(v)}" for k, v in settable_fields(e).items()))
             for e in EVALUATORS
         ],
     }

@@ -106,12 +106,19 @@ class GridSpec:
 
 
 def settable_fields(evaluator: Any) -> dict[str, Any]:
-    """An evaluator's plain settings (numbers, strings, booleans) and their current values; not
-    its name or description, nor the ``last_*`` results it keeps of its latest evaluation."""
+    """An evaluator's plain settings (numbers, strings, booleans, tuples of numbers) and their
+    current values; not its name or description, nor the ``last_*`` results it keeps of its
+    latest evaluation."""
+
+    def plain(value: Any) -> bool:
+        if isinstance(value, tuple):
+            return bool(value) and all(isinstance(v, (int, float)) for v in value)
+        return isinstance(value, (int, float, str, bool))
+
     return {
         f.name: getattr(evaluator, f.name)
         for f in dataclasses.fields(evaluator)
-        if isinstance(getattr(evaluator, f.name), (int, float, str, bool))
+        if plain(getattr(evaluator, f.name))
         and f.name not in ("name", "description", "run_by_default")
         and not f.name.startswith("last_")
     }

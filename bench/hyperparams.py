@@ -81,7 +81,10 @@ class ResolvedParams:
 
 
 def parse_like(text: str, example: Any, name: str) -> Any:
-    """Parse a command-line string into the type of the parameter's default value."""
+    """Parse a command-line string into the type of the parameter's default value; for a tuple
+    of plain values, a comma-separated list of the tuple's element type (``0.1,0.05``)."""
+    if isinstance(example, tuple) and example and isinstance(example[0], (int, float, str)):
+        return tuple(parse_like(part.strip(), example[0], name) for part in text.split(",") if part.strip())
     try:
         if isinstance(example, bool):
             lowered = text.lower()

@@ -166,6 +166,10 @@ def test_eval_set_changes_an_evaluator_setting_and_is_recorded():
     assert cell_params(cell)["eval.fid.n_samples"] == "1000"
     (plain,), _ = expand(dataclasses.replace(spec, evaluator_overrides={}))
     assert plain.evaluator_settings == {} and plain.key != cell.key
+    (sized,), _ = expand(
+        dataclasses.replace(spec, evaluators=["effective-size"], evaluator_overrides={"effective-size": {"ratios": "0.1, 0.01"}})
+    )
+    assert sized.evaluator_settings == {"effective-size": {"ratios": (0.1, 0.01)}}
     with pytest.raises(GridError, match="no such setting"):
         expand(dataclasses.replace(spec, evaluator_overrides={"fid": {"weights_url": "x"}}))
     with pytest.raises(GridError, match="expected a int"):
