@@ -241,9 +241,10 @@ class DPGan:
             torch.as_tensor(space.encode(train.x)), torch.as_tensor(train.y, dtype=torch.long)
         )
         loader = torch.utils.data.DataLoader(rows, batch_size=batch, generator=torch.Generator().manual_seed(context.seed))
-        engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this one only counts steps
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Secure RNG turned off")  # seeded noise: see README
+            # seeded noise on purpose (README, "DP noise is drawn from seeded generators")
+            warnings.filterwarnings("ignore", message="Secure RNG turned off")
+            engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this one only counts steps
             private_critic, private_optimiser, private_loader = engine.make_private(
                 module=critic, optimizer=optimiser_d, data_loader=loader, noise_multiplier=phase.noise_multiplier,
                 max_grad_norm=clip, loss_reduction="sum", poisson_sampling=True,
