@@ -137,3 +137,23 @@ def test_privbayes_sensitivity_is_the_papers_lemma():
     change = abs(mutual_information(tables[0]) - mutual_information(tables[1]))
     assert change <= mutual_information_sensitivity(n, binary=True) * (1 + 1e-12)
     assert change > 0.5 * mutual_information_sensitivity(n, binary=True)
+
+
+def test_independent_pair_tables_equal_mbi_projection(data_dir):
+    """MST's pair scores use the product form of a 1-way-only model; it must equal mbi's own
+    projection of the same model."""
+    from methods.mst import independent_pair_tables
+    from methods.pgm import Measurer, column_index, domain_of, estimate
+
+    data = small_discrete(data_dir, columns=6, rows=1500)
+    ledger = PrivacyLedger(PrivacyBudget(100.0, 1e-5))  # room for both test measurements
+    domain, index = domain_of(data.schema), column_index(data.schema)
+    measurer = Measurer(data.x.astype(np.int64), domain, index, ledger, np.random.default_rng(0))
+    model = estimate(domain, measurer.measure([(a,) for a in domain.attributes], 3.0, "1-way marginals"), 200)
+    pairs = [("age", "workclass"), (domain.attributes[2], domain.attributes[5]), (domain.attributes[4], domain.attributes[1])]
+    tables = independent_pair_tables(model, pairs)
+    for pair in pairs:
+        np.testing.assert_allclose(tables[pair], np.asarray(model.project(pair).datavector()), rtol=1e-6, atol=1e-6)
+    two_way = estimate(domain, measurer.measure([pairs[0]], 3.0, "a 2-way marginal"), 20)
+    with pytest.raises(ValueError, match="1-way cliques only"):
+        independent_pair_tables(two_way, pairs)
