@@ -110,7 +110,7 @@ def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | No
                 continue
             n_seeds = int(stats["count"].max())
             line = ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", markersize=3,
-                               capsize=2, label=f"{setup_name(method, epsilon)} (ours, {n_seeds} seed{"" if n_seeds == 1 else "s"})")
+                               capsize=2, label=f"{setup_name(method, epsilon)} (ours, {n_seeds} seed{'' if n_seeds == 1 else 's'})")
             shown_sizes |= set(stats.index)
             published = seeds.get((method, epsilon))
             if published is not None:
