@@ -12,15 +12,15 @@ import sys
 import warnings
 from pathlib import Path
 
-from bench import tracking
-from bench.budget import DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
-from bench.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
-from bench.hyperparams import PROFILES, HyperParameterError, parse_overrides
-from bench.ledger import CALIBRATORS, format_ledger
-from bench.registry import DATASETS, EVALUATORS, METHODS, RegistryError
-from bench.interfaces import PROTOCOLS
-from bench.plots import LAYOUTS as PLOT_LAYOUTS
-from bench.tables import FORMATS, LAYOUTS as TABLE_LAYOUTS, TableError
+from bench.harness import tracking
+from bench.privacy.budget import DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
+from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
+from bench.core.params import PROFILES, HyperParameterError, parse_overrides
+from bench.privacy.ledger import CALIBRATORS, format_ledger
+from bench.core.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+from bench.core.contracts import PROTOCOLS
+from bench.report.plots import LAYOUTS as PLOT_LAYOUTS
+from bench.report.tables import FORMATS, LAYOUTS as TABLE_LAYOUTS, TableError
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from bench.runner import run_grid
+    from bench.harness.runner import run_grid
 
     epsilons = parse_epsilons(args.eps)
     delta = DeltaChoice.parse(args.delta)
@@ -212,7 +212,7 @@ def command_list(args: argparse.Namespace) -> int:
 
 
 def command_table(args: argparse.Namespace) -> int:
-    from bench.tables import render_all
+    from bench.report.tables import render_all
 
     text = render_all(args.experiment, args.metric, args.format, args.combine, args.layout)
     print(text)
@@ -224,7 +224,7 @@ def command_table(args: argparse.Namespace) -> int:
 
 
 def command_plot(args: argparse.Namespace) -> int:
-    from bench.plots import plot_effective_size, plot_experiment
+    from bench.report.plots import plot_effective_size, plot_experiment
 
     if args.layout == "effective-size":
         if args.metric:

@@ -9,7 +9,7 @@ Each protocol runs in a fresh child process, so its peak memory is its own. Repo
 * ``wall``: seconds of ``evaluate`` alone (dataset loading excluded);
 * ``peak evaluator``: peak RSS of the evaluating process (getrusage RUSAGE_SELF);
 * ``peak worker``: the largest peak RSS of one classifier worker process (a separate
-  interpreter, ``bench.fitpool``), reported by the worker itself. RUSAGE_CHILDREN would
+  interpreter, ``evaluators.fitpool``), reported by the worker itself. RUSAGE_CHILDREN would
   include the workers but is dominated by a short-lived subprocess that ``import torch`` forks
   (a forked child's peak includes the parent's pages at fork time, ≈ 450 MiB), so it is not
   shown. The memory-mapped data count in each worker's RSS but exist once in the page cache,
@@ -37,8 +37,8 @@ def synthetic_split(rows: int, test_rows: int, n_classes: int, seed: int = 0):
     labels from a random linear model on the one-hot encoding."""
     import numpy as np
 
-    from bench.encoding import TabularEncoder
-    from bench.interfaces import Column, ColumnKind, LabelledData, Schema, Split
+    from bench.core.encoding import TabularEncoder
+    from bench.core.contracts import Column, ColumnKind, LabelledData, Schema, Split
 
     rng = np.random.default_rng(seed)
     sizes = (9, 16, 7, 15, 6, 5, 2, 42)
@@ -60,7 +60,7 @@ def synthetic_split(rows: int, test_rows: int, n_classes: int, seed: int = 0):
 def load_split(args: argparse.Namespace, protocol: str):
     if args.dataset is None:
         return synthetic_split(args.rows, args.test_rows, args.classes)
-    from bench.registry import DATASETS
+    from bench.core.registry import DATASETS
 
     data_dir = Path(args.data_dir) if args.data_dir else None
     return DATASETS.get(args.dataset).load(data_dir, seed=0, protocol=protocol)

@@ -18,8 +18,8 @@ import time
 import torch
 from pytorch_fid.fid_score import calculate_frechet_distance
 
-from bench.registry import DATASETS
-from datasets.images import as_images
+from bench.core.registry import DATASETS
+from bench.core.images import as_images
 from evaluators.fid import FrechetInceptionDistance, activation_statistics
 
 

@@ -9,7 +9,7 @@ on real MNIST training images, at several training-set sizes.
 Training data: the real training images (what the ``real`` method hands the evaluator), the
 whole set at 60,000, else a class-balanced subset (as ``effective-size``). Test data: the real
 test images (all 10,000; 2,000 with ``--quick``). The classifiers run as in a grid cell: a pool of
-``--jobs`` single-threaded worker processes (``bench.fitpool``). Reported per size: each
+``--jobs`` single-threaded worker processes (``evaluators.fitpool``). Reported per size: each
 classifier's ``fit_seconds`` (fit alone, measured in its worker; concurrent fits share the cores)
 and accuracy, the wall time of ``evaluate`` (fits, predictions, worker start-up), and the largest
 peak RSS of a worker. ``--json FILE`` also writes the numbers.
@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:
 
 
 def measure(args: argparse.Namespace, rows: int, train, test) -> dict:
-    from bench.interfaces import LabelledData
+    from bench.core.contracts import LabelledData
     from evaluators.image_downstream import IMAGE_CLASSIFIERS, ImageDownstreamClassifiers, subset_rows
 
     chosen = args.classifiers.split(",") if args.classifiers else [spec.name for spec in IMAGE_CLASSIFIERS]
@@ -80,8 +80,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the reports to this file")
     args = parser.parse_args()
 
-    from bench.interfaces import LabelledData
-    from bench.registry import DATASETS
+    from bench.core.contracts import LabelledData
+    from bench.core.registry import DATASETS
 
     split = DATASETS.get(args.dataset).load(Path(args.data_dir) if args.data_dir else None, seed=0)
     test = split.test

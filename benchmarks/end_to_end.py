@@ -18,10 +18,10 @@ import torch
 def end_to_end(
     method_name: str, dataset_name: str, protocol: str, data_dir: str | None, overrides: dict[str, str] | None = None
 ) -> dict[str, float]:
-    from bench.budget import PrivacyBudget
-    from bench.interfaces import FitContext
-    from bench.ledger import PrivacyLedger
-    from bench.registry import DATASETS, EVALUATORS, METHODS
+    from bench.privacy.budget import PrivacyBudget
+    from bench.core.contracts import FitContext
+    from bench.privacy.ledger import PrivacyLedger
+    from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
     torch.manual_seed(0)
     dataset, method = DATASETS.get(dataset_name), METHODS.get(method_name)

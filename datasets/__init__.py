@@ -1,6 +1,6 @@
 """Built-in datasets; each module defines one and registers it here."""
 
-from bench.registry import DATASETS
+from bench.core.registry import DATASETS
 from datasets.adult import ADULT
 from datasets.adult_discrete import ADULT_DISCRETE
 from datasets.census import CENSUS

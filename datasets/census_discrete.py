@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.datafiles import fetch
-from bench.interfaces import Column, ColumnKind, PublicFact
+from datasets.files import fetch
+from bench.core.contracts import Column, ColumnKind, PublicFact
 from datasets import census
 from datasets.discrete import DiscreteDataset, bin_by_width, discrete_schema
 

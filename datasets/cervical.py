@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.datafiles import DataFile, fetch
-from bench.interfaces import ColumnKind, PublicFact, Schema
+from datasets.files import DataFile, fetch
+from bench.core.contracts import ColumnKind, PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, binary, code_binary, features, numerical, read_csv
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bench.datafiles import DataFile, DataFileError, fetch, resolve_data_dir
+from datasets.files import DataFile, DataFileError, fetch, resolve_data_dir
 from datasets.images import SPLIT_NOTE, ImageArrays, ImageDataset, image_schema
 from datasets.tabular_io import DataFormatError
 

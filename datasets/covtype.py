@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.datafiles import DataFile, fetch
-from bench.interfaces import PublicFact, Schema
+from datasets.files import DataFile, fetch
+from bench.core.contracts import PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, binary, numerical, read_csv, sdgym_shuffle
 

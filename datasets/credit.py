@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.datafiles import DataFile, fetch
-from bench.interfaces import PublicFact, Schema
+from datasets.files import DataFile, fetch
+from bench.core.contracts import PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import check_header, code_binary, features, numerical, read_csv
 

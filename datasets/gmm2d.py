@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import logsumexp
 
-from bench.interfaces import Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.contracts import Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
 
 GRID = 5
 STD = 0.2  # standard deviation per coordinate (covariance 0.04·I), seed-dphp.md §4.4

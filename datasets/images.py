@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.interfaces import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.images import IMAGE_SHAPE_FACT, as_images, image_shape, is_image_schema  # noqa: F401 (re-exported)
+from bench.core.contracts import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
 
-IMAGE_SHAPE_FACT = "image_shape"
 PIXEL_BOUNDS = (0.0, 1.0)
 SPLIT_NOTE = "the published split, under both protocols"
 
@@ -56,24 +56,6 @@ def image_schema(
             PublicFact("published_rows", dict(published_rows), rows_source),
         ),
     )
-
-
-def image_shape(schema: Schema) -> tuple[int, int, int]:
-    """(C, H, W) of an image schema; a ValueError for a schema that does not declare one."""
-    fact = schema.public_fact(IMAGE_SHAPE_FACT)
-    if fact is None:
-        raise ValueError(f"the schema declares no {IMAGE_SHAPE_FACT!r} public fact; it is not an image schema")
-    channels, height, width = (int(v) for v in fact.value)
-    return channels, height, width
-
-
-def is_image_schema(schema: Schema) -> bool:
-    return schema.public_fact(IMAGE_SHAPE_FACT) is not None
-
-
-def as_images(x: np.ndarray, schema: Schema) -> np.ndarray:
-    """The rows of ``x`` (n × C·H·W) as an n × C × H × W view (no copy for contiguous input)."""
-    return x.reshape(len(x), *image_shape(schema))
 
 
 def to_unit_float(pixels: np.ndarray) -> np.ndarray:

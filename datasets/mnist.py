@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.datafiles import DataFile, fetch
+from datasets.files import DataFile, fetch
 from datasets.images import SPLIT_NOTE, ImageArrays, ImageDataset, image_schema
 from datasets.tabular_io import DataFormatError
 

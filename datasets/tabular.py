@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from bench.interfaces import PROTOCOLS, DataKind, LabelledData, Schema, Split
+from bench.core.contracts import PROTOCOLS, DataKind, LabelledData, Schema, Split
 
 
 PAPER_CAVEATS = (

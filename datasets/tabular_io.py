@@ -1,13 +1,13 @@
 """Shared reading helpers of the tabular loaders: verified file access, strict parsing, coding.
 
 The loaders read the publishers' original files and turn them into raw codes of the *public*
-schema (``bench/encoding.py``): floats for numerical columns, the index into
+schema (``bench/core/encoding.py``): floats for numerical columns, the index into
 ``Column.categories`` for categorical and ordinal columns, 0/1 for binary ones. Category lists
 and bounds are hard-coded in each dataset module from public documentation; a value in the file
 that the documentation does not list is an error (``DataFormatError``), never a silent extension
 of the domain, since the domain must not depend on the private rows.
 
-File access goes through ``bench.datafiles.fetch`` (content-checksum verified; a file whose
+File access goes through ``datasets.files.fetch`` (content-checksum verified; a file whose
 checksum is not pinned yet is used unverified, with a warning).
 """
 
@@ -19,8 +19,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from bench.datafiles import DataFileError
-from bench.interfaces import Column, ColumnKind
+from datasets.files import DataFileError
+from bench.core.contracts import Column, ColumnKind
 
 MISSING = "?"  # the UCI missing-value marker (adult.names: "Convert Unknown to '?'")
 

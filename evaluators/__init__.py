@@ -1,6 +1,6 @@
 """Built-in evaluators; each module defines one and registers it here."""
 
-from bench.registry import EVALUATORS
+from bench.core.registry import EVALUATORS
 from evaluators.downstream import DownstreamClassifiers
 from evaluators.effective_size import EffectiveSize
 from evaluators.fid import FrechetInceptionDistance

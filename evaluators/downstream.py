@@ -2,7 +2,7 @@
 
 This is the "synthetic-to-real generalisation" protocol of DP-MERF and DP-HP (Table 1/2 of the
 papers; anchors-parklab-code.md §3.1–3.2, seed-dpmerf.md §5.1–5.2, seed-dphp.md §5.3). Tabular
-rows are encoded with :class:`bench.encoding.TabularEncoder`: ``onehot`` under the sound
+rows are encoded with :class:`bench.core.encoding.TabularEncoder`: ``onehot`` under the sound
 protocol, the reference code's raw integer ``codes`` under ``paper``. ``real_train`` is not used:
 the "Real" column of the tables comes from the ``real`` method, whose synthetic data *are* the
 real training rows.
@@ -37,7 +37,7 @@ convergence) are kept in ``last_warnings``.
 
 Execution: each fit runs in a pool of ``n_jobs`` single-threaded worker processes (attribute
 ``n_jobs``; else ``$DPBENCH_EVAL_JOBS``; else 2, capped by the available cores) with a timeout
-of ``timeout_s`` per fit (per variant under ``paper``); see ``bench.fitpool``.
+of ``timeout_s`` per fit (per variant under ``paper``); see ``evaluators.fitpool``.
 ``in_process=True`` fits serially in the calling process without timeouts (tests, debugging).
 
 Seeding: every estimator that has a ``random_state`` gets ``random_state=seed`` (attribute,
@@ -88,10 +88,10 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
-from bench import fitpool
-from bench.encoding import TabularEncoder
-from bench.fitpool import Task, TaskResult
-from bench.interfaces import (
+from evaluators import fitpool
+from bench.core.encoding import TabularEncoder
+from evaluators.fitpool import Task, TaskResult
+from bench.core.contracts import (
     PROTOCOLS,
     DataKind,
     Direction,
@@ -506,7 +506,7 @@ def check_classifier_names(specs: tuple[ClassifierSpec, ...]) -> list[str]:
 
 @dataclass(eq=False)
 class PooledClassifiers:
-    """Settings and bookkeeping of the evaluators that fit classifiers through ``bench.fitpool``:
+    """Settings and bookkeeping of the evaluators that fit classifiers through ``evaluators.fitpool``:
     the seed given to every estimator, the pool (``n_jobs``, ``timeout_s`` per fit, or
     ``in_process``), and what the last evaluation left behind (``last_errors``,
     ``last_warnings``, ``last_worker_peak_mib``)."""

@@ -26,10 +26,10 @@ The metric names depend on the synthetic set's size, so ``metrics`` accepts any
 
 Artifacts: :meth:`EffectiveSize.write_artifacts` writes ``effective_size.csv`` (size, images
 used, mean accuracy, one column per classifier) and ``effective_size.png`` (the curve, log x) for
-the last evaluation (the optional evaluator hook of ``bench.interfaces.Evaluator``).
+the last evaluation (the optional evaluator hook of ``bench.core.contracts.Evaluator``).
 
 Cost: all sizes together are ≈ 1.9 times one ``image-downstream`` evaluation on the whole set.
-All fits of all sizes share one pool (``bench.fitpool``; each task names its subset's rows).
+All fits of all sizes share one pool (``evaluators.fitpool``; each task names its subset's rows).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import accuracy_score
 
-from bench.interfaces import Direction, LabelledData, MetricSpec
+from bench.core.contracts import Direction, LabelledData, MetricSpec
 from evaluators.downstream import summarise_fits
 from evaluators.image_downstream import ImageClassifiers
 
@@ -163,7 +163,7 @@ class EffectiveSize(ImageClassifiers):
         self._plot(folder / PNG_FILE, names)
 
     def _plot(self, path: Path, names: list[str]) -> None:
-        from bench.plots import format_size_axis, pyplot, save_figure
+        from bench.report.plots import format_size_axis, pyplot, save_figure
 
         plt = pyplot()
         sizes = [point.size for point in self.last_curve]

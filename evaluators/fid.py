@@ -60,8 +60,8 @@ from pytorch_fid import inception as fid_inception
 from pytorch_fid.fid_score import calculate_frechet_distance
 from tqdm.auto import tqdm
 
-from bench.datafiles import OFFLINE_VARIABLE, resolve_data_dir
-from bench.interfaces import (
+from datasets.files import OFFLINE_VARIABLE, resolve_data_dir
+from bench.core.contracts import (
     DataKind,
     Direction,
     LabelledData,
@@ -69,7 +69,7 @@ from bench.interfaces import (
     Schema,
     check_same_schema,
 )
-from datasets.images import as_images, image_shape, is_image_schema
+from bench.core.images import as_images, image_shape, is_image_schema
 
 WEIGHTS_VARIABLE = "DPBENCH_FID_WEIGHTS"
 CACHE_VARIABLE = "DPBENCH_CACHE_DIR"

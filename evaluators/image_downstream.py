@@ -6,7 +6,7 @@ image data experiments" (seed-dphp.md §5.3; the same as DP-MERF's ``synth_data_
 except AdaBoost, seed-dpmerf.md §5.1(b)/(c)), written for scikit-learn 0.24.2 and xgboost 0.90.
 Each adaptation to the installed versions is marked "ADAPT" beside the setting it changes. The
 classifiers carry the short names of the seeds' Fig. 6 (:data:`IMAGE_CLASSIFIER_NAMES`, in the
-figure's column order), which ``bench.tables`` maps to the seeds' values.
+figure's column order), which ``bench.report.tables`` maps to the seeds' values.
 
 Data: pixels are used as they are, flattened channel-first in [0, 1] (the dataset's layout,
 ``datasets/images.py``), with no normalisation or standardisation, as the seeds' code (ToTensor
@@ -24,7 +24,7 @@ images the classifiers were trained on.
 0.1, the default of the seeds' end-of-training check (seed-dphp.md §3.4).
 
 Both protocols are the same here: the seeds' image protocol has no hard-label or test-selected
-variants. Execution, seeding and failures are as in ``downstream`` (``bench.fitpool``, one
+variants. Execution, seeding and failures are as in ``downstream`` (``evaluators.fitpool``, one
 single-threaded process per fit, ``n_jobs`` workers, ``timeout_s`` per fit; ``last_errors``).
 Cost on 2 cores: see ``benchmarks/bench_image_downstream.py`` (AdaBoost's 1000 rounds dominate).
 """
@@ -50,8 +50,8 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
-from bench.fitpool import Task, TaskResult
-from bench.interfaces import (
+from evaluators.fitpool import Task, TaskResult
+from bench.core.contracts import (
     PROTOCOLS,
     DataKind,
     Direction,
@@ -60,7 +60,7 @@ from bench.interfaces import (
     Schema,
     check_same_schema,
 )
-from datasets.images import is_image_schema
+from bench.core.images import is_image_schema
 from evaluators.downstream import (
     ClassifierSpec,
     PooledClassifiers,

@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from bench.interfaces import DataKind, Direction, LabelledData, MetricSpec, Schema, check_same_schema
+from bench.core.contracts import DataKind, Direction, LabelledData, MetricSpec, Schema, check_same_schema
 
 DEFAULT_ALPHAS = (2, 3, 4)
 ALL_ALPHAS = range(1, 7)

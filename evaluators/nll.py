@@ -15,7 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
-from bench.interfaces import DataKind, Direction, LabelledData, MetricSpec, Schema
+from bench.core.contracts import DataKind, Direction, LabelledData, MetricSpec, Schema
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Built-in method adapters; each module defines one and registers it here."""
 
-from bench.registry import METHODS
+from bench.core.registry import METHODS
 from methods.aim import AIM
 from methods.dp_gan import DPGan, dp_cgan
 from methods.dp_hp import DPHermite

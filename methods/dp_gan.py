@@ -36,8 +36,8 @@ import torch
 from opacus import PrivacyEngine
 from torch import nn
 
-from bench.hyperparams import HyperParameters, Setting
-from bench.interfaces import DataKind, FitContext, LabelledData
+from bench.core.params import HyperParameters, Setting
+from bench.core.contracts import DataKind, FitContext, LabelledData
 from methods.mean_embedding import release_proportions
 from methods.nets import parse_widths, proportional_labels
 from methods.space import ModelSpace

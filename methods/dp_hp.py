@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from bench.hyperparams import HyperParameters, Setting
-from bench.interfaces import DataKind, FitContext, LabelledData
-from bench.ledger import BudgetShare, GaussianRelease
+from bench.core.params import HyperParameters, Setting
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import BudgetShare, GaussianRelease
 from methods.hermite import clip_feature_norm, hermite_features, product_class_sums, rho_from_length_scale_sq
 from methods.mean_embedding import (
     TrainedConditionalGenerator,

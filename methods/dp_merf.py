@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.hyperparams import HyperParameters, Setting
-from bench.interfaces import DataKind, FitContext, LabelledData
-from bench.ledger import GaussianRelease
+from bench.core.params import HyperParameters, Setting
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import GaussianRelease
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
     bounded_class_sums,

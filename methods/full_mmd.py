@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.hyperparams import HyperParameters, Setting
-from bench.interfaces import DataKind, FitContext, LabelledData
+from bench.core.params import HyperParameters, Setting
+from bench.core.contracts import DataKind, FitContext, LabelledData
 from methods.mean_embedding import TrainedConditionalGenerator
 from methods.nets import build_generator
 from methods.space import ModelSpace, uniform_median_distance

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from bench.interfaces import FitContext, LabelledData
-from bench.ledger import GaussianRelease
+from bench.core.contracts import FitContext, LabelledData
+from bench.privacy.ledger import GaussianRelease
 from methods.nets import proportional_labels
 from methods.space import ModelSpace
 

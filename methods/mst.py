@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.hyperparams import HyperParameters, Setting
-from bench.interfaces import DataKind, FitContext, LabelledData
-from bench.ledger import PureRelease
+from bench.core.params import HyperParameters, Setting
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import PureRelease
 from methods.pgm import (
     MARGINAL_L1_SENSITIVITY, GraphicalModelSampler, Measurer, column_index, domain_of, estimate,
     exponential_mechanism, marginal, mbi,

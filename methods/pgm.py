@@ -30,8 +30,8 @@ with warnings.catch_warnings():
 
 import numpy as np
 
-from bench.interfaces import LabelledData, Schema
-from bench.ledger import GaussianRelease, PrivacyLedger
+from bench.core.contracts import LabelledData, Schema
+from bench.privacy.ledger import GaussianRelease, PrivacyLedger
 
 MARGINAL_L2_SENSITIVITY = math.sqrt(2)  # replace-one: one count −1, another +1
 MARGINAL_L1_SENSITIVITY = 2.0

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.hyperparams import HyperParameters, Setting
-from bench.interfaces import DataKind, FitContext, LabelledData, Schema
-from bench.ledger import PureRelease
+from bench.core.params import HyperParameters, Setting
+from bench.core.contracts import DataKind, FitContext, LabelledData, Schema
+from bench.privacy.ledger import PureRelease
 from methods.pgm import exponential_mechanism
 
 HYPERPARAMETERS = HyperParameters(

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.hyperparams import HyperParameters
-from bench.interfaces import DataKind, FitContext, LabelledData
+from bench.core.params import HyperParameters
+from bench.core.contracts import DataKind, FitContext, LabelledData
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 For 2-D data the generator emits the raw coordinates; for images the flattened pixels in [0, 1]
 (a sigmoid head, as the seeds' image generators). For tabular data it emits the encoding of
-``bench.encoding`` (one-hot under the sound protocol, the reference code's integer codes under
+``bench.core.encoding`` (one-hot under the sound protocol, the reference code's integer codes under
 the paper protocol), and its output heads keep each block in its valid range. Kernel methods
 split that space into a *numerical* part (fed to a Gaussian-kernel feature map) and a
 *categorical* part (one-hot or binary, fed to a linear kernel scaled by 1/√d_cat) — DP-MERF's
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.encoding import TabularEncoder
-from bench.interfaces import ColumnKind, DataKind, Schema
+from bench.core.encoding import TabularEncoder
+from bench.core.contracts import ColumnKind, DataKind, Schema
 
 
 def _all_ordinal(schema: Schema) -> Schema:

@@ -18,9 +18,9 @@ PLUGIN_SOURCE = textwrap.dedent(
     '''
     import os, time
     from dataclasses import dataclass, field
-    from bench.hyperparams import HyperParameters, Setting
-    from bench.interfaces import DataKind
-    from bench.registry import METHODS
+    from bench.core.params import HyperParameters, Setting
+    from bench.core.contracts import DataKind
+    from bench.core.registry import METHODS
     from methods.real import Real
 
 
@@ -61,7 +61,7 @@ PLUGIN_SOURCE = textwrap.dedent(
         hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(defaults={}))
 
         def fit(self, train, context):
-            from bench.ledger import GaussianRelease
+            from bench.privacy.ledger import GaussianRelease
             sigma = context.ledger.calibrate_gaussian(1)
             context.ledger.record(GaussianRelease("first", 1.0, sigma))
             context.ledger.record(GaussianRelease("second", 1.0, sigma))

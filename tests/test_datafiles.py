@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from bench.datafiles import DataFile, DataFileError, fetch, open_text
+from datasets.files import DataFile, DataFileError, fetch, open_text
 
 CONTENT = b"39, State-gov, 77516, Bachelors, 13, Never-married, <=50K\n"
 

@@ -11,9 +11,9 @@ from sklearn.metrics import balanced_accuracy_score
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
 
-from bench.encoding import TabularEncoder
-from bench.interfaces import Column, ColumnKind, LabelledData, Schema
-from bench.registry import EVALUATORS
+from bench.core.encoding import TabularEncoder
+from bench.core.contracts import Column, ColumnKind, LabelledData, Schema
+from bench.core.registry import EVALUATORS
 from evaluators import downstream
 from evaluators.downstream import (
     CLASSIFIER_NAMES,

@@ -13,9 +13,9 @@ from autodp.mechanism_zoo import GaussianMechanism
 from autodp.transformer_zoo import AmplificationBySampling, Composition
 from opacus import PrivacyEngine
 
-from bench.budget import PrivacyBudget
-from bench.interfaces import DataKind, FitContext, LabelledData
-from bench.ledger import PrivacyLedger
+from bench.privacy.budget import PrivacyBudget
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import PrivacyLedger
 from datasets.gmm2d import draw_split
 from methods.dp_gan import (
     HYPERPARAMETERS,

@@ -11,9 +11,9 @@ import pytest
 import torch
 from numpy.polynomial.hermite import hermval
 
-from bench.budget import PrivacyBudget
-from bench.interfaces import DataKind, FitContext, LabelledData
-from bench.ledger import BudgetShare, PrivacyLedger
+from bench.privacy.budget import PrivacyBudget
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import BudgetShare, PrivacyLedger
 from datasets.gmm2d import draw_split
 from methods.dp_hp import HYPERPARAMETERS, DPHermite, HermiteProductKernel, HermiteSumKernel
 from methods.hermite import hermite_features, khatri_rao, product_class_sums, rho_from_length_scale_sq

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from bench.budget import PrivacyBudget
-from bench.interfaces import DataKind, FitContext, LabelledData
-from bench.ledger import PrivacyLedger
+from bench.privacy.budget import PrivacyBudget
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import PrivacyLedger
 from datasets.gmm2d import SCHEMA, draw_split
 from methods.dp_merf import (
     HYPERPARAMETERS,

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.interfaces import LabelledData
-from bench.registry import EVALUATORS
-from bench.tables import FIG6_CLASSIFIERS
+from bench.core.contracts import LabelledData
+from bench.core.registry import EVALUATORS
+from bench.report.tables import FIG6_CLASSIFIERS
 from evaluators.effective_size import FIG3_RATIOS, EffectiveSize, sizes_for
 from evaluators.image_downstream import (
     IMAGE_CLASSIFIER_NAMES,
@@ -27,7 +27,7 @@ FAST = tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in ("LR", "GNB", "X
 
 @pytest.fixture(scope="module")
 def mnist_split(data_dir):
-    from bench.registry import DATASETS
+    from bench.core.registry import DATASETS
 
     split = DATASETS.get("mnist").load(data_dir, seed=0)
     return split.train, split.test
@@ -152,7 +152,7 @@ def fig3_frame() -> pd.DataFrame:
 
 
 def test_effective_size_plot_writes_one_png_per_dataset(tmp_path):
-    from bench.plots import plot_effective_size
+    from bench.report.plots import plot_effective_size
 
     frame = fig3_frame()
     frame = pd.concat([frame, frame.assign(dataset="fashion-mnist")])

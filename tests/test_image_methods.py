@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from bench.budget import PrivacyBudget
-from bench.grid import GridError, GridSpec, expand
-from bench.interfaces import DataKind, FitContext, LabelledData
-from bench.ledger import PrivacyLedger
-from bench.registry import DATASETS, METHODS
-from bench.tracking import cell_params
-from bench.worker import execute
+from bench.privacy.budget import PrivacyBudget
+from bench.harness.grid import GridError, GridSpec, expand
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import PrivacyLedger
+from bench.core.registry import DATASETS, METHODS
+from bench.harness.tracking import cell_params
+from bench.harness.worker import execute
 from datasets.images import ImageArrays, ImageDataset, image_schema
 from datasets.mnist import MNIST
 from methods.full_mmd import labelled_gaussian_mmd2
@@ -197,7 +197,7 @@ def test_eval_set_settings_reach_the_evaluator(tmp_path, monkeypatch):
         def write_artifacts(self, folder: Path) -> None:
             (folder / "recording.txt").write_text(str(self.level))
 
-    from bench.registry import EVALUATORS
+    from bench.core.registry import EVALUATORS
 
     EVALUATORS.register(Recording())
     try:

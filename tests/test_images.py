@@ -26,12 +26,12 @@ import torch
 from PIL import Image
 from pytorch_fid import inception as pytorch_fid_inception
 
-from bench.datafiles import DataFileError
-from bench.grid import GridSpec, expand
-from bench.interfaces import DataKind, LabelledData
-from bench.registry import DATASETS, EVALUATORS
+from datasets.files import DataFileError
+from bench.harness.grid import GridSpec, expand
+from bench.core.contracts import DataKind, LabelledData
+from bench.core.registry import DATASETS, EVALUATORS
 from datasets import cifar10, mnist
-from datasets.images import as_images, image_shape, is_image_schema
+from bench.core.images import as_images, image_shape, is_image_schema
 from datasets.tabular_io import DataFormatError
 from evaluators import fid
 

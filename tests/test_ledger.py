@@ -8,8 +8,8 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from bench.budget import BudgetError, DeltaChoice, PrivacyBudget, parse_epsilons
-from bench.ledger import (
+from bench.privacy.budget import BudgetError, DeltaChoice, PrivacyBudget, parse_epsilons
+from bench.privacy.ledger import (
     GaussianRelease,
     PrivacyBudgetExceeded,
     PrivacyLedger,

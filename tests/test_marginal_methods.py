@@ -10,10 +10,10 @@ import pytest
 import torch
 from autodp import converter
 
-from bench.budget import PrivacyBudget
-from bench.interfaces import DataKind, FitContext
-from bench.ledger import GaussianRelease, PrivacyBudgetExceeded, PrivacyLedger, PureRelease, epsilon_to_zcdp, zcdp_to_epsilon
-from bench.registry import METHODS
+from bench.privacy.budget import PrivacyBudget
+from bench.core.contracts import DataKind, FitContext
+from bench.privacy.ledger import GaussianRelease, PrivacyBudgetExceeded, PrivacyLedger, PureRelease, epsilon_to_zcdp, zcdp_to_epsilon
+from bench.core.registry import METHODS
 from datasets.adult_discrete import ADULT_DISCRETE
 from methods.mst import spanning_tree
 from methods.pgm import exponential_mechanism
@@ -93,7 +93,7 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
 
 
 def small_discrete(data_dir, columns: int, rows: int):
-    from bench.interfaces import LabelledData
+    from bench.core.contracts import LabelledData
     from datasets.discrete import discrete_schema
 
     train = ADULT_DISCRETE.load(data_dir, seed=0).train

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.interfaces import LabelledData
+from bench.core.contracts import LabelledData
 from datasets.adult_discrete import ADULT_DISCRETE
 from datasets.census_discrete import CENSUS_DISCRETE
 from datasets.discrete import domain_sizes

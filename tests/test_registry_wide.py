@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from bench.grid import GridSpec, expand
-from bench.interfaces import DataKind
-from bench.registry import DATASETS, EVALUATORS, METHODS
-from bench.worker import execute
+from bench.harness.grid import GridSpec, expand
+from bench.core.contracts import DataKind
+from bench.core.registry import DATASETS, EVALUATORS, METHODS
+from bench.harness.worker import execute
 
 SMALL_DISCRETE = "adult-discrete-3k-test"
 SMALL_DATASET = {DataKind.TWO_D: "gmm2d", DataKind.TABULAR: "cervical", DataKind.DISCRETE: SMALL_DISCRETE}

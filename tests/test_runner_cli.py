@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench import tracking
+from bench.harness import tracking
 from bench.cli import main
 from tests.conftest import run_cli
 
@@ -110,7 +110,7 @@ def test_list_shows_every_registry(workdir, capsys):
 
 
 def test_cell_keys_are_stable_and_sensitive_to_what_matters():
-    from bench.grid import GridSpec, expand
+    from bench.harness.grid import GridSpec, expand
 
     spec = GridSpec(methods=["dp-merf", "real"], datasets=["gmm2d"], epsilons=[0.5, 1.0], seeds=[0, 1])
     cells, _ = expand(spec)

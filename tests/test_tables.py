@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.tables import _row_label, render, render_combined, summarise
+from bench.report.tables import _row_label, render, render_combined, summarise
 
 
 def frame():
@@ -64,7 +64,7 @@ def test_non_private_variant_of_a_private_method_gets_its_own_row():
 
 
 def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
-    from bench.tables import render_table1
+    from bench.report.tables import render_table1
 
     rows = [
         {"method": "dp-hp", "dataset": "adult-discrete [protocol paper]", "epsilon": 0.3, "seed": seed,
@@ -83,7 +83,7 @@ def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
 def image_frame() -> pd.DataFrame:
     """Two seeds of the real data and of DP-HP at ε = 1 on MNIST, one DP-GAN run at ε = 2 (a
     setup the seeds' Fig. 6 lacks); image-downstream and effective-size metrics."""
-    from bench.tables import FIG6_CLASSIFIERS
+    from bench.report.tables import FIG6_CLASSIFIERS
 
     rows = []
     for method, eps, base, seeds in (("real", math.inf, 0.8, (0, 1)), ("dp-hp", 1.0, 0.7, (0, 1)), ("dp-gan", 2.0, 0.4, (0,))):
@@ -98,7 +98,7 @@ def image_frame() -> pd.DataFrame:
 
 
 def test_fig6_layout_follows_each_setup_with_the_seeds_row():
-    from bench.tables import render_fig6
+    from bench.report.tables import render_fig6
 
     table = render_fig6(image_frame(), "md")
     assert "| dataset | setup | numbers | LR | RF | GNB | BNB | LSVC | DT | LDA | Ada | MLP | Bag | GBM | XGB | MEAN |" in table
@@ -118,7 +118,7 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
 
 
 def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
-    from bench.tables import render_fig3
+    from bench.report.tables import render_fig3
 
     table = render_fig3(image_frame(), "md")
     assert "| n=60000 | n=30000 | n=12000 | n=6000 | n=3000 | n=1200 | n=600 | n=300 | n=120 | n=60 |" in table
@@ -133,7 +133,7 @@ def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
 
 
 def test_image_layouts_need_their_metrics():
-    from bench.tables import TableError, render_fig3, render_fig6
+    from bench.report.tables import TableError, render_fig3, render_fig6
 
     with pytest.raises(TableError):
         render_fig6(frame(), "md")

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.datafiles import DataFileError
-from bench.encoding import TabularEncoder
-from bench.interfaces import ColumnKind
-from bench.registry import DATASETS
+from datasets.files import DataFileError
+from bench.core.encoding import TabularEncoder
+from bench.core.contracts import ColumnKind
+from bench.core.registry import DATASETS
 from datasets import adult, census, cervical, covtype, credit, epileptic, intrusion, isolet
 from datasets.tabular import TabularDataset
 from datasets.tabular_io import DataFormatError, sdgym_shuffle

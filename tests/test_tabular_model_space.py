@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from bench.budget import PrivacyBudget
-from bench.encoding import SchemaError, TabularEncoder
-from bench.interfaces import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
-from bench.ledger import PrivacyLedger
+from bench.privacy.budget import PrivacyBudget
+from bench.core.encoding import SchemaError, TabularEncoder
+from bench.core.contracts import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
+from bench.privacy.ledger import PrivacyLedger
 from methods.dp_merf import HYPERPARAMETERS, DPMerf, sum_kernel_features
 from methods.space import ModelSpace
 

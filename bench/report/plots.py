@@ -5,7 +5,7 @@
   images, one line per method × ε, with the seeds' Fig. 3 values dashed (layout
   ``effective-size``; the metrics of ``evaluators/effective_size.py``).
 
-This module imports MLflow (through ``bench.tables``) only inside the plotting functions, so
+This module imports MLflow (through ``bench.report.tables``) only inside the plotting functions, so
 that evaluators can use :func:`format_size_axis` for their artifacts.
 """
 
@@ -49,7 +49,7 @@ def format_size_axis(ax: Any, sizes: list[int]) -> None:
 
 
 def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
-    from bench.tables import TableError, load_runs, spec_for
+    from bench.report.tables import TableError, load_runs, spec_for
 
     plt = pyplot()
     frame = load_runs(experiment)
@@ -86,8 +86,8 @@ def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
 def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | None = None) -> list[Path]:
     """``effective_size_<dataset>.png`` per dataset: mean ± std over seeds of the mean accuracy
     against the training-set size, one line per method × ε (``real`` included), and the seeds'
-    Fig. 3 values (``bench.tables.SEEDS_FIG3``) of the same setups as dashed lines."""
-    from bench.tables import (
+    Fig. 3 values (``bench.report.tables.SEEDS_FIG3``) of the same setups as dashed lines."""
+    from bench.report.tables import (
         FIG3_SIZES, SEEDS_FIG3, TableError, base_dataset, effective_size_columns, load_runs, setup_name,
     )
 

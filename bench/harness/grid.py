@@ -9,8 +9,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bench.hyperparams import HyperParameterError, ResolvedParams, parse_like
-from bench.registry import DATASETS, EVALUATORS, METHODS
+from bench.core.params import HyperParameterError, ResolvedParams, parse_like
+from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
 
 class GridError(ValueError):

@@ -13,9 +13,9 @@ from typing import Iterable
 
 import pandas as pd
 
-from bench import tracking
-from bench.interfaces import Direction, MetricSpec, metric_key
-from bench.registry import EVALUATORS
+from bench.harness import tracking
+from bench.core.contracts import Direction, MetricSpec, metric_key
+from bench.core.registry import EVALUATORS
 
 FORMATS = ("md", "latex", "csv")
 

@@ -1,7 +1,7 @@
 """The three contracts of the harness: datasets, method adapters and evaluators.
 
 Everything the runner touches goes through these types, so a new method, dataset or evaluator
-only has to satisfy one of the Protocols below and register itself (see ``bench.registry``).
+only has to satisfy one of the Protocols below and register itself (see ``bench.core.registry``).
 """
 
 from __future__ import annotations
@@ -9,14 +9,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
-import torch
 
-from bench.budget import PrivacyBudget
-from bench.hyperparams import HyperParameters
-from bench.ledger import PrivacyLedger
+from bench.privacy.budget import PrivacyBudget
+from bench.core.params import HyperParameters
+
+if TYPE_CHECKING:  # typing only: importing the contracts must not import torch or the accountants
+    import torch
+
+    from bench.privacy.ledger import PrivacyLedger
 
 
 PROTOCOLS: tuple[str, ...] = ("sound", "paper")  # --protocol: sound default, seeds' conventions
@@ -158,10 +161,10 @@ class FitContext:
     conventions, e.g. integer-coded categoricals)."""
 
     budget: PrivacyBudget
-    ledger: PrivacyLedger
+    ledger: "PrivacyLedger"
     params: Mapping[str, Any]
     seed: int
-    device: torch.device
+    device: "torch.device"
     protocol: str = "sound"
     data_kind: DataKind = DataKind.TABULAR
     progress: Callable[[int, int], None] = field(default=lambda done, total: None)

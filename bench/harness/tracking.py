@@ -15,8 +15,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterator
 
-from bench.grid import Cell
-from bench.worker import Outcome
+from bench.harness.grid import Cell
+from bench.harness.worker import Outcome
 
 DEFAULT_EXPERIMENT = "dpbench"
 PACKAGES = ("torch", "numpy", "autodp", "opacus", "scikit-learn", "xgboost", "pandas", "mlflow", "pytorch-fid")

@@ -14,7 +14,7 @@ import os
 from importlib.metadata import entry_points
 from typing import Generic, Iterator, TypeVar
 
-from bench.interfaces import Dataset, Evaluator, MethodAdapter
+from bench.core.contracts import Dataset, Evaluator, MethodAdapter
 
 T = TypeVar("T")
 

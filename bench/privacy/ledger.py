@@ -33,7 +33,7 @@ from autodp.mechanism_zoo import ExactGaussianMechanism
 import numpy as np
 from opacus.accountants import PRVAccountant, RDPAccountant
 
-from bench.budget import PrivacyBudget
+from bench.privacy.budget import PrivacyBudget
 
 Calibrator = Literal["tight", "paper"]
 CALIBRATORS: tuple[str, ...] = ("tight", "paper")

@@ -189,7 +189,7 @@ def run_tasks_in_process(tasks: list[Task], x_train: np.ndarray, y_train: np.nda
 
 
 REPO_ROOT = str(Path(__file__).resolve().parents[1])  # the folder that holds the bench package
-_BOOT = "import sys; from bench.fitpool import _subprocess_main; _subprocess_main(sys.argv[1:])"
+_BOOT = "import sys; from evaluators.fitpool import _subprocess_main; _subprocess_main(sys.argv[1:])"
 
 
 def _subprocess_main(argv: list[str]) -> None:

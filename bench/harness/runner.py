@@ -1,6 +1,6 @@
 """The grid runner: resume, parallel worker processes, timeouts, progress, logging.
 
-Each cell runs in a fresh ``spawn`` process (``bench.worker``). The parent skips cells whose key
+Each cell runs in a fresh ``spawn`` process (``bench.harness.worker``). The parent skips cells whose key
 already has a FINISHED run (unless ``rerun``), keeps up to ``jobs`` workers alive, kills a worker
 past ``timeout`` seconds, and logs every cell to MLflow the moment it ends — so a later failure,
 a Ctrl-C or a crash never loses the cells already done.
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bench import tracking
-from bench.grid import Cell
-from bench.worker import Outcome, worker_main
+from bench.harness import tracking
+from bench.harness.grid import Cell
+from bench.harness.worker import Outcome, worker_main
 
 POLL_SECONDS = 0.2
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from bench.interfaces import ColumnKind, Schema
+from bench.core.contracts import ColumnKind, Schema
 
 EncodingMode = Literal["onehot", "codes"]
 

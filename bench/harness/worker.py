@@ -68,7 +68,7 @@ def save_sample(data: Any, path: Path) -> None:
     of 8-bit pixels (n × C·H·W) and labels, a few kB instead of a 784-column CSV."""
     import pandas as pd
 
-    from datasets.images import is_image_schema
+    from bench.core.images import is_image_schema
 
     if is_image_schema(data.schema):
         pixels = np.rint(np.clip(data.x[:SAMPLE_ROWS], 0, 1) * 255).astype(np.uint8)
@@ -107,7 +107,7 @@ def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from datasets.images import as_images
+    from bench.core.images import as_images
 
     classes = synthetic.schema.classes
     fig, axes = plt.subplots(len(classes), per_class, figsize=(per_class * 0.9, len(classes) * 0.9 + 0.4), squeeze=False)
@@ -131,11 +131,11 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
     """Run the cell and write its artifacts; never raises (errors become a FAILED outcome)."""
     import torch
 
-    from bench.budget import DeltaChoice, PrivacyBudget
-    from bench.grid import Cell
-    from bench.interfaces import FitContext, metric_key
-    from bench.ledger import PrivacyLedger
-    from bench.registry import DATASETS, EVALUATORS, METHODS
+    from bench.privacy.budget import DeltaChoice, PrivacyBudget
+    from bench.harness.grid import Cell
+    from bench.core.contracts import FitContext, metric_key
+    from bench.privacy.ledger import PrivacyLedger
+    from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
     out = Path(folder)
     cell = Cell(**{**cell_dict, "evaluators": tuple(cell_dict["evaluators"])})

@@ -1,0 +1,1 @@
+"""harness layer of the harness."""

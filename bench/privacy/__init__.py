@@ -1,0 +1,1 @@
+"""privacy layer of the harness."""

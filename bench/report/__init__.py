@@ -1,0 +1,1 @@
+"""report layer of the harness."""
