@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {run,list,table,plot,show}``.
+"""Command line: ``python -m bench {run,list,table,plot,show,audit}``.
 
 Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options).
 """
@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 from bench.harness import tracking
+from bench.harness.auditing import AuditError
 from bench.privacy.budget import DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
 from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
 from bench.core.params import PROFILES, HyperParameterError, parse_overrides
@@ -24,7 +25,7 @@ from bench.report.tables import FORMATS, LAYOUTS as TABLE_LAYOUTS, TableError
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
-USAGE_ERRORS = (BudgetError, RegistryError, GridError, HyperParameterError, TableError)
+USAGE_ERRORS = (BudgetError, RegistryError, GridError, HyperParameterError, TableError, AuditError)
 
 EPILOG = """examples:
   python -m bench run --methods real,dp-merf --datasets gmm2d --eps 1 --seeds 0-4
@@ -34,6 +35,8 @@ EPILOG = """examples:
   python -m bench table --experiment images --layout fig6
   python -m bench plot --experiment images --layout effective-size
   python -m bench show <RUN_ID>
+  python -m bench audit --method dp-merf --dataset gmm2d --eps 1 --runs 2000
+  python -m bench audit --method dp-gan --dataset cervical --eps 2 --delta 0.05 --level step --set dp-gan.batch_size=1000
 
 Runs are logged to MLflow: ./mlflow.db unless MLFLOW_TRACKING_URI is set.
 """
@@ -84,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--calibrator", default="tight", choices=CALIBRATORS,
         help="noise calibration: tight (exact Gaussian) or paper (the seeds' RDP calibrator)",
+    )
+    run.add_argument(
+        "--secure-noise", action="store_true",
+        help="draw DP noise from the OS's cryptographically secure source instead of the seeded generators "
+        "(results are then not reproducible from the seed; use it when releasing synthetic data)",
     )
     run.add_argument(
         "--protocol", default="sound", choices=PROTOCOLS,
@@ -145,6 +153,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
+
+    audit = commands.add_parser(
+        "audit", formatter_class=_Formatter,
+        help="empirical lower bound on ε: a canary attack on a method's real releases",
+        description="Run the method's private releases (its real fit, stopped after them) on D and on D′ = D with "
+        "row 0 replaced by a canary, many times with fresh noise; score each output with the likelihood-ratio "
+        "statistic; report the Clopper–Pearson 95%% lower bound on ε beside the claimed ε of the audited releases. "
+        "--level step audits one DP-SGD step with a gradient canary (methods with a DP-SGD phase).",
+    )
+    audit.add_argument("--method", required=True, help="a private method (`list methods`)")
+    audit.add_argument("--dataset", required=True, help="a dataset (`list datasets`)")
+    audit.add_argument("--eps", default="1", help="the claimed ε of the audited run")
+    audit.add_argument("--delta", default=str(DEFAULT_DELTA), help="δ of the audited run")
+    audit.add_argument("--runs", type=int, default=1000, help="runs per side (D and D′); half choose the threshold")
+    audit.add_argument("--rows", type=int, default=500, help="D = the first ROWS training rows of seed 0's split")
+    audit.add_argument("--level", default="release", choices=("release", "step"), help="release: the method's releases; step: one DP-SGD step")
+    audit.add_argument("--profile", default="smoke", choices=PROFILES, help="hyperparameter profile of the audited fit")
+    audit.add_argument("--calibrator", default="tight", choices=CALIBRATORS)
+    audit.add_argument("--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE")
+    audit.add_argument("--data-dir", default=os.environ.get(DATA_DIR_VARIABLE), help=f"dataset files (default ${DATA_DIR_VARIABLE})")
+    audit.add_argument("--experiment", default="audit", help="MLflow experiment the result is logged to")
     return parser
 
 
@@ -170,6 +199,7 @@ def command_run(args: argparse.Namespace) -> int:
         evaluators=split_names(args.evaluators) if args.evaluators else None,
         profile=args.profile,
         calibrator=args.calibrator,
+        secure_noise=args.secure_noise,
         protocol=args.protocol,
         overrides=parse_overrides(args.overrides, methods),
         evaluator_overrides=parse_overrides(args.evaluator_overrides, evaluator_names, "--eval-set", "--evaluators"),
@@ -265,7 +295,51 @@ def command_show(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": command_run, "list": command_list, "table": command_table, "plot": command_plot, "show": command_show}
+def command_audit(args: argparse.Namespace) -> int:
+    from bench.harness.auditing import audit_dp_sgd, audit_method
+
+    (epsilon,) = parse_epsilons(args.eps) if "," not in args.eps else (None,)
+    if epsilon is None:
+        raise BudgetError("audit takes one ε, e.g. --eps 1")
+    delta = DeltaChoice.parse(args.delta).value
+    if delta is None:
+        raise BudgetError("audit needs a numeric δ, e.g. --delta 1e-5")
+    if args.runs < 20:
+        raise GridError("--runs must be at least 20 (half of them choose the threshold)")
+    if args.rows < 2:
+        raise GridError("--rows must be at least 2")
+    overrides = parse_overrides(args.overrides, [args.method]).get(args.method, {})
+    settings = dict(
+        method=args.method, dataset=args.dataset, epsilon=epsilon, delta=delta, runs=args.runs, rows=args.rows,
+        data_dir=Path(args.data_dir) if args.data_dir else None, overrides=overrides, profile=args.profile,
+        calibrator=args.calibrator,
+    )
+    if args.level == "step":
+        result = audit_dp_sgd(args.method, args.dataset, epsilon, delta, args.runs, args.rows,
+                              data_dir=settings["data_dir"], overrides=overrides, profile=args.profile,
+                              calibrator=args.calibrator)
+    else:
+        result = audit_method(args.method, args.dataset, epsilon, delta, args.runs, args.rows,
+                              data_dir=settings["data_dir"], overrides=overrides, profile=args.profile,
+                              calibrator=args.calibrator)
+    print(result.summary())
+    run_id = log_audit_result(result, args, settings)
+    print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
+    return 0
+
+
+def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
+    from bench.harness.auditing import log_audit
+
+    logged = {k: v for k, v in settings.items() if k not in ("method", "dataset", "overrides")}
+    logged.update({f"set.{k}": v for k, v in settings["overrides"].items()}, level=args.level)
+    return log_audit(result, args.experiment, logged)
+
+
+COMMANDS = {
+    "run": command_run, "list": command_list, "table": command_table, "plot": command_plot, "show": command_show,
+    "audit": command_audit,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

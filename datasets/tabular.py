@@ -65,10 +65,19 @@ class TabularDataset:
         if protocol == "paper":
             table = (self.read_paper or self.read)(data_dir)
             train, test = paper_split(table, self.test_fraction, self.undersampling, seed)
-            return Split(self._labelled(train), self._labelled(test), PAPER_CAVEATS)
+            return Split(self._labelled(train), self._labelled(test), PAPER_CAVEATS + self._tuned_caveats())
         table = self.read(data_dir)
         train, test = sound_split(table, self.test_fraction, self.undersampling, seed)
-        return Split(self._labelled(train), self._labelled(test))
+        return Split(self._labelled(train), self._labelled(test), self._tuned_caveats())
+
+    def _tuned_caveats(self) -> tuple[str, ...]:
+        if self.undersampling is None or self.undersampling.rate >= 1:
+            return ()
+        return (
+            f"tuned_on_private_data: undersampling rate {self.undersampling.rate:g} of class "
+            f"{self.undersampling.majority_class} ({self.undersampling.source}) was chosen with access "
+            "to this dataset and is not charged",
+        )
 
     def _labelled(self, table: Table) -> LabelledData:
         return LabelledData(table.x.astype(np.float32), table.y.astype(np.int64), self.schema)

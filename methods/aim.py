@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.core.params import HyperParameters, Setting
+from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
-from bench.privacy.ledger import PureRelease
+from bench.privacy.releases import COUNT_L1_SENSITIVITY
 from methods.pgm import (
-    MARGINAL_L1_SENSITIVITY, GraphicalModelSampler, Measurer, column_index, domain_of, estimate,
-    exponential_mechanism, marginal, model_marginals,
+    GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, model_marginals,
 )
 
 with __import__("warnings").catch_warnings():
@@ -69,6 +69,8 @@ class AIM:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.DISCRETE})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+    # audited: the 1-way marginals
+    audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
     def fit(self, train: LabelledData, context: FitContext) -> GraphicalModelSampler:
         p = context.params
@@ -108,10 +110,11 @@ class AIM:
                 )
                 for c in eligible
             ])
-            sensitivity = MARGINAL_L1_SENSITIVITY * max(candidates[c] for c in eligible)
-            ledger.record(PureRelease("round selection (exponential mechanism on weighted L1 errors)",
-                                      selection_epsilon, sensitivity, "exponential"))
-            chosen = eligible[exponential_mechanism(scores, selection_epsilon, sensitivity, rng)]
+            sensitivity = COUNT_L1_SENSITIVITY * max(candidates[c] for c in eligible)
+            chosen = eligible[ledger.exponential(
+                scores, epsilon=selection_epsilon, sensitivity=sensitivity, rng=rng,
+                what="round selection (exponential mechanism on weighted L1 errors)",
+            )]
             measurements += measurer.measure([chosen], multiplier, "selected marginal")
             cliques.append(chosen)
             before = estimates[chosen]

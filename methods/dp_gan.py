@@ -34,10 +34,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from opacus import PrivacyEngine
+from opacus.optimizers.optimizer import _mark_as_processed
 from torch import nn
 
 from bench.core.params import HyperParameters, Setting
+from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import SubsampledPhase
 from methods.mean_embedding import release_proportions
 from methods.nets import parse_widths, proportional_labels
 from methods.space import ModelSpace
@@ -169,6 +172,29 @@ def _discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, 
     optimiser.original_optimizer.step()
 
 
+def make_private_discriminator(critic, optimiser, loader, phase: SubsampledPhase, noise_rng: torch.Generator):
+    """Opacus' per-sample clipping and Poisson loader, with the noise drawn by the ledger's
+    phase (``SubsampledPhase.privatise``) instead of Opacus' own generator, so the ledger sees
+    every noisy step and counts it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Secure RNG turned off")  # the ledger draws the noise
+        engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this engine only wraps
+        private_critic, private_optimiser, private_loader = engine.make_private(
+            module=critic, optimizer=optimiser, data_loader=loader, noise_multiplier=phase.opacus_noise_multiplier,
+            max_grad_norm=phase.clipping_norm, loss_reduction="sum", poisson_sampling=True,
+        )
+
+    def add_noise_through_the_ledger() -> None:
+        params = private_optimiser.params
+        noisy = phase.privatise([p.summed_grad for p in params], noise_rng)
+        for p, grad in zip(params, noisy):
+            p.grad = grad.view_as(p)
+            _mark_as_processed(p.summed_grad)
+
+    private_optimiser.add_noise = add_noise_through_the_ledger
+    return private_critic, private_optimiser, private_loader
+
+
 @dataclass
 class TrainedGan:
     generator: Generator
@@ -205,6 +231,8 @@ class DPGan:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.IMAGE})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+    # audited: one full-batch DP-SGD step
+    audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1", "batch_size": "{rows}"}))
 
     def fit(self, train: LabelledData, context: FitContext) -> TrainedGan:
         p, device, ledger = context.params, context.device, context.ledger
@@ -226,11 +254,12 @@ class DPGan:
         sampling_rate = 1.0 / steps_per_epoch
         steps = int(p["epochs"]) * steps_per_epoch
         clip = float(p["max_grad_norm"])
-        phase = ledger.calibrate_subsampled(
+        # charged before any real row is touched, under replace-one: a replaced row can move
+        # the clipped sum by 2C (bench.privacy.replace_one), not C as Opacus' accountants assume
+        phase = ledger.subsampled_phase(
             f"discriminator DP-SGD ({steps} steps, Poisson q = {sampling_rate:.4g}, clipping norm {clip:g})",
             clip, sampling_rate, steps,
         )
-        ledger.record(phase)  # charged before any real row is touched
 
         net = Generator(int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), space.width), space, self.conditional).to(device)
         critic = discriminator(space.width + n_classes, parse_widths(str(p["discriminator_hidden"]), space.width)).to(device)
@@ -241,15 +270,9 @@ class DPGan:
             torch.as_tensor(space.encode(train.x)), torch.as_tensor(train.y, dtype=torch.long)
         )
         loader = torch.utils.data.DataLoader(rows, batch_size=batch, generator=torch.Generator().manual_seed(context.seed))
-        with warnings.catch_warnings():
-            # seeded noise on purpose (README, "DP noise is drawn from seeded generators")
-            warnings.filterwarnings("ignore", message="Secure RNG turned off")
-            engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this one only counts steps
-            private_critic, private_optimiser, private_loader = engine.make_private(
-                module=critic, optimizer=optimiser_d, data_loader=loader, noise_multiplier=phase.noise_multiplier,
-                max_grad_norm=clip, loss_reduction="sum", poisson_sampling=True,
-                noise_generator=torch.Generator(device=device).manual_seed(context.seed + 3),
-            )
+        private_critic, private_optimiser, private_loader = make_private_discriminator(
+            critic, optimiser_d, loader, phase, torch.Generator().manual_seed(context.seed + 3)
+        )
         label_rng = torch.Generator().manual_seed(context.seed + 2)
         done = 0
         for _ in range(int(p["epochs"])):
@@ -269,10 +292,32 @@ class DPGan:
                 optimiser_g.step()
                 done += 1
                 context.progress(done, steps)
-        noised = sum(count for _, _, count in engine.accountant.history)
-        if done != steps or noised != steps:
-            raise RuntimeError(f"DP-SGD ran {done} steps ({noised} noised) but {steps} were charged")
+        if done != steps or phase.steps_done != steps:
+            raise RuntimeError(f"DP-SGD ran {done} steps ({phase.steps_done} noised) but {steps} were charged")
         return TrainedGan(net, proportions, space, device, label_rng)
+
+    def real_gradients(self, train: LabelledData, context: FitContext) -> list[torch.Tensor]:
+        """Per-row gradients (one tensor per parameter, rows × shape) of the real-data loss of
+        the discriminator as ``fit`` initialises it — the input of the step-level DP-SGD audit's
+        gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
+        from torch.func import functional_call, grad, vmap
+
+        p = context.params
+        torch.manual_seed(context.seed)
+        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+        n_classes = train.schema.n_classes
+        Generator(int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), space.width), space, self.conditional)
+        critic = discriminator(space.width + n_classes, parse_widths(str(p["discriminator_hidden"]), space.width))
+        x = torch.as_tensor(space.encode(train.x))
+        one_hot = nn.functional.one_hot(torch.as_tensor(train.y, dtype=torch.long), n_classes).float()
+        params = {k: v.detach() for k, v in critic.named_parameters()}
+
+        def loss(weights, row, label):
+            logit = functional_call(critic, weights, (torch.cat([row, label]).unsqueeze(0),)).squeeze()
+            return nn.functional.binary_cross_entropy_with_logits(logit, torch.ones(()))
+
+        grads = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, one_hot)
+        return [grads[name] for name, _ in critic.named_parameters()]
 
     @staticmethod
     def _labels(proportions, size, rng, device) -> torch.Tensor | None:

@@ -31,8 +31,10 @@ import numpy as np
 import torch
 
 from bench.core.params import HyperParameters, Setting
+from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
-from bench.privacy.ledger import BudgetShare, GaussianRelease
+from bench.privacy.ledger import BudgetShare
+from bench.privacy.releases import replace_one_l2
 from methods.hermite import clip_feature_norm, hermite_features, product_class_sums, rho_from_length_scale_sq
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
@@ -240,6 +242,8 @@ class DPHermite:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+    # audited: sum and one product release, before training
+    audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1"}))
 
     def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
         p = context.params
@@ -279,27 +283,21 @@ class DPHermite:
         z = torch.as_tensor(space.encode(train.x), device=device)
         y = torch.as_tensor(train.y, device=device)
         noise_rng = torch.Generator().manual_seed(context.seed)
-        sensitivity = 2.0 / m  # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (App. F)
+        # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F)
+        sensitivity = replace_one_l2(1.0, rows=m)
 
-        def release(kernel, elements_per_row: int, sigma: float) -> torch.Tensor:
+        def release(kernel, elements_per_row: int, sigma: float, what: str) -> torch.Tensor:
             embedding = embedding_sum(kernel.class_sums, z, y, n_classes, elements_per_row) / m
-            noise = torch.randn(embedding.shape, generator=noise_rng, dtype=torch.float64).to(device)
-            return ((embedding + noise * sigma * sensitivity) / proportions[:, None]).float()
+            noisy = ledger.gaussian(embedding, sensitivity=sensitivity, noise_multiplier=sigma, what=what, rng=noise_rng)
+            return (noisy / proportions[:, None]).float()
 
-        sum_target = release(sum_kernel, 2 * sum_kernel.width, sigma_sum)
-        ledger.record(
-            GaussianRelease(
-                f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
-                sensitivity=sensitivity, noise_multiplier=sigma_sum,
-            )
+        sum_target = release(
+            sum_kernel, 2 * sum_kernel.width, sigma_sum,
+            f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
         )
-        # charged up front, before the first product release: one release per epoch
-        ledger.record(
-            GaussianRelease(
-                f"product-kernel labelled mean embedding (HP order {int(p['prod_order'])}, {prod_dims} of "
-                f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f're-drawn and re-released in each of {epochs} epochs'})",
-                sensitivity=sensitivity, noise_multiplier=sigma_prod, compositions=product_releases,
-            )
+        product_what = (
+            f"product-kernel labelled mean embedding (HP order {int(p['prod_order'])}, {prod_dims} of "
+            f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f'epoch {{}} of {epochs}'})"
         )
 
         net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape).to(device)
@@ -317,8 +315,12 @@ class DPHermite:
             if prod_target is None or product_releases > 1:
                 coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
                 prod_kernel = HermiteProductKernel(prod_rho, int(p["prod_order"]), coordinates)
-                prod_target = release(prod_kernel, prod_kernel.elements_per_row(n_classes), sigma_prod)
+                prod_target = release(
+                    prod_kernel, prod_kernel.elements_per_row(n_classes), sigma_prod, product_what.format(epoch + 1)
+                )
                 generated_prod_kernel = HermiteProductKernel(prod_rho.float(), prod_kernel.order, coordinates, clip=False)
+            if epoch == 0:
+                context.progress(0, epochs * steps_per_epoch)  # the first epoch's releases are made
             net.train()
             for step in range(steps_per_epoch):
                 labels = torch.multinomial(weights.cpu(), batch, replacement=True, generator=label_rng).to(device)

@@ -26,7 +26,7 @@ import torch
 
 from bench.core.params import HyperParameters, Setting
 from bench.core.contracts import DataKind, FitContext, LabelledData
-from bench.privacy.ledger import GaussianRelease
+from bench.privacy.releases import replace_one_l2
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
     bounded_class_sums,
@@ -264,12 +264,10 @@ class DPMerf:
         features = features.to(device, torch.float64)
         # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ B, so replacing one row moves the mean by at most 2B/m:
         # 2/m with RFF only, 2√2/m with one-hot categoricals (seed-dpmerf.md §2).
-        sensitivity = 2.0 * features.norm_bound / m
         embedding = labelled_embedding_sum(z, y, n_classes, features) / m
-        noise = torch.randn(embedding.shape, generator=generator, dtype=torch.float64).to(device)
-        noisy_embedding = embedding + noise * sigma * sensitivity
-        context.ledger.record(
-            GaussianRelease("labelled mean embedding (RFF sum kernel)", sensitivity=sensitivity, noise_multiplier=sigma)
+        noisy_embedding = context.ledger.gaussian(
+            embedding, sensitivity=replace_one_l2(features.norm_bound, rows=m), noise_multiplier=sigma,
+            what="labelled mean embedding (RFF sum kernel)", rng=generator,
         )
         target = (noisy_embedding / proportions[:, None]).float()
         features = features.to(device, torch.float32)
@@ -282,6 +280,7 @@ class DPMerf:
         steps_per_epoch = int(p["steps_per_epoch"]) or max(1, math.ceil(m / batch))
         label_rng = torch.Generator().manual_seed(context.seed + 2)
         weights = proportions.float()
+        context.progress(0, epochs * steps_per_epoch)  # every release is made; training starts
         for epoch in range(epochs):
             net.train()
             for step in range(steps_per_epoch):

@@ -12,7 +12,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from bench.core.contracts import FitContext, LabelledData
-from bench.privacy.ledger import GaussianRelease
+from bench.privacy.releases import histogram_l2
 from methods.nets import proportional_labels
 from methods.space import ModelSpace
 
@@ -89,12 +89,10 @@ def release_proportions(train: LabelledData, context: FitContext, noise_multipli
         )
         return uniform
     m = len(train)
-    sensitivity = math.sqrt(2) / m
     generator = torch.Generator().manual_seed(context.seed + 1)
     counts = torch.as_tensor(train.class_counts(), dtype=torch.float64) / m
-    noisy = counts + torch.randn(len(counts), generator=generator, dtype=torch.float64) * noise_multiplier * sensitivity
-    context.ledger.record(
-        GaussianRelease("class proportions", sensitivity=sensitivity, noise_multiplier=noise_multiplier)
+    noisy = context.ledger.gaussian(
+        counts, sensitivity=histogram_l2(m), noise_multiplier=noise_multiplier, what="class proportions", rng=generator
     )
     return noisy.clamp(min=1e-3)  # the authors' clamp of negative noisy proportions
 

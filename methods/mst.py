@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.core.params import HyperParameters, Setting
+from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
-from bench.privacy.ledger import PureRelease
-from methods.pgm import (
-    MARGINAL_L1_SENSITIVITY, GraphicalModelSampler, Measurer, column_index, domain_of, estimate,
-    exponential_mechanism, marginal, mbi,
-)
+from bench.privacy.ledger import PrivacyLedger
+from bench.privacy.releases import COUNT_L1_SENSITIVITY
+from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, mbi
 
 HYPERPARAMETERS = HyperParameters(
     defaults={
@@ -38,10 +37,12 @@ HYPERPARAMETERS = HyperParameters(
 
 
 def spanning_tree(
-    weights: dict[tuple[str, str], float], attributes: list[str], epsilon: float, rng: np.random.Generator
+    weights: dict[tuple[str, str], float], attributes: list[str], epsilon: float, ledger: PrivacyLedger,
+    rng: np.random.Generator,
 ) -> list[tuple[str, str]]:
-    """Kruskal's algorithm with each edge drawn by the exponential mechanism (score sensitivity
-    ``MARGINAL_L1_SENSITIVITY``) among the edges joining two components."""
+    """Kruskal's algorithm with each edge drawn by the ledger's exponential mechanism (the L1
+    error of a count table has replace-one sensitivity ``COUNT_L1_SENSITIVITY``) among the
+    edges joining two components."""
     component = {a: a for a in attributes}
 
     def root(a: str) -> str:
@@ -53,7 +54,10 @@ def spanning_tree(
     for _ in range(len(attributes) - 1):
         candidates = [e for e in weights if root(e[0]) != root(e[1])]
         scores = np.array([weights[e] for e in candidates])
-        chosen = candidates[exponential_mechanism(scores, epsilon, MARGINAL_L1_SENSITIVITY, rng)]
+        chosen = candidates[ledger.exponential(
+            scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY, rng=rng,
+            what="spanning-tree edge (exponential mechanism on 2-way L1 errors)",
+        )]
         tree.append(chosen)
         component[root(chosen[0])] = root(chosen[1])
     return tree
@@ -80,6 +84,8 @@ class MST:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.DISCRETE})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+    # audited: the 1-way marginals
+    audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
     def fit(self, train: LabelledData, context: FitContext) -> GraphicalModelSampler:
         rng = np.random.default_rng(context.seed)
@@ -102,12 +108,7 @@ class MST:
         estimated = independent_pair_tables(model, pairs)
         weights = {pair: float(np.abs(marginal(codes, domain, index, pair) - estimated[pair]).sum()) for pair in pairs}
         edge_epsilon = math.inf if math.isinf(third) else math.sqrt(8 * third / (d - 1))
-        if context.budget.is_private:
-            context.ledger.record(PureRelease(
-                "spanning-tree edges (exponential mechanism on 2-way L1 errors)", edge_epsilon,
-                MARGINAL_L1_SENSITIVITY, "exponential", compositions=d - 1,
-            ))
-        tree = spanning_tree(weights, attributes, edge_epsilon, rng)
+        tree = spanning_tree(weights, attributes, edge_epsilon, context.ledger, rng)
         context.progress(2, 3)
 
         two_way = measurer.measure(tree, gaussian_multiplier(d - 1), "2-way marginals of the tree")

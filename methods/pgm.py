@@ -31,10 +31,8 @@ with warnings.catch_warnings():
 import numpy as np
 
 from bench.core.contracts import LabelledData, Schema
-from bench.privacy.ledger import GaussianRelease, PrivacyLedger
-
-MARGINAL_L2_SENSITIVITY = math.sqrt(2)  # replace-one: one count −1, another +1
-MARGINAL_L1_SENSITIVITY = 2.0
+from bench.privacy.ledger import PrivacyLedger
+from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
 
 Clique = tuple[str, ...]
 
@@ -66,30 +64,15 @@ class Measurer:
     rng: np.random.Generator
 
     def measure(self, cliques: Sequence[Clique], noise_multiplier: float, what: str) -> list[mbi.LinearMeasurement]:
-        self.ledger.record(GaussianRelease(
-            f"{what}: {len(cliques)} marginal(s) {', '.join('×'.join(c) for c in cliques[:3])}"
+        noisy = self.ledger.gaussian_each(
+            [marginal(self.codes, self.domain, self.index, clique) for clique in cliques],
+            sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=noise_multiplier, rng=self.rng,
+            what=f"{what}: {len(cliques)} marginal(s) {', '.join('×'.join(c) for c in cliques[:3])}"
             + (" …" if len(cliques) > 3 else ""),
-            sensitivity=MARGINAL_L2_SENSITIVITY, noise_multiplier=noise_multiplier, compositions=len(cliques),
-        ))
-        std = noise_multiplier * MARGINAL_L2_SENSITIVITY
-        measurements = []
-        for clique in cliques:
-            counts = marginal(self.codes, self.domain, self.index, clique)
-            noisy = counts + self.rng.normal(0.0, std, size=counts.shape) if std > 0 else counts
-            # a noiseless (ε = ∞) measurement still needs a positive weight in mbi's loss
-            measurements.append(mbi.LinearMeasurement(noisy, clique, stddev=std if std > 0 else 1.0))
-        return measurements
-
-
-def exponential_mechanism(
-    scores: np.ndarray, epsilon: float, sensitivity: float, rng: np.random.Generator
-) -> int:
-    """Index drawn with probability ∝ exp(ε·score / (2·sensitivity)); ε = ∞ takes the argmax."""
-    if math.isinf(epsilon):
-        return int(np.argmax(scores))
-    logits = epsilon * (scores - scores.max()) / (2 * sensitivity)
-    p = np.exp(logits)
-    return int(rng.choice(len(scores), p=p / p.sum()))
+        )
+        std = noise_multiplier * COUNT_L2_SENSITIVITY
+        # a noiseless (ε = ∞) measurement still needs a positive weight in mbi's loss
+        return [mbi.LinearMeasurement(v, c, stddev=std if std > 0 else 1.0) for v, c in zip(noisy, cliques)]
 
 
 def estimate(

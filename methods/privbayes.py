@@ -29,8 +29,7 @@ import numpy as np
 
 from bench.core.params import HyperParameters, Setting
 from bench.core.contracts import DataKind, FitContext, LabelledData, Schema
-from bench.privacy.ledger import PureRelease
-from methods.pgm import exponential_mechanism
+from bench.privacy.releases import COUNT_L1_SENSITIVITY
 
 HYPERPARAMETERS = HyperParameters(
     defaults={
@@ -41,7 +40,6 @@ HYPERPARAMETERS = HyperParameters(
     profiles={"smoke": {"max_parents": 1}},
 )
 
-COUNT_L1_SENSITIVITY = 2.0  # replace-one: one cell −1, another +1
 
 
 def mutual_information_sensitivity(n: int, binary: bool) -> float:
@@ -108,7 +106,7 @@ class PrivBayes:
         context.ledger.use_public_fact("n_train", n, "the dataset's published row count (schema fact published_rows)")
         epsilon = context.budget.epsilon
         structure_epsilon = float(p["structure_share"]) * epsilon
-        parameter_epsilon = epsilon - structure_epsilon
+        parameter_epsilon = epsilon - structure_epsilon if context.budget.is_private else math.inf
         useful_cells = math.inf if math.isinf(epsilon) else n * parameter_epsilon / (2 * d * float(p["theta"]))
 
         first = int(rng.integers(d))
@@ -126,25 +124,20 @@ class PrivBayes:
                         scores.append(mutual_information(joint_counts(codes, sizes, (attribute, *parents))))
                         binary.append(sizes[attribute] == 2 or (len(parents) == 1 and sizes[parents[0]] == 2))
             sensitivity = mutual_information_sensitivity(n, all(binary))
-            pick = exponential_mechanism(np.array(scores), step_epsilon, sensitivity, rng)
+            pick = context.ledger.exponential(
+                np.array(scores), epsilon=step_epsilon, sensitivity=sensitivity, rng=rng,
+                what="network structure step (exponential mechanism on mutual information)",
+            )
             order.append(candidates[pick])
             chosen.append(candidates[pick][0])
             context.progress(step + 1, d)
-        if context.budget.is_private:
-            context.ledger.record(PureRelease(
-                "network structure (exponential mechanism on mutual information)", step_epsilon,
-                mutual_information_sensitivity(n, False), "exponential", compositions=d - 1,
-            ))
-            context.ledger.record(PureRelease(
-                "joint counts of each attribute with its parents", parameter_epsilon / d,
-                COUNT_L1_SENSITIVITY, "laplace", compositions=d,
-            ))
-
+        noisy_counts = context.ledger.laplace_each(
+            [joint_counts(codes, sizes, (*parents, attribute)) for attribute, parents in order],
+            l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=parameter_epsilon / d, rng=rng,
+            what="joint counts of each attribute with its parents",
+        )
         conditionals = {}
-        for attribute, parents in order:
-            counts = joint_counts(codes, sizes, (*parents, attribute))
-            if context.budget.is_private:
-                counts = counts + rng.laplace(0.0, COUNT_L1_SENSITIVITY * d / parameter_epsilon, counts.shape)
+        for (attribute, parents), counts in zip(order, noisy_counts):
             counts = np.clip(counts, 0, None)
             mass = counts.sum(axis=-1, keepdims=True)
             conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])

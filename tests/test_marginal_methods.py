@@ -16,7 +16,6 @@ from bench.privacy.ledger import GaussianRelease, PrivacyBudgetExceeded, Privacy
 from bench.core.registry import METHODS
 from datasets.adult_discrete import ADULT_DISCRETE
 from methods.mst import spanning_tree
-from methods.pgm import exponential_mechanism
 
 
 @pytest.mark.parametrize("rho,delta", [(0.0005, 1e-5), (0.01, 1e-5), (1.0, 1e-6)])
@@ -48,20 +47,28 @@ def test_mixed_releases_are_accounted_in_zcdp():
     assert ledger.to_dict()["zcdp_rho"] == pytest.approx(rho)
 
 
-def test_exponential_mechanism_frequencies():
+@pytest.mark.parametrize("source", ["method rng", "noise source", "secure"])
+def test_exponential_mechanism_frequencies(source):
     rng = np.random.default_rng(0)
+    ledger = PrivacyLedger(
+        PrivacyBudget(1e9, 1e-5), noise_source=np.random.default_rng(1) if source == "noise source" else None,
+        secure_noise=source == "secure",
+    )
     scores = np.array([0.0, 2.0, 4.0])
-    draws = Counter(exponential_mechanism(scores, 1.0, 1.0, rng) for _ in range(20_000))
+    draws = Counter(ledger.exponential(scores, epsilon=1.0, sensitivity=1.0, what="pick", rng=rng) for _ in range(20_000))
     weights = np.exp(scores / 2)
     for i, w in enumerate(weights / weights.sum()):
         assert draws[i] / 20_000 == pytest.approx(w, abs=0.015)
+    assert len(ledger.releases) == 20_000 and ledger.releases[0].mechanism == "exponential"
 
 
 def test_spanning_tree_spans_every_attribute():
     rng = np.random.default_rng(0)
     attributes = list("abcdef")
     weights = {(x, y): float(rng.random()) for i, x in enumerate(attributes) for y in attributes[i + 1:]}
-    tree = spanning_tree(weights, attributes, 0.5, rng)
+    ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-5))
+    tree = spanning_tree(weights, attributes, 0.5, ledger, rng)
+    assert [r.epsilon for r in ledger.releases] == [0.5] * (len(attributes) - 1)
     assert len(tree) == len(attributes) - 1
     reached, frontier = {"a"}, ["a"]
     while frontier:
@@ -86,8 +93,10 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
     model = method.fit(small, context)
     assert ledger.epsilon_spent == pytest.approx(epsilon, rel=1e-6)
     assert [r.what.split(":")[0] for r in ledger.releases] == [
-        "1-way marginals", "spanning-tree edges (exponential mechanism on 2-way L1 errors)", "2-way marginals of the tree",
+        "1-way marginals", *["spanning-tree edge (exponential mechanism on 2-way L1 errors)"] * 14,
+        "2-way marginals of the tree",
     ]
+    assert ledger.independent_check().epsilon <= epsilon * 1.01
     sample = model.sample(500)
     assert sample.x.shape == (500, 15) and (sample.x.max(axis=0) < [len(c.categories) for c in train.schema.columns]).all()
 
@@ -111,6 +120,7 @@ def test_adaptive_methods_spend_exactly_their_target(data_dir, name):
     model = method.fit(train, context)
     assert ledger.epsilon_spent == pytest.approx(0.5, rel=1e-6)
     assert ledger.delta_spent == (0 if name == "privbayes" else 1e-5)
+    assert ledger.independent_check().epsilon <= 0.5 * 1.01
     sample = model.sample(300)
     assert sample.x.shape == (300, 4)
     assert (sample.x.max(axis=0) < [len(c.categories) for c in train.schema.columns]).all()

@@ -73,11 +73,36 @@ class TabularEncoder:
         """Columns in the 'categorical' block of a sum kernel (categorical and binary)."""
         return sum(c.kind in (ColumnKind.CATEGORICAL, ColumnKind.BINARY) for c in self.schema.columns)
 
+    def validate(self, x: np.ndarray) -> None:
+        """Refuse rows outside the public domain: the feature maps' sensitivity bounds assume
+        binary values in {0, 1}, category codes in 0..k−1 and finite numbers (numerical values
+        are clipped to their public bounds by ``encode``)."""
+        if not np.isfinite(x).all():
+            raise SchemaError("rows contain NaN or infinite values; impute or drop them before encoding")
+        for block, column in zip(self.blocks, self.schema.columns):
+            values = x[:, block.column]
+            if block.kind == ColumnKind.BINARY:
+                allowed = "0 or 1"
+                bad = ~np.isin(values, (0, 1))
+            elif block.kind in (ColumnKind.CATEGORICAL, ColumnKind.ORDINAL):
+                allowed = f"integer codes 0..{len(column.categories) - 1}"
+                bad = (values != np.rint(values)) | (values < 0) | (values > len(column.categories) - 1)
+            else:
+                continue
+            if bad.any():
+                raise SchemaError(
+                    f"column {column.name!r} holds {int(bad.sum())} value(s) outside its public domain "
+                    f"(e.g. {values[bad][0]:g}; allowed: {allowed}); fix the data file or the schema"
+                )
+
     def encode(self, x: np.ndarray) -> np.ndarray:
+        self.validate(x)
         out = np.zeros((len(x), self.width), dtype=np.float32)
         for block, column in zip(self.blocks, self.schema.columns):
             values = x[:, block.column]
             if self.mode == "codes":
+                if block.kind == ColumnKind.NUMERICAL and column.bounds is not None:
+                    values = np.clip(values, *column.bounds)
                 out[:, block.start] = values
             elif block.kind == ColumnKind.NUMERICAL:
                 low, high = column.bounds

@@ -35,6 +35,7 @@ class Cell:
     device: str = "cpu"
     data_dir: str | None = None
     evaluator_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # --eval-set, parsed
+    secure_noise: bool = False  # --secure-noise: DP noise from the OS's secure source, not the seed
 
     @property
     def key(self) -> str:
@@ -52,6 +53,8 @@ class Cell:
         }
         if self.evaluator_settings:  # only when given, so the keys of earlier runs stay the same
             identity["evaluator_settings"] = self.evaluator_settings
+        if self.secure_noise:
+            identity["secure_noise"] = True
         blob = json.dumps(identity, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -103,6 +106,7 @@ class GridSpec:
     device: str = "cpu"
     data_dir: str | None = None
     evaluator_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # --eval-set
+    secure_noise: bool = False
 
 
 def settable_fields(evaluator: Any) -> dict[str, Any]:
@@ -187,6 +191,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             evaluators=evaluators,
                             profile=spec.profile,
                             calibrator=spec.calibrator,
+                            secure_noise=spec.secure_noise,
                             protocol=spec.protocol,
                             device=spec.device,
                             data_dir=spec.data_dir,

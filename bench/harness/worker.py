@@ -127,6 +127,20 @@ def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10)
     plt.close(fig)
 
 
+def tuned_preset_caveats(method: Any, cell: Any) -> list[str]:
+    """The per-dataset presets this cell uses: chosen for this dataset by people who had its rows
+    (the seeds' tables, or our own documented choices), so uncharged uses of private data."""
+    presets = method.hyperparameters.per_dataset.get(cell.dataset, {})
+    used = [
+        f"{name} = {setting.value!r} ({setting.source})"
+        for name, setting in presets.items()
+        if cell.param_sources.get(name) == setting.source
+    ]
+    if not used:
+        return []
+    return [f"tuned_on_private_data: per-dataset presets chosen with access to {cell.dataset}, not charged: " + "; ".join(used)]
+
+
 def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], None]) -> Outcome:
     """Run the cell and write its artifacts; never raises (errors become a FAILED outcome)."""
     import torch
@@ -141,6 +155,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
     cell = Cell(**{**cell_dict, "evaluators": tuple(cell_dict["evaluators"])})
     outcome = Outcome(status="FAILED")
     ledger: PrivacyLedger | None = None
+    independent = None
     try:
         device_name = resolve_device(cell.device)
         outcome.tags["device"] = device_name if device_name == "cpu" else torch.cuda.get_device_name()
@@ -162,7 +177,14 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         else:
             budget = PrivacyBudget.non_private()
         outcome.params["delta_resolved"] = budget.delta
-        ledger = PrivacyLedger(budget, calibrator=cell.calibrator, caveats=list(split.caveats))
+        ledger = PrivacyLedger(
+            budget, calibrator=cell.calibrator, secure_noise=cell.secure_noise,
+            caveats=list(split.caveats) + tuned_preset_caveats(method, cell),
+        )
+        ledger.use_public_fact(
+            "n_train", len(split.train),
+            "the training row count: under replace-one, neighbouring datasets have the same size",
+        )
         context = FitContext(
             budget=budget,
             ledger=ledger,
@@ -177,6 +199,14 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         started = time.perf_counter()
         fitted = method.fit(split.train, context)
         outcome.metrics["time.fit_s"] = time.perf_counter() - started
+        if method.private and budget.is_private and not ledger.releases:
+            raise RuntimeError(
+                f"{method.name} is declared private but recorded no release in the ledger; "
+                "a private method must release through the ledger (or declare private = False)"
+            )
+        started = time.perf_counter()
+        independent = ledger.independent_check()  # a wrong claim fails the cell here
+        outcome.metrics["time.independent_accounting_s"] = time.perf_counter() - started
 
         started = time.perf_counter()
         synthetic = fitted.sample(len(split.train))
@@ -215,10 +245,14 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         (out / "traceback.txt").write_text(traceback.format_exc())
     finally:
         if ledger is not None:
-            (out / "ledger.json").write_text(ledger.to_json())
+            extra = {"independent": dataclasses.asdict(independent)} if independent is not None else {}
+            (out / "ledger.json").write_text(ledger.to_json(extra))
             if ledger.budget.is_private:  # a non-private run is logged with param epsilon = inf
                 outcome.metrics["privacy.epsilon_spent"] = ledger.epsilon_spent
-                outcome.metrics["privacy.delta"] = ledger.budget.delta
+                outcome.metrics["privacy.delta_target"] = ledger.budget.delta
+                outcome.metrics["privacy.delta_spent"] = ledger.delta_spent
+                if independent is not None:
+                    outcome.metrics["privacy.epsilon_independent"] = independent.epsilon
         outcome.metrics["peak_memory_mib"] = peak_memory_mib()
         outcome.write(out)
     return outcome

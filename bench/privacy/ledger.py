@@ -1,156 +1,58 @@
-"""The run's privacy ledger: every release of private information, composed by an accountant.
+"""The run's privacy ledger: the one door through which DP noise is drawn.
 
-A method never adds noise on its own authority. It asks the ledger for a noise multiplier
-(``calibrate_gaussian``), adds the noise, and records the release (``record``). The ledger
-composes all releases; a release that would take the run past its target is refused with
-``PrivacyBudgetExceeded``, so an overspending run is an error, not a result. Data-dependent
-facts a method uses for free must be public (declared by the dataset schema) and are listed
-with ``use_public_fact``.
+A method never adds noise on its own authority. It plans its noise with ``calibrate_gaussian`` /
+``calibrate_shares`` / ``zcdp_budget``, then asks the ledger to release a value:
+``gaussian(value, …)``, ``laplace(value, …)``, ``exponential(scores, …)``, or, for DP-SGD,
+``subsampled_phase(…)`` whose ``privatise`` noises each step's summed clipped gradients. Each
+call records the release and draws its noise in one place, so a release the ledger did not see
+cannot exist. The ledger composes all releases (``bench.privacy.accountants``); one that would
+take the run past its target is refused with ``PrivacyBudgetExceeded``. Under ε = ∞ the same
+calls record noiseless releases.
 
-Two calibrators:
+Noise comes from the generator the method passes (seeded: reproducible from the logged seed —
+right for a benchmark, not for a release), or, with ``secure_noise``, from the operating
+system's cryptographic source. ``observers`` see every release with its clean and noisy value
+(the privacy audit uses them); ``noise_source`` replaces the method's generator (the audit's
+fresh noise per run).
 
-* ``tight`` (default): Gaussian releases on the full data compose exactly into one Gaussian
-  mechanism with noise multiplier (Σ σᵢ⁻²)^(-1/2), whose (ε, δ) curve is the analytic one of
-  Balle & Wang (2018), evaluated with autodp's ``ExactGaussianMechanism``. One release at
-  (1, 1e-5) needs σ = 3.73.
-* ``paper``: the seeds' ``autodp.privacy_calibrator.gaussian_mech`` (RDP of k Gaussians and the
-  classical RDP → (ε, δ) conversion), σ = 4.90 for the same release; accounted with autodp's RDP
-  accountant, as the seeds' code does (seed-dpmerf.md §2).
+Data-dependent facts a method uses for free must be public (declared by the dataset schema)
+and are listed with ``use_public_fact``; uncharged uses of private data are ``caveats``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import warnings
+import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Sequence
 
-# autodp quirk: importing privacy_calibrator first fails on a circular import.
-from autodp import rdp_acct  # noqa: F401  (must precede the next imports)
-from autodp import privacy_calibrator, rdp_bank
-from autodp.mechanism_zoo import ExactGaussianMechanism
 import numpy as np
-from opacus.accountants import PRVAccountant, RDPAccountant
+from scipy import special
 
+from bench.privacy.accountants import (  # noqa: F401 (re-exported: the ledger's public names)
+    CALIBRATORS,
+    Calibrator,
+    calibrate_gaussian_multiplier,
+    compose_epsilon,
+    describe_accountant,
+    epsilon_to_zcdp,
+    prv_error,
+    rdp_gaussian_epsilon,
+    subsampled_epsilon,
+    zcdp_rho,
+    zcdp_to_epsilon,
+)
 from bench.privacy.budget import PrivacyBudget
+from bench.privacy.independent import IndependentCheck, check_claim
+from bench.privacy.releases import NEIGHBOURING, GaussianRelease, PureRelease, Release
 
-Calibrator = Literal["tight", "paper"]
-CALIBRATORS: tuple[str, ...] = ("tight", "paper")
-NEIGHBOURING = "replace-one"  # the seeds' relation (seed-dpmerf.md §2, seed-dphp.md §2.1)
 _SLACK = 1e-9  # relative tolerance on ε for floating-point round-off
 
 
 class PrivacyBudgetExceeded(RuntimeError):
     """A release would take the run past its (ε, δ) target."""
-
-
-@dataclass(frozen=True)
-class GaussianRelease:
-    """``compositions`` releases of a statistic with L2 ``sensitivity`` (replace-one), each with
-    Gaussian noise of standard deviation ``noise_multiplier × sensitivity``. With
-    ``sampling_rate`` q < 1 each release sees a Poisson sample of the rows (each row kept with
-    probability q): DP-SGD's steps, with the clipping norm as the sensitivity."""
-
-    what: str
-    sensitivity: float
-    noise_multiplier: float
-    compositions: int = 1
-    sampling_rate: float = 1.0
-    mechanism: str = "gaussian"
-    neighbouring: str = NEIGHBOURING
-
-    def __post_init__(self) -> None:
-        if self.sensitivity <= 0 or not math.isfinite(self.sensitivity):
-            raise ValueError(f"sensitivity of {self.what!r} must be finite and > 0")
-        if self.noise_multiplier < 0:
-            raise ValueError(f"noise multiplier of {self.what!r} must be >= 0")
-        if self.compositions < 1:
-            raise ValueError(f"compositions of {self.what!r} must be >= 1")
-        if not 0 < self.sampling_rate <= 1:
-            raise ValueError(f"sampling rate of {self.what!r} must lie in (0, 1]")
-
-    @property
-    def subsampled(self) -> bool:
-        return self.sampling_rate < 1
-
-    @property
-    def noise_std(self) -> float:
-        return self.noise_multiplier * self.sensitivity
-
-
-@dataclass(frozen=True)
-class PureRelease:
-    """``compositions`` ε₀-DP releases: ``laplace`` (noise scale sensitivity/ε₀ on an L1
-    ``sensitivity`` statistic) or ``exponential`` (a selection whose score has ``sensitivity``)."""
-
-    what: str
-    epsilon: float
-    sensitivity: float
-    mechanism: Literal["laplace", "exponential"]
-    compositions: int = 1
-    neighbouring: str = NEIGHBOURING
-
-    def __post_init__(self) -> None:
-        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
-            raise ValueError(f"ε of {self.what!r} must be finite and > 0")
-        if self.sensitivity <= 0 or not math.isfinite(self.sensitivity):
-            raise ValueError(f"sensitivity of {self.what!r} must be finite and > 0")
-        if self.mechanism not in ("laplace", "exponential"):
-            raise ValueError(f"unknown pure mechanism {self.mechanism!r}")
-        if self.compositions < 1:
-            raise ValueError(f"compositions of {self.what!r} must be >= 1")
-
-    @property
-    def zcdp_rho(self) -> float:
-        per_release = self.epsilon**2 / (8 if self.mechanism == "exponential" else 2)
-        return self.compositions * per_release
-
-
-Release = GaussianRelease | PureRelease
-
-
-def gaussian_zcdp_rho(release: GaussianRelease) -> float:
-    if release.subsampled:
-        raise ValueError(f"{release.what!r} is Poisson-subsampled; zCDP accounting does not cover it here")
-    if release.noise_multiplier == 0:
-        return math.inf
-    return release.compositions / (2 * release.noise_multiplier**2)
-
-
-def zcdp_to_epsilon(rho: float, delta: float) -> float:
-    """ε at δ of a ρ-zCDP mechanism: Canonne, Kamath & Steinke (2020), Prop. 12,
-    ε = min over α > 1 of αρ + (log(1/δ) + (α−1)·log(1−1/α) − log α)/(α − 1)."""
-    if rho == 0:
-        return 0.0
-    if math.isinf(rho):
-        return math.inf
-
-    def epsilon(alpha: float) -> float:
-        return alpha * rho + (math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (alpha - 1)
-
-    # ε(α) is unimodal in α; golden-section search on log α over a wide bracket
-    low, high = math.log(1 + 1e-9), math.log(1e7)
-    golden = (math.sqrt(5) - 1) / 2
-    for _ in range(200):
-        a = high - golden * (high - low)
-        b = low + golden * (high - low)
-        if epsilon(math.exp(a)) < epsilon(math.exp(b)):
-            high = b
-        else:
-            low = a
-    return max(0.0, min(epsilon(math.exp(low)), epsilon(math.exp(high))))
-
-
-def epsilon_to_zcdp(epsilon: float, delta: float) -> float:
-    """The largest ρ whose ``zcdp_to_epsilon(ρ, δ)`` is at most ε (bisection)."""
-    low, high = 0.0, max(epsilon, 1.0)
-    while zcdp_to_epsilon(high, delta) <= epsilon:
-        low, high = high, 2 * high
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        low, high = (mid, high) if zcdp_to_epsilon(mid, delta) <= epsilon else (low, mid)
-    return low
 
 
 @dataclass(frozen=True)
@@ -168,86 +70,95 @@ class PublicFactUse:
     why: str
 
 
-def _effective_gaussian_multiplier(releases: list[GaussianRelease]) -> float:
-    """Noise multiplier of the single Gaussian mechanism equivalent to all ``releases``."""
-    if any(r.noise_multiplier == 0 for r in releases):
-        return 0.0
-    precision = sum(r.compositions / r.noise_multiplier**2 for r in releases)
-    return math.inf if precision == 0 else 1.0 / math.sqrt(precision)
+@dataclass(frozen=True)
+class ReleaseEvent:
+    """What an observer sees: the release, the clean value and the value released."""
+
+    release: Release
+    clean: Any
+    noisy: Any
 
 
-def exact_gaussian_epsilon(noise_multiplier: float, delta: float) -> float:
-    """ε at δ of one Gaussian mechanism with this noise multiplier (analytic, tight)."""
-    if math.isinf(noise_multiplier):
-        return 0.0
-    if noise_multiplier == 0:
-        return math.inf
-    return float(ExactGaussianMechanism(noise_multiplier).get_approxDP(delta))
+def secure_standard_normal(shape: tuple[int, ...]) -> np.ndarray:
+    """Standard normal draws from the OS's cryptographically secure source (os.urandom),
+    by the inverse CDF of 53-bit uniforms in (0, 1)."""
+    count = int(np.prod(shape)) if shape else 1
+    bits = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) >> np.uint64(11)
+    uniform = (bits.astype(np.float64) + 0.5) / 2.0**53
+    return special.ndtri(uniform).reshape(shape)
 
 
-def rdp_gaussian_epsilon(releases: list[GaussianRelease], delta: float) -> float:
-    """ε at δ of the releases composed with autodp's RDP accountant (the seeds' accounting)."""
-    if any(r.noise_multiplier == 0 for r in releases):
-        return math.inf
-    if not releases:
-        return 0.0
-    accountant = rdp_acct.anaRDPacct()
-    for r in releases:
-        accountant.compose_mechanism(
-            lambda alpha, s=r.noise_multiplier: rdp_bank.RDP_gaussian({"sigma": s}, alpha),
-            coeff=r.compositions,
-        )
-    return float(accountant.get_eps(delta))
+def secure_standard_laplace(shape: tuple[int, ...]) -> np.ndarray:
+    count = int(np.prod(shape)) if shape else 1
+    bits = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) >> np.uint64(11)
+    centred = (bits.astype(np.float64) + 0.5) / 2.0**53 - 0.5
+    return (-np.sign(centred) * np.log1p(-2 * np.abs(centred))).reshape(shape)
 
 
-# Opacus' default orders stop at 63; a lightly noised full-data release needs larger ones
-_RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [2**k for k in range(6, 16)]
+def _is_torch(value: Any) -> bool:
+    return type(value).__module__.startswith("torch")
 
 
-def subsampled_epsilon(releases: list[GaussianRelease], delta: float, accountant: str) -> float:
-    """ε at δ of releases some of which are Poisson-subsampled, composed by Opacus' ``prv``
-    accountant (numerical, returns its certified upper bound) or ``rdp`` accountant."""
-    if any(r.noise_multiplier == 0 for r in releases):
-        return math.inf
-    history = [(r.noise_multiplier, r.sampling_rate, r.compositions) for r in releases]
-    with np.errstate(divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # log(0) for q = 1 entries, harmless
-        # raised for nearly noiseless trial σ during calibration; the bound is still valid
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
-        if accountant == "prv":
-            engine = PRVAccountant()
-            engine.history = history
-            return float(engine.get_epsilon(delta))
-        engine = RDPAccountant()
-        engine.history = history
-        return float(engine.get_epsilon(delta, alphas=_RDP_ORDERS))
+@dataclass
+class SubsampledPhase:
+    """A DP-SGD phase, charged when it is created: ``privatise`` adds the phase's noise to one
+    step's summed clipped gradients, through the ledger's door; ``steps_done`` is checked by
+    the method against the steps charged."""
+
+    ledger: "PrivacyLedger"
+    release: GaussianRelease
+    clipping_norm: float
+    steps_done: int = 0
+
+    @property
+    def noise_std(self) -> float:
+        return self.release.noise_std
+
+    @property
+    def opacus_noise_multiplier(self) -> float:
+        """Noise std relative to the clipping norm, as Opacus counts it."""
+        return self.noise_std / self.clipping_norm
+
+    def privatise(self, summed: Sequence[Any], rng: Any) -> list[Any]:
+        if self.steps_done >= self.release.compositions:
+            raise PrivacyBudgetExceeded(
+                f"{self.release.what}: step {self.steps_done + 1} was not charged ({self.release.compositions} were)"
+            )
+        self.steps_done += 1
+        noisy = [self.ledger._add_gaussian(value, self.noise_std, rng) for value in summed]
+        self.ledger._notify(self.release, list(summed), noisy)
+        return noisy
 
 
-def _calibrate_tight(epsilon: float, delta: float, compositions: int) -> float:
-    """Smallest noise multiplier (to 1e-6 relative) for which ``compositions`` Gaussian releases
-    satisfy (ε, δ), found by bisection on the exact curve; rounded up, never down."""
-    low, high = 1e-3, 1.0
-    while exact_gaussian_epsilon(high / math.sqrt(compositions), delta) > epsilon:
-        low, high = high, high * 2
-    while (high - low) / high > 1e-7:
-        mid = 0.5 * (low + high)
-        if exact_gaussian_epsilon(mid / math.sqrt(compositions), delta) > epsilon:
-            low = mid
-        else:
-            high = mid
-    return high
-
-
-def calibrate_gaussian_multiplier(
-    epsilon: float, delta: float, compositions: int, calibrator: Calibrator
+@functools.lru_cache(maxsize=256)
+def calibrate_subsampled_multiplier(
+    prior: tuple[GaussianRelease, ...], sensitivity: float, sampling_rate: float, steps: int,
+    epsilon: float, delta: float, calibrator: Calibrator,
 ) -> float:
-    """Noise multiplier σ such that ``compositions`` full-data Gaussian releases, each with
-    noise std σ × sensitivity, are (ε, δ)-DP under the chosen calibrator."""
-    if math.isinf(epsilon):
-        return 0.0
-    if calibrator == "paper":
-        return float(privacy_calibrator.gaussian_mech(epsilon, delta, k=compositions)["sigma"])
-    return _calibrate_tight(epsilon, delta, compositions)
+    """The smallest noise multiplier (to 0.1%) of ``steps`` Poisson-subsampled releases that,
+    composed with ``prior``, meet (ε, δ) under replace-one; cached, since it is pure and a
+    calibration composes PRVs a dozen times."""
+
+    def release(multiplier: float) -> GaussianRelease:
+        return GaussianRelease("phase", sensitivity, multiplier, steps, sampling_rate)
+
+    def fits(multiplier: float, accountant: Calibrator) -> bool:
+        return compose_epsilon([*prior, release(multiplier)], delta, accountant, prv_error(epsilon)) <= epsilon
+
+    # the Rényi bound (fast, looser) brackets the answer from above
+    low, high = 0.02, 0.5
+    while not fits(high, "paper"):
+        low, high = high, high * 2
+        if high > 1e6:
+            raise PrivacyBudgetExceeded("no noise multiplier meets the remaining budget")
+    if calibrator == "tight":
+        low = low / 2
+        while not fits(high, "tight"):  # not expected; keeps the answer valid regardless
+            low, high = high, high * 2
+    while (high - low) / high > 1e-3:
+        mid = 0.5 * (low + high)
+        low, high = (low, mid) if fits(mid, calibrator) else (mid, high)
+    return high
 
 
 @dataclass
@@ -257,29 +168,21 @@ class PrivacyLedger:
     releases: list[Release] = field(default_factory=list)
     public_facts: list[PublicFactUse] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)  # uncharged uses of private data, stated
+    secure_noise: bool = False
+    observers: list[Callable[[ReleaseEvent], None]] = field(default_factory=list)
+    noise_source: np.random.Generator | None = None  # replaces methods' generators (the audit)
 
     def __post_init__(self) -> None:
         if self.calibrator not in CALIBRATORS:
             raise ValueError(f"unknown calibrator {self.calibrator!r}; choose one of {CALIBRATORS}")
 
+    # ---- planning ---------------------------------------------------------------------------
+
     @property
     def accountant(self) -> str:
-        pure = [r for r in self.releases if isinstance(r, PureRelease)]
-        if pure and len(pure) == len(self.releases):
-            return "pure ε-DP, basic composition (δ = 0)"
-        if pure:
-            return "zCDP composition (Bun & Steinke 2016), ρ→(ε,δ) by Canonne, Kamath & Steinke 2020"
-        if any(r.subsampled for r in self.releases):
-            if self.calibrator == "paper":
-                return "Opacus RDP accountant (Poisson-subsampled Gaussian)"
-            return "Opacus PRV accountant (Poisson-subsampled Gaussian; certified upper bound on ε)"
-        if self.calibrator == "paper":
-            return "autodp RDP (rdp_acct), RDP→(ε,δ) by autodp"
-        return "exact Gaussian composition, analytic Gaussian mechanism (autodp ExactGaussianMechanism)"
+        return describe_accountant(self.releases, self.calibrator)
 
-    def calibrate_gaussian(
-        self, compositions: int = 1, epsilon: float | None = None, delta: float | None = None
-    ) -> float:
+    def calibrate_gaussian(self, compositions: int = 1, epsilon: float | None = None, delta: float | None = None) -> float:
         """Noise multiplier for ``compositions`` Gaussian releases at (ε, δ), by default the run's
         whole target. Methods that split the budget pass their share."""
         return calibrate_gaussian_multiplier(
@@ -293,7 +196,7 @@ class PrivacyLedger:
         """Noise multipliers for several groups of releases that split the run's budget.
 
         ``paper``: group i gets (fraction_i·ε, δ/len(shares)) and the seeds' calibrator with its
-        own number of compositions — the split of DP-HP's code (seed-dphp.md §2.3–2.4), whose
+        own number of compositions — the split of DP-HP's code (arXiv 2106.05042, Alg. 1), whose
         total is (ε, δ) by basic composition. ``tight``: the releases compose exactly, so the
         fractions split the total precision Σ kᵢ/σᵢ² = 1/σ² of the one Gaussian mechanism that
         meets (ε, δ) — σᵢ = σ·√(kᵢ/fractionᵢ) — and no budget is lost to basic composition."""
@@ -311,66 +214,28 @@ class PrivacyLedger:
         # rounded up by a hair so that round-off in Σ kᵢ/σᵢ² never tips the total over ε
         return [sigma * math.sqrt(s.compositions / s.fraction) * (1 + 1e-9) for s in shares]
 
-    def epsilon_of(self, releases: list[Release]) -> float:
-        """ε at the target δ of ``releases`` composed (inf for a non-private run's releases)."""
-        if not releases:
-            return 0.0
-        if not self.budget.is_private:
-            return math.inf
-        delta = self.budget.delta
-        pure = [r for r in releases if isinstance(r, PureRelease)]
-        if pure and len(pure) == len(releases):
-            return sum(r.compositions * r.epsilon for r in pure)
-        if pure:
-            return zcdp_to_epsilon(self.zcdp_rho_of(releases), delta)
-        if any(r.subsampled for r in releases):
-            return subsampled_epsilon(releases, delta, "rdp" if self.calibrator == "paper" else "prv")
-        if self.calibrator == "paper":
-            return rdp_gaussian_epsilon(releases, delta)
-        return exact_gaussian_epsilon(_effective_gaussian_multiplier(releases), delta)
-
-    @staticmethod
-    def zcdp_rho_of(releases: list[Release]) -> float:
-        return sum(r.zcdp_rho if isinstance(r, PureRelease) else gaussian_zcdp_rho(r) for r in releases)
-
     def zcdp_budget(self) -> float:
         """ρ of the whole target: mechanisms planned in zCDP (MST, AIM) split this."""
         if not self.budget.is_private:
             return math.inf
         return epsilon_to_zcdp(self.budget.epsilon, self.budget.delta)
 
+    @staticmethod
+    def zcdp_rho_of(releases: Sequence[Release]) -> float:
+        return zcdp_rho(releases)
+
     def zcdp_remaining(self) -> float:
-        return self.zcdp_budget() - self.zcdp_rho_of(self.releases)
+        return self.zcdp_budget() - zcdp_rho(self.releases)
 
-    def calibrate_subsampled(self, what: str, sensitivity: float, sampling_rate: float, steps: int) -> GaussianRelease:
-        """The DP-SGD phase with the smallest noise multiplier (to 0.1%) that, composed with
-        every release recorded so far, meets the target; returned, not yet recorded."""
+    # ---- accounting -------------------------------------------------------------------------
 
-        def release(sigma: float) -> GaussianRelease:
-            return GaussianRelease(what, sensitivity, sigma, steps, sampling_rate, "subsampled gaussian (DP-SGD)")
-
+    def epsilon_of(self, releases: Sequence[Release]) -> float:
+        """ε at the target δ of ``releases`` composed (inf for a non-private run's releases)."""
+        if not releases:
+            return 0.0
         if not self.budget.is_private:
-            return release(0.0)
-
-        def fits(sigma: float, accountant: str) -> bool:
-            releases = self.releases + [release(sigma)]
-            return subsampled_epsilon(releases, self.budget.delta, accountant) <= self.budget.epsilon
-
-        # RDP first (milliseconds per evaluation); the tighter PRV answer lies below it
-        low, high = 0.05, 1.0
-        while not fits(high, "rdp"):
-            low, high = high, high * 2
-            if high > 1e6:
-                raise PrivacyBudgetExceeded(f"{what}: no noise multiplier meets the remaining budget")
-        accountant = "rdp" if self.calibrator == "paper" else "prv"
-        if accountant == "prv":
-            low = low / 2
-            while not fits(high, "prv"):  # not expected; keeps the answer valid regardless
-                low, high = high, high * 2
-        while (high - low) / high > 1e-3:
-            mid = 0.5 * (low + high)
-            low, high = (low, mid) if fits(mid, accountant) else (mid, high)
-        return release(high)
+            return math.inf
+        return compose_epsilon(releases, self.budget.delta, self.calibrator, prv_error(self.budget.epsilon))
 
     def record(self, release: Release) -> None:
         """Add a release; refuse it if the composed total would exceed the target."""
@@ -398,27 +263,135 @@ class PrivacyLedger:
             return 0.0
         return self.budget.delta
 
+    def independent_check(self) -> IndependentCheck:
+        """ε recomputed by dp-accounting from the releases alone; raises
+        ``PrivacyClaimMismatch`` when it exceeds the claim by more than 1%."""
+        if not self.budget.is_private:
+            return IndependentCheck(math.inf, "non-private run")
+        return check_claim(self.epsilon_spent, self.releases, self.delta_spent)
+
+    # ---- the noise door ---------------------------------------------------------------------
+
+    def _standard_normal(self, shape: tuple[int, ...], rng: Any) -> np.ndarray | Any:
+        if self.noise_source is not None:
+            return self.noise_source.standard_normal(shape)
+        if self.secure_noise:
+            return secure_standard_normal(shape)
+        if _is_torch(rng):
+            import torch
+
+            return torch.randn(shape, generator=rng, dtype=torch.float64)
+        return rng.standard_normal(shape)
+
+    def _add_gaussian(self, value: Any, std: float, rng: Any) -> Any:
+        if std == 0:
+            return value
+        if _is_torch(value):
+            import torch
+
+            noise = torch.as_tensor(self._standard_normal(tuple(value.shape), rng), dtype=torch.float64)
+            return value + (noise * std).to(device=value.device, dtype=value.dtype)
+        value = np.asarray(value)
+        return value + np.asarray(self._standard_normal(value.shape, rng)) * std
+
+    def _notify(self, release: Release, clean: Any, noisy: Any) -> None:
+        for observer in self.observers:
+            observer(ReleaseEvent(release, clean, noisy))
+
+    def gaussian(self, value: Any, *, sensitivity: float, noise_multiplier: float, what: str, rng: Any) -> Any:
+        """Record one Gaussian release of ``value`` (a torch tensor or numpy array with
+        replace-one L2 ``sensitivity``) and return value + N(0, (σ·Δ)²) elementwise. A torch
+        value takes a CPU ``torch.Generator`` (noise drawn in float64 on CPU, then moved); a
+        numpy value a ``numpy.random.Generator``."""
+        return self.gaussian_each([value], sensitivity=sensitivity, noise_multiplier=noise_multiplier, what=what, rng=rng)[0]
+
+    def gaussian_each(self, values: Sequence[Any], *, sensitivity: float, noise_multiplier: float, what: str, rng: Any) -> list[Any]:
+        """``len(values)`` Gaussian releases of statistics with the same sensitivity and noise,
+        recorded as one entry with that many compositions."""
+        release = GaussianRelease(what, sensitivity=sensitivity, noise_multiplier=noise_multiplier, compositions=len(values))
+        self.record(release)
+        noisy = [self._add_gaussian(v, release.noise_std, rng) for v in values]
+        self._notify(release, list(values), noisy)
+        return noisy
+
+    def laplace(self, value: np.ndarray, *, l1_sensitivity: float, epsilon: float, what: str, rng: np.random.Generator) -> np.ndarray:
+        """Record one ε₀-DP Laplace release of ``value`` and return value + Lap(Δ₁/ε₀)."""
+        return self.laplace_each([value], l1_sensitivity=l1_sensitivity, epsilon=epsilon, what=what, rng=rng)[0]
+
+    def laplace_each(self, values: Sequence[np.ndarray], *, l1_sensitivity: float, epsilon: float, what: str, rng: np.random.Generator) -> list[np.ndarray]:
+        release = PureRelease(what, epsilon, l1_sensitivity, "laplace", compositions=len(values))
+        self.record(release)
+        if math.isinf(epsilon):
+            noisy = [np.asarray(v) for v in values]
+        else:
+            scale = l1_sensitivity / epsilon
+            noisy = [np.asarray(v) + self._standard_laplace(np.shape(v), rng) * scale for v in values]
+        self._notify(release, list(values), noisy)
+        return noisy
+
+    def _standard_laplace(self, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        if self.noise_source is not None:
+            return self.noise_source.laplace(0.0, 1.0, shape)
+        if self.secure_noise:
+            return secure_standard_laplace(shape)
+        return rng.laplace(0.0, 1.0, shape)
+
+    def exponential(self, scores: np.ndarray, *, epsilon: float, sensitivity: float, what: str, rng: np.random.Generator) -> int:
+        """Record one ε₀-DP exponential-mechanism selection and return the index drawn with
+        probability ∝ exp(ε₀·score / (2·sensitivity)); ε₀ = ∞ takes the argmax."""
+        release = PureRelease(what, epsilon, sensitivity, "exponential")
+        self.record(release)
+        scores = np.asarray(scores, dtype=float)
+        if math.isinf(epsilon):
+            choice = int(np.argmax(scores))
+        else:
+            logits = epsilon * (scores - scores.max()) / (2 * sensitivity)
+            if self.noise_source is not None or self.secure_noise:
+                # Gumbel-max: the same distribution, driven by the replacement source
+                uniform = (
+                    self.noise_source.random(len(scores)) if self.noise_source is not None
+                    else special.ndtr(secure_standard_normal((len(scores),)))
+                )
+                choice = int(np.argmax(logits - np.log(-np.log(np.clip(uniform, 1e-300, 1 - 1e-16)))))
+            else:
+                p = np.exp(logits)
+                choice = int(rng.choice(len(scores), p=p / p.sum()))
+        self._notify(release, scores, choice)
+        return choice
+
+    def subsampled_phase(self, what: str, clipping_norm: float, sampling_rate: float, steps: int) -> SubsampledPhase:
+        """Charge a DP-SGD phase — ``steps`` Poisson-subsampled steps at rate q of summed
+        gradients clipped to ``clipping_norm`` — with the smallest noise (to 0.1%) that,
+        composed with every release so far, meets the target under replace-one."""
+        if any(isinstance(r, PureRelease) for r in self.releases):
+            raise ValueError("a DP-SGD phase after pure-DP releases is not accounted here")
+        multiplier = 0.0
+        if self.budget.is_private:
+            prior = tuple(r for r in self.releases if isinstance(r, GaussianRelease))
+            multiplier = calibrate_subsampled_multiplier(
+                prior, 2.0 * clipping_norm, sampling_rate, steps, self.budget.epsilon, self.budget.delta, self.calibrator
+            )
+        release = GaussianRelease(what, 2.0 * clipping_norm, multiplier, steps, sampling_rate, "subsampled gaussian (DP-SGD)")
+        self.record(release)
+        return SubsampledPhase(self, release, clipping_norm)
+
+    # ---- reporting --------------------------------------------------------------------------
+
     def to_dict(self) -> dict[str, Any]:
-        private_releases = [r for r in self.releases if isinstance(r, GaussianRelease) and r.noise_multiplier > 0]
-        gaussian_only = len(private_releases) == len(self.releases)
         return {
             "target": {"epsilon": self.budget.epsilon, "delta": self.budget.delta},
             "neighbouring": NEIGHBOURING,
             "calibrator": self.calibrator,
             "accountant": self.accountant,
             "spent": {"epsilon": self.epsilon_spent, "delta": self.delta_spent},
-            "rdp_epsilon_for_comparison": (
-                (
-                    subsampled_epsilon(private_releases, self.budget.delta, "rdp")
-                    if any(r.subsampled for r in private_releases)
-                    else rdp_gaussian_epsilon(private_releases, self.budget.delta)
-                )
-                if self.budget.is_private and private_releases and gaussian_only
-                else None
+            "noise": (
+                "cryptographically secure (os.urandom)" if self.secure_noise
+                else "seeded: reproducible from the logged seed (right for a benchmark; use --secure-noise to release data)"
             ),
             "zcdp_rho": (
-                self.zcdp_rho_of(self.releases)
-                if self.budget.is_private and self.releases and not gaussian_only
+                zcdp_rho(self.releases)
+                if self.budget.is_private and any(isinstance(r, PureRelease) for r in self.releases)
+                and not all(isinstance(r, PureRelease) for r in self.releases)
                 else None
             ),
             "releases": [_release_dict(r) for r in self.releases],
@@ -426,14 +399,17 @@ class PrivacyLedger:
             "caveats": list(self.caveats),
         }
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=True)
+    def to_json(self, extra: dict[str, Any] | None = None) -> str:
+        return json.dumps(self.to_dict() | (extra or {}), indent=2, default=str, allow_nan=True)
 
 
 def _release_dict(release: Release) -> dict[str, Any]:
     if isinstance(release, PureRelease):
         return asdict(release) | {"kind": "pure", "zcdp_rho": release.zcdp_rho}
-    return asdict(release) | {"kind": "gaussian", "noise_std": release.noise_std}
+    extra = {"kind": "gaussian", "noise_std": release.noise_std}
+    if release.subsampled:
+        extra["opacus_noise_multiplier"] = 2 * release.noise_multiplier
+    return asdict(release) | extra
 
 
 def _format_release(r: dict[str, Any]) -> str:
@@ -446,7 +422,10 @@ def _format_release(r: dict[str, Any]) -> str:
         f"  - {r['what']}: {r['mechanism']}, L2 sensitivity {r['sensitivity']:.4g}, "
         f"σ = {r['noise_multiplier']:.6g} (noise std {r['noise_std']:.4g}), "
         f"×{r['compositions']}"
-        + (f", Poisson sampling rate {r['sampling_rate']:.4g}" if r.get("sampling_rate", 1.0) < 1 else "")
+        + (
+            f", Poisson sampling rate {r['sampling_rate']:.4g} (Opacus noise multiplier {r['opacus_noise_multiplier']:.4g})"
+            if r.get("sampling_rate", 1.0) < 1 else ""
+        )
         + f", {r['neighbouring']}"
     )
 
@@ -460,8 +439,11 @@ def format_ledger(ledger: dict[str, Any]) -> str:
         f"calibrator  {ledger['calibrator']}",
         f"accountant  {ledger['accountant']}",
     ]
-    if ledger.get("rdp_epsilon_for_comparison") is not None:
-        lines.append(f"RDP ε       {ledger['rdp_epsilon_for_comparison']:.6g} (looser accounting, for comparison)")
+    independent = ledger.get("independent")
+    if independent:
+        lines.append(f"independent ε = {independent['epsilon']:.6g} ({independent['method']})")
+    if ledger.get("noise"):
+        lines.append(f"noise       {ledger['noise']}")
     if ledger.get("zcdp_rho") is not None:
         lines.append(f"zCDP ρ      {ledger['zcdp_rho']:.6g}")
     lines.append(f"releases ({len(ledger['releases'])}):")

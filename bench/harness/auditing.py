@@ -1,0 +1,141 @@
+"""`python -m bench audit`: runs ``bench.privacy.audit`` on a registered method and dataset, and
+logs the result to MLflow as a run of its own (experiment ``audit`` by default)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from bench.core.registry import DATASETS, METHODS
+from bench.privacy.audit import AuditResult, AuditSpec, StopAudit, audit_releases, capture_releases
+from bench.privacy.budget import PrivacyBudget
+from bench.privacy.ledger import PrivacyLedger
+
+
+class AuditError(ValueError):
+    """A bad audit request; the message says how to fix it."""
+
+
+def neighbours(train: Any, count: int, seed: int) -> list[Any]:
+    """Candidate D′s: D with row 0 replaced by row 0 under every other label, and by ``count``
+    other training rows of another label."""
+    data_type = type(train)
+    rows = []
+    for label in range(train.schema.n_classes):
+        if label != int(train.y[0]):
+            y = train.y.copy()
+            y[0] = label
+            rows.append(data_type(train.x, y, train.schema))
+    others = np.flatnonzero(train.y != train.y[0])
+    if len(others) == 0:  # one class only (discretized tables): any other row
+        others = np.arange(1, len(train))
+    for index in np.random.default_rng(seed).choice(others, size=min(count, len(others)), replace=False):
+        x, y = train.x.copy(), train.y.copy()
+        x[0], y[0] = train.x[index], train.y[index]
+        rows.append(data_type(x, y, train.schema))
+    return rows
+
+
+def audit_method(
+    method_name: str, dataset_name: str, epsilon: float, delta: float, runs: int, rows: int, seed: int = 0,
+    data_dir: Path | None = None, overrides: Mapping[str, str] | None = None, profile: str = "smoke",
+    calibrator: str = "tight", candidates: int = 8, ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> AuditResult:
+    import torch
+
+    from bench.core.contracts import FitContext
+
+    method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
+    if not method.private:
+        raise AuditError(f"{method_name} is not a private method; there is no privacy claim to audit")
+    if not math.isfinite(epsilon):
+        raise AuditError("--eps must be finite: a non-private run makes no claim to audit")
+    spec: AuditSpec = getattr(method, "audit", AuditSpec())
+    full = dataset.load(data_dir, seed, "sound").train
+    rows = min(rows, len(full))
+    train = type(full)(full.x[:rows], full.y[:rows], full.schema)
+    settings = {k: v.format(rows=rows) for k, v in spec.params.items()} | dict(overrides or {})
+    params = method.hyperparameters.resolve(dataset.name, profile, settings, private=True).values
+    budget = PrivacyBudget(epsilon, delta)
+
+    def make_context(ledger: PrivacyLedger) -> Any:
+        def stop(done: int, total: int) -> None:  # at the first progress report after a release
+            if spec.stop_after_events is None and ledger.releases and ledger.observers[0].seen:
+                raise StopAudit
+
+        return FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind, progress=stop)
+
+    factory = functools.partial(ledger_factory, calibrator=calibrator)
+
+    def run(data: Any, noise: np.random.Generator | None):
+        return capture_releases(method, data, budget, make_context, noise, spec.stop_after_events, factory)
+
+    result = audit_releases(
+        method_name, dataset_name, run, train, neighbours(train, candidates, seed), runs, delta, seed, progress
+    )
+    return dataclasses.replace(result, dataset=f"{dataset_name} (first {rows} rows)")
+
+
+def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any]) -> str:
+    from bench.harness import tracking
+
+    client = tracking.client()
+    run = client.create_run(tracking.experiment_id(client, experiment), tags={
+        "mlflow.runName": f"audit {result.method}/{result.dataset}", "kind": "audit",
+        "verdict": "violation" if result.lower_bound > result.claimed_epsilon else "consistent",
+        "releases": "; ".join(result.releases)[:4000],
+    })
+    run_id = run.info.run_id
+    for key, value in {**settings, "method": result.method, "dataset": result.dataset}.items():
+        client.log_param(run_id, key, str(value))
+    metrics = {
+        "audit.epsilon_lower_bound": result.lower_bound, "audit.epsilon_claimed": result.claimed_epsilon,
+        "audit.mu_fitted": result.mu_fitted, "audit.runs_per_side": result.runs_per_side, "audit.wall_s": result.wall_s,
+    }
+    if result.mu_claimed is not None:
+        metrics["audit.mu_claimed"] = result.mu_claimed
+    for key, value in metrics.items():
+        client.log_metric(run_id, key, float(value))
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def audit_dp_sgd(
+    method_name: str, dataset_name: str, epsilon: float, delta: float, runs: int, rows: int, seed: int = 0,
+    data_dir: Path | None = None, overrides: Mapping[str, str] | None = None, profile: str = "smoke",
+    calibrator: str = "tight", ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
+) -> AuditResult:
+    """The step-level audit of a DP-SGD method: its phase calibrated as ``fit`` calibrates it
+    (on the first ``rows`` rows, with the method's parameters), its discriminator's real
+    per-row gradients, and a gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
+    import math as _math
+
+    import torch
+
+    from bench.core.contracts import FitContext
+    from bench.privacy.audit import audit_dp_sgd_step
+
+    method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
+    if not hasattr(method, "real_gradients"):
+        raise AuditError(f"{method_name} trains no DP-SGD phase; use the release-level audit (--level release)")
+    full = dataset.load(data_dir, seed, "sound").train
+    rows = min(rows, len(full))
+    train = type(full)(full.x[:rows], full.y[:rows], full.schema)
+    params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).values
+    budget = PrivacyBudget(epsilon, delta)
+    ledger = ledger_factory(budget, calibrator=calibrator)
+    batch = min(int(params["batch_size"]), rows)
+    sampling_rate = 1.0 / _math.ceil(rows / batch)  # as DPGan.fit: Opacus' Poisson rate
+    steps = int(params["epochs"]) * _math.ceil(rows / batch)
+    clip = float(params["max_grad_norm"])
+    phase = ledger.subsampled_phase("DP-SGD step (audited)", clip, sampling_rate, steps)
+    context = FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind)
+    gradients = method.real_gradients(train, context)
+    result = audit_dp_sgd_step(gradients, phase.release, clip, budget, runs, seed, ledger_factory)
+    return dataclasses.replace(result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)")

@@ -1,0 +1,200 @@
+"""The ledger's accountants: ε at δ of a list of releases, and noise calibration.
+
+* Full-data Gaussian releases compose exactly into one Gaussian mechanism with noise multiplier
+  (Σ kᵢ/σᵢ²)^(-1/2), whose (ε, δ) curve is the analytic one of Balle & Wang (2018, Thm. 8),
+  evaluated with autodp's ``ExactGaussianMechanism`` (``tight`` calibrator), or autodp's RDP
+  accountant as the seeds' code does (``paper`` calibrator; DP-MERF arXiv 2002.11603 §2).
+* Poisson-subsampled Gaussian releases (DP-SGD) under replace-one: the numerical PRV
+  composition of ``bench.privacy.replace_one`` (``tight``) or its Rényi bound (``paper``).
+* Pure releases alone: basic composition (δ = 0). Mixed with Gaussian ones: zCDP composition
+  (Bun & Steinke 2016), ρ → (ε, δ) by Canonne, Kamath & Steinke (2020, Prop. 12).
+
+Every ledger is also recomputed by an independent library at the end of a run
+(``bench.privacy.independent``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import Literal, Sequence
+
+from bench.privacy.releases import GaussianRelease, PureRelease, Release
+from bench.privacy.replace_one import ReplaceOneSubsampledGaussianPRV, prv_epsilon, rdp_epsilon
+
+Calibrator = Literal["tight", "paper"]
+CALIBRATORS: tuple[str, ...] = ("tight", "paper")
+
+
+def _autodp():
+    # autodp quirk: importing privacy_calibrator first fails on a circular import
+    from autodp import rdp_acct  # noqa: F401
+    from autodp import privacy_calibrator, rdp_bank
+    from autodp.mechanism_zoo import ExactGaussianMechanism
+
+    return rdp_acct, privacy_calibrator, rdp_bank, ExactGaussianMechanism
+
+
+def gaussian_zcdp_rho(release: GaussianRelease) -> float:
+    if release.subsampled:
+        raise ValueError(f"{release.what!r} is Poisson-subsampled; zCDP accounting does not cover it here")
+    if release.noise_multiplier == 0:
+        return math.inf
+    return release.compositions / (2 * release.noise_multiplier**2)
+
+
+def zcdp_rho(releases: Sequence[Release]) -> float:
+    return sum(r.zcdp_rho if isinstance(r, PureRelease) else gaussian_zcdp_rho(r) for r in releases)
+
+
+def zcdp_to_epsilon(rho: float, delta: float) -> float:
+    """ε at δ of a ρ-zCDP mechanism: Canonne, Kamath & Steinke (2020), Prop. 12,
+    ε = min over α > 1 of αρ + (log(1/δ) + (α−1)·log(1−1/α) − log α)/(α − 1)."""
+    if rho == 0:
+        return 0.0
+    if math.isinf(rho):
+        return math.inf
+
+    def epsilon(alpha: float) -> float:
+        return alpha * rho + (math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (alpha - 1)
+
+    # ε(α) is unimodal in α; golden-section search on log α over a wide bracket
+    low, high = math.log(1 + 1e-9), math.log(1e7)
+    golden = (math.sqrt(5) - 1) / 2
+    for _ in range(200):
+        a = high - golden * (high - low)
+        b = low + golden * (high - low)
+        if epsilon(math.exp(a)) < epsilon(math.exp(b)):
+            high = b
+        else:
+            low = a
+    return max(0.0, min(epsilon(math.exp(low)), epsilon(math.exp(high))))
+
+
+def epsilon_to_zcdp(epsilon: float, delta: float) -> float:
+    """The largest ρ whose ``zcdp_to_epsilon(ρ, δ)`` is at most ε (bisection)."""
+    low, high = 0.0, max(epsilon, 1.0)
+    while zcdp_to_epsilon(high, delta) <= epsilon:
+        low, high = high, 2 * high
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if zcdp_to_epsilon(mid, delta) <= epsilon else (low, mid)
+    return low
+
+
+def effective_gaussian_multiplier(releases: Sequence[GaussianRelease]) -> float:
+    """Noise multiplier of the single Gaussian mechanism equivalent to all ``releases``."""
+    if any(r.noise_multiplier == 0 for r in releases):
+        return 0.0
+    precision = sum(r.compositions / r.noise_multiplier**2 for r in releases)
+    return math.inf if precision == 0 else 1.0 / math.sqrt(precision)
+
+
+@functools.lru_cache(maxsize=4096)
+def exact_gaussian_epsilon(noise_multiplier: float, delta: float) -> float:
+    """ε at δ of one Gaussian mechanism with this noise multiplier (analytic, tight)."""
+    if math.isinf(noise_multiplier):
+        return 0.0
+    if noise_multiplier == 0:
+        return math.inf
+    return float(_autodp()[3](noise_multiplier).get_approxDP(delta))
+
+
+def rdp_gaussian_epsilon(releases: Sequence[GaussianRelease], delta: float) -> float:
+    """ε at δ of full-data releases composed with autodp's RDP accountant (the seeds' accounting)."""
+    if any(r.noise_multiplier == 0 for r in releases):
+        return math.inf
+    if not releases:
+        return 0.0
+    rdp_acct, _, rdp_bank, _ = _autodp()
+    accountant = rdp_acct.anaRDPacct()
+    for r in releases:
+        accountant.compose_mechanism(
+            lambda alpha, s=r.noise_multiplier: rdp_bank.RDP_gaussian({"sigma": s}, alpha),
+            coeff=r.compositions,
+        )
+    return float(accountant.get_eps(delta))
+
+
+def replace_one_steps(releases: Sequence[GaussianRelease]) -> list[tuple[ReplaceOneSubsampledGaussianPRV, int]]:
+    """Each release as the replace-one pair in units of the per-row bound Δ/2 (std 2σ)."""
+    return [(ReplaceOneSubsampledGaussianPRV(r.sampling_rate, 2 * r.noise_multiplier), r.compositions) for r in releases]
+
+
+def prv_error(epsilon_target: float) -> float:
+    """The PRV accountant's ε error: 1% of the target, within [0.001, 0.01]."""
+    return min(0.01, max(0.001, 0.01 * epsilon_target)) if math.isfinite(epsilon_target) else 0.01
+
+
+def subsampled_epsilon(releases: Sequence[GaussianRelease], delta: float, calibrator: Calibrator, eps_error: float = 0.01) -> float:
+    """ε at δ of Gaussian releases some of which are Poisson-subsampled, under replace-one:
+    the PRV composition's certified upper bound (``tight``) or the Rényi bound (``paper``)."""
+    if any(r.noise_multiplier == 0 for r in releases):
+        return math.inf
+    steps = replace_one_steps(releases)
+    if calibrator == "paper":
+        return rdp_epsilon(steps, delta)
+    return prv_epsilon(steps, delta, eps_error)
+
+
+def compose_epsilon(releases: Sequence[Release], delta: float, calibrator: Calibrator, eps_error: float = 0.01) -> float:
+    """ε at δ of ``releases`` composed by the accountant that fits them (module docstring)."""
+    if not releases:
+        return 0.0
+    pure = [r for r in releases if isinstance(r, PureRelease)]
+    if any(math.isinf(r.epsilon) for r in pure):
+        return math.inf
+    if pure and len(pure) == len(releases):
+        return sum(r.compositions * r.epsilon for r in pure)
+    if pure:
+        return zcdp_to_epsilon(zcdp_rho(releases), delta)
+    gaussian = [r for r in releases if isinstance(r, GaussianRelease)]
+    if any(r.subsampled for r in gaussian):
+        return subsampled_epsilon(gaussian, delta, calibrator, eps_error)
+    if calibrator == "paper":
+        return rdp_gaussian_epsilon(gaussian, delta)
+    return exact_gaussian_epsilon(effective_gaussian_multiplier(gaussian), delta)
+
+
+def describe_accountant(releases: Sequence[Release], calibrator: Calibrator) -> str:
+    pure = [r for r in releases if isinstance(r, PureRelease)]
+    if pure and len(pure) == len(releases):
+        return "pure ε-DP, basic composition (δ = 0)"
+    if pure:
+        return "zCDP composition (Bun & Steinke 2016), ρ→(ε,δ) by Canonne, Kamath & Steinke 2020"
+    if any(r.subsampled for r in releases if isinstance(r, GaussianRelease)):
+        if calibrator == "paper":
+            return "Rényi DP of the replace-one Poisson-subsampled Gaussian pair (numerical quadrature)"
+        return "PRV composition of the replace-one Poisson-subsampled Gaussian pair (Opacus' discretisation; certified upper bound)"
+    if calibrator == "paper":
+        return "autodp RDP (rdp_acct), RDP→(ε,δ) by autodp"
+    return "exact Gaussian composition, analytic Gaussian mechanism (autodp ExactGaussianMechanism)"
+
+
+def _calibrate_tight(epsilon: float, delta: float, compositions: int) -> float:
+    """Smallest noise multiplier (to 1e-7 relative) for which ``compositions`` Gaussian releases
+    satisfy (ε, δ), found by bisection on the exact curve; rounded up, never down."""
+    low, high = 1e-3, 1.0
+    while exact_gaussian_epsilon(high / math.sqrt(compositions), delta) > epsilon:
+        low, high = high, high * 2
+    while (high - low) / high > 1e-7:
+        mid = 0.5 * (low + high)
+        if exact_gaussian_epsilon(mid / math.sqrt(compositions), delta) > epsilon:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+@functools.lru_cache(maxsize=1024)
+def calibrate_gaussian_multiplier(epsilon: float, delta: float, compositions: int, calibrator: Calibrator) -> float:
+    """Noise multiplier σ such that ``compositions`` full-data Gaussian releases, each with
+    noise std σ × sensitivity, are (ε, δ)-DP under the chosen calibrator."""
+    if math.isinf(epsilon):
+        return 0.0
+    if calibrator == "paper":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return float(_autodp()[1].gaussian_mech(epsilon, delta, k=compositions)["sigma"])
+    return _calibrate_tight(epsilon, delta, compositions)

@@ -1,0 +1,133 @@
+"""An independent recomputation of a ledger's ε, by a second library: Google's
+``dp-accounting`` (privacy-loss distributions; Rényi DP where a release needs it).
+
+It sees only the recorded releases — not the calibrators or the accountants of
+``bench.privacy.accountants`` — and encodes each one under the replace-one relation itself:
+
+* a full-data Gaussian release with sensitivity Δ and noise std s: the Gaussian PLD with
+  sensitivity Δ (the worst pair of any relation whose L2 change is at most Δ);
+* a Poisson-subsampled Gaussian release: dp-accounting's REPLACE_ONE PLD of the subsampled
+  Gaussian with per-row bound 1 and noise std s/(Δ/2) — its own derivation of the pair
+  (1−q)N(0,σ²)+qN(±1,σ²);
+* a Laplace release: the Laplace PLD with its L1 sensitivity (at δ = 0, the PLD of a generic
+  ε₀-DP mechanism, whose loss is bounded);
+* an exponential-mechanism release: two valid bounds, the smaller taken — the PLD of a generic
+  ε₀-DP mechanism (no bounded-range assumption), and Rényi DP with ρ = ε₀²/8 (ε₀-bounded range,
+  Cesar & Rogers 2021) composed and converted by dp-accounting's RDP accountant on a dense
+  order grid.
+
+A run fails when this value exceeds the claimed ε by more than ``TOLERANCE`` (worker).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from bench.privacy.releases import GaussianRelease, PureRelease, Release
+
+TOLERANCE = 0.01  # relative: independent ε may exceed the claimed ε by at most 1%
+_DISCRETISATION = 1e-4
+_ORDERS = np.unique(np.concatenate([1 + np.geomspace(1e-3, 1e4, 600)]))
+
+
+class PrivacyClaimMismatch(RuntimeError):
+    """The independent accountant finds a larger ε than the ledger claims."""
+
+
+@dataclass(frozen=True)
+class IndependentCheck:
+    epsilon: float
+    method: str
+
+
+def _pld_epsilon(releases: Sequence[Release], delta: float, exponential_as_pure: bool, laplace_as_pure: bool = False) -> float:
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    total = None
+    for r in releases:
+        if isinstance(r, GaussianRelease):
+            if r.subsampled:
+                one = pld.from_gaussian_mechanism(
+                    standard_deviation=r.noise_std / (r.sensitivity / 2), sensitivity=1.0,
+                    sampling_prob=r.sampling_rate, value_discretization_interval=_DISCRETISATION,
+                    neighboring_relation=NeighboringRelation.REPLACE_ONE,
+                )
+            else:
+                one = pld.from_gaussian_mechanism(
+                    standard_deviation=r.noise_std, sensitivity=r.sensitivity,
+                    value_discretization_interval=_DISCRETISATION,
+                )
+        elif r.mechanism == "laplace" and not laplace_as_pure:
+            one = pld.from_laplace_mechanism(
+                parameter=r.sensitivity / r.epsilon, sensitivity=r.sensitivity,
+                value_discretization_interval=_DISCRETISATION,
+            )
+        elif exponential_as_pure or r.mechanism == "laplace":
+            one = pld.from_privacy_parameters(
+                pld.common.DifferentialPrivacyParameters(r.epsilon, 0.0),
+                value_discretization_interval=_DISCRETISATION,
+            )
+        else:
+            raise ValueError("exponential releases are not encoded in this PLD")
+        if delta == 0:  # self_compose truncates tail mass into δ > 0; pure PLDs compose exactly
+            for _ in range(r.compositions):
+                total = one if total is None else total.compose(one)
+            continue
+        one = one.self_compose(r.compositions) if r.compositions > 1 else one
+        total = one if total is None else total.compose(one)
+    return float(total.get_epsilon_for_delta(delta))
+
+
+def _rdp_epsilon(releases: Sequence[Release], delta: float) -> float:
+    import dp_accounting
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    accountant = rdp.RdpAccountant(list(_ORDERS), dp_accounting.NeighboringRelation.REPLACE_ONE)
+    for r in releases:
+        if isinstance(r, GaussianRelease):
+            if r.subsampled:
+                raise ValueError("subsampled releases are accounted by the PLD")
+            # the Gaussian event's noise multiplier is relative to an L2 change of 1
+            event = dp_accounting.GaussianDpEvent(r.noise_std / r.sensitivity)
+        elif r.mechanism == "exponential":
+            event = dp_accounting.ZCDpEvent(rho=r.epsilon**2 / 8)
+        else:
+            event = dp_accounting.ZCDpEvent(rho=r.epsilon**2 / 2)  # pure ε₀-DP ⇒ ε₀²/2-zCDP
+        accountant.compose(event, r.compositions)
+    return float(accountant.get_epsilon(delta))
+
+
+def independent_epsilon(releases: Sequence[Release], delta: float) -> IndependentCheck:
+    """ε at δ of ``releases`` by dp-accounting (module docstring). δ = 0 is the pure case."""
+    private = [r for r in releases if not (isinstance(r, PureRelease) and math.isinf(r.epsilon))]
+    if len(private) < len(releases) or any(isinstance(r, GaussianRelease) and r.noise_multiplier == 0 for r in releases):
+        return IndependentCheck(math.inf, "noiseless release")
+    if not releases:
+        return IndependentCheck(0.0, "no release")
+    if all(isinstance(r, PureRelease) for r in releases) and delta == 0:
+        # at δ = 0 only the generic ε₀-DP PLD has no truncated (infinite-loss) mass
+        epsilon = _pld_epsilon(releases, 0.0, exponential_as_pure=True, laplace_as_pure=True)
+        return IndependentCheck(epsilon, "dp-accounting PLD (pure ε₀-DP releases)")
+    candidates = [(_pld_epsilon(releases, delta, exponential_as_pure=True), "dp-accounting PLD (replace-one)")]
+    if any(isinstance(r, PureRelease) and r.mechanism == "exponential" for r in releases):
+        if not any(isinstance(r, GaussianRelease) and r.subsampled for r in releases):
+            candidates.append((_rdp_epsilon(releases, delta), "dp-accounting RDP (exponential mechanism as ε₀²/8-zCDP)"))
+    epsilon, method = min(candidates)
+    return IndependentCheck(epsilon, method)
+
+
+def check_claim(claimed: float, releases: Sequence[Release], delta: float) -> IndependentCheck:
+    """The independent value; raises ``PrivacyClaimMismatch`` when it exceeds the claim by
+    more than ``TOLERANCE``."""
+    check = independent_epsilon(releases, delta)
+    if check.epsilon > claimed * (1 + TOLERANCE) + 1e-9:
+        raise PrivacyClaimMismatch(
+            f"the ledger claims ε = {claimed:.4g} but {check.method} finds ε = {check.epsilon:.4g} "
+            f"at δ = {delta:g} for the same releases; the run's privacy claim is wrong"
+        )
+    return check
