@@ -66,7 +66,7 @@ def audit_method(
 
     def make_context(ledger: PrivacyLedger) -> Any:
         def stop(done: int, total: int) -> None:  # at the first progress report after a release
-            if spec.stop_after_events is None and ledger.releases and ledger.observers[0].seen:
+            if spec.stop_after_events is None and any(getattr(o, "seen", False) for o in ledger.observers):
                 raise StopAudit
 
         return FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind, progress=stop)
