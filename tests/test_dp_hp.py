@@ -183,7 +183,9 @@ def _fit(epsilon=1.0, calibrator="tight", **overrides):
 def test_product_embedding_is_rereleased_once_per_epoch_and_the_budget_is_met():
     model, ledger = _fit(epochs=3, prod_dims=1)  # 1 of 2 coordinates: re-drawn every epoch
     product = [r for r in ledger.releases if r.what.startswith("product")]
-    assert [r.compositions for r in product] == [3]
+    # recorded as each epoch's release is made, one entry per epoch
+    assert [r.compositions for r in product] == [1, 1, 1]
+    assert [r.what.split(", ")[-1] for r in product] == ["epoch 1 of 3)", "epoch 2 of 3)", "epoch 3 of 3)"]
     assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-6)
     assert ledger.epsilon_spent <= 1.0 * (1 + 1e-9)
     assert len(model.sample(20)) == 20
