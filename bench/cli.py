@@ -189,9 +189,17 @@ def _setting_text(value: object) -> str:
     return ",".join(f"{v:g}" for v in value) if isinstance(value, tuple) else str(value)
 
 
+def _privacy_kind(method: object) -> str:
+    """How a method touches the rows: private (through its ledger), data-independent (reads no
+    row, so it spends ε = 0 at every target), or non-private (the real-data upper bound)."""
+    if getattr(method, "data_independent", False):
+        return "data-independent (ε spent 0)"
+    return "private" if getattr(method, "private", False) else "non-private"
+
+
 def command_list(args: argparse.Namespace) -> int:
     sections = {
-        "methods": [(m.name, f"{'private' if m.private else 'non-private'}; "
+        "methods": [(m.name, f"{_privacy_kind(m)}; "
                      f"{','.join(sorted(k.value for k in m.data_kinds))}; {m.description}") for m in METHODS],
         "datasets": [(d.name, f"{d.kind.value}; {d.description}") for d in DATASETS],
         "evaluators": [

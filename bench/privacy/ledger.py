@@ -383,6 +383,20 @@ class PrivacyLedger:
                 )
         self.releases.append(release)
 
+    def gaussian(self, value: Any, *, sensitivity: float, noise_multiplier: float, what: str, rng: Any) -> Any:
+        """Release ``value`` (numpy array or torch tensor) with Gaussian noise of standard
+        deviation ``noise_multiplier × sensitivity`` drawn from ``rng`` (numpy Generator or torch
+        Generator): recorded first, so a release past the target is refused before any noise is
+        drawn. (Minimal version for the report branch; main's replaces it at merge.)"""
+        self.record(GaussianRelease(what, sensitivity=sensitivity, noise_multiplier=noise_multiplier))
+        std = noise_multiplier * sensitivity
+        if isinstance(rng, np.random.Generator):
+            value = np.asarray(value, dtype=np.float64)
+            return value + rng.normal(0.0, 1.0, size=value.shape) * std
+        import torch  # only torch callers pass a torch.Generator
+
+        return value + torch.randn(value.shape, generator=rng, dtype=value.dtype, device=value.device) * std
+
     def use_public_fact(self, name: str, value: Any, why: str) -> None:
         self.public_facts.append(PublicFactUse(name, value, why))
 
