@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {run,list,table,plot,show}``.
+"""Command line: ``python -m bench {run,list,table,plot,report,show}``.
 
 Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options).
 """
@@ -34,6 +34,8 @@ EPILOG = """examples:
   python -m bench plot --experiment dpbench --metric nll.mean --out results/plots
   python -m bench table --experiment images --layout fig6
   python -m bench plot --experiment images --layout effective-size
+  python -m bench run --preset dphp-table2 --jobs 2
+  python -m bench report --out results
   python -m bench show <RUN_ID>
 
 Runs are logged to MLflow: ./mlflow.db unless MLFLOW_TRACKING_URI is set.
@@ -150,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path,
         help="output folder (default: results/plots; results for --layout effective-size)",
     )
+
+    report = commands.add_parser(
+        "report", help="regenerate REPORT.md and a self-contained REPORT.html: ours beside the papers, plots, what is not run",
+        formatter_class=_Formatter,
+    )
+    report.add_argument(
+        "--experiment", action="append",
+        help="only the presets logging to this experiment; repeatable (default: every preset)",
+    )
+    report.add_argument("--out", type=Path, default=Path("results"), help="output folder")
 
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
@@ -309,6 +321,14 @@ def command_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_report(args: argparse.Namespace) -> int:
+    from bench.report.report import write_report
+
+    for path in write_report(args.out, args.experiment):
+        print(path)
+    return 0
+
+
 def command_show(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
@@ -335,7 +355,10 @@ def command_show(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": command_run, "list": command_list, "table": command_table, "plot": command_plot, "show": command_show}
+COMMANDS = {
+    "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
+    "report": command_report, "show": command_show,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

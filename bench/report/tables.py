@@ -472,31 +472,32 @@ def setup_name(method: str, epsilon: float) -> str:
     return f"{SEEDS_SETUP_NAMES.get(method, method)} ε={'∞' if math.isinf(epsilon) else f'{epsilon:g}'}"
 
 
-def _seeds_value(value: float | tuple[float, float], digits: str) -> str:
+def _seeds_value(value: float | tuple[float, float] | str, digits: str) -> str:
+    if isinstance(value, str):  # transcribed as printed (e.g. "≈ 3.1×10⁵" read from a figure)
+        return value
     if isinstance(value, tuple):
         return f"{value[0]:{digits}} ± {value[1]:{digits}}"
     return f"{value:{digits}}"
 
 
-def render_versus_seeds(
+def versus_seeds_rows(
     frame: pd.DataFrame,
     columns: list[tuple[str, str]],
-    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float]]]],
+    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float] | str]]],
     seeds_label: str,
     digits: str,
-    title: str,
-    fmt: str,
-) -> str:
-    """Per dataset with any of the metrics, one row per setup (method × ε): ours (mean ± std
-    over seeds, seed count) followed by the seeds' published row for the same setup; setups in
-    the seeds' order, then ours that the seeds lack; the seeds' other setups are shown too.
-    ``columns``: (header, metric); ``seeds``: {dataset: {(method, ε): {header: value}}}."""
+    published_datasets: bool = False,
+) -> list[list[str]]:
+    """Rows of :func:`render_versus_seeds` (dataset, setup, numbers, one cell per column);
+    ``published_datasets``: also the seeds' datasets that have no run of ours."""
     present = [metric for _, metric in columns if metric in frame.columns]
-    if not present:
-        raise TableError(f"none of the metrics {columns[0][1]} … {columns[-1][1]} is in these runs")
-    data = frame.dropna(subset=present, how="all")
+    data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
     rows = []
-    for dataset in sorted(data["dataset"].unique()):
+    datasets = set(data["dataset"].unique()) if len(data) else set()
+    if published_datasets:
+        covered = {base_dataset(d) for d in datasets}
+        datasets |= {d for d in seeds if d not in covered}
+    for dataset in sorted(datasets):
         ours = data[data["dataset"] == dataset]
         published = seeds.get(base_dataset(dataset), {})
         ours_setups = sorted(set(zip(ours["method"], ours["epsilon"])), key=lambda s: (s[0], -s[1]))
@@ -512,6 +513,25 @@ def render_versus_seeds(
                 rows.append([dataset, setup_name(method, eps), seeds_label, *[
                     _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
                 ]])
+    return rows
+
+
+def render_versus_seeds(
+    frame: pd.DataFrame,
+    columns: list[tuple[str, str]],
+    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float]]]],
+    seeds_label: str,
+    digits: str,
+    title: str,
+    fmt: str,
+) -> str:
+    """Per dataset with any of the metrics, one row per setup (method × ε): ours (mean ± std
+    over seeds, seed count) followed by the seeds' published row for the same setup; setups in
+    the seeds' order, then ours that the seeds lack; the seeds' other setups are shown too.
+    ``columns``: (header, metric); ``seeds``: {dataset: {(method, ε): {header: value}}}."""
+    if not any(metric in frame.columns for _, metric in columns):
+        raise TableError(f"none of the metrics {columns[0][1]} … {columns[-1][1]} is in these runs")
+    rows = versus_seeds_rows(frame, columns, seeds, seeds_label, digits)
     return _format(["dataset", "setup", "numbers", *[header for header, _ in columns]], rows, title, fmt)
 
 
