@@ -1,5 +1,9 @@
 """Results tables regenerated from MLflow: mean ± std over seeds (and the seed count).
 
+A cell aggregates over seeds only: runs whose logged settings differ (hyperparameters, δ,
+calibrator, protocol, --eval-set values) are kept apart under labels naming the difference
+(:func:`runs_frame`). Numbers have 3 significant digits (:func:`format_number`).
+
 Rows are dataset × ε, columns are methods. A non-private method (logged with ε = inf) is shown
 in every ε row of its dataset, like the "Real" column of the seeds' tables; a private method's
 non-private variant (run with --eps inf, as Table 7's columns) gets an ε = ∞ row. Within a row the best
