@@ -120,3 +120,22 @@ def test_report_for_an_experiment_no_preset_uses_is_a_usage_error(workdir, capsy
     assert main(["report", "--experiment", "nope"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: no preset logs to experiment 'nope'") and "\n" not in error
+
+
+def test_privacy_utility_plot_draws_noise_free_runs_and_data_independent_baselines_as_bands():
+    import pandas as pd
+
+    from bench.report.plots import privacy_utility_figure, pyplot
+
+    rows = pd.DataFrame(
+        [{"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": v + 0.02 * s}
+         for m, by_eps in VALUES.items() for e, v in by_eps.items() for s in (0, 1)]
+    )
+    fig = privacy_utility_figure(rows, "downstream.roc_auc", "t", {"uniform"})
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    pyplot().close(fig)
+    assert "real (ε = ∞), 2 seeds" in labels
+    assert "uniform (data-independent), 2 seeds" in labels  # pooled over ε: each seed counts once
+    assert "independent (2 seeds)" in labels  # a private baseline is a curve against ε
+    assert ax.get_xscale() == "log"
