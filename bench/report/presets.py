@@ -329,8 +329,9 @@ def logged_seconds() -> dict[tuple[str, str], float]:
 
     from bench.harness import tracking
 
-    if tracking.tracking_uri().startswith("sqlite:") and not Path("mlflow.db").exists():
-        return {}
+    uri = tracking.tracking_uri()
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        return {}  # no store yet: do not create one just to list presets
     client = tracking.client()
     seconds: dict[tuple[str, str], list[float]] = {}
     for experiment in client.search_experiments():
