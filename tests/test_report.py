@@ -56,7 +56,7 @@ def test_report_puts_ours_beside_the_paper_and_lists_the_missing_cell(tiny_store
     assert "| cervical | real data | ours | 0.910 ± 0.0141 (2) |" in text
     assert "| cervical | real data | paper | 0.959 |" in text
     assert "| cervical | independent ε=1 | ours | 0.700 (1) |" in text  # one seed: no std
-    assert "| cervical | independent ε=1 | paper | 0.5 |" in text
+    assert "| cervical | independent ε=1 | paper | 0.500 |" in text
     assert "| cervical | independent ε=0.5 | ours | 0.610 ± 0.0141 (2) |" in text
     assert "### Not run here (1 of 10 cells)" in text
     command = "python -m bench run --methods independent --datasets cervical --eps 1 --seeds 1 --experiment tiny-exp"

@@ -74,7 +74,7 @@ class Preset:
     columns: tuple[tuple[str, str], ...]  # (header, our metric) of the comparison table
     published: dict[str, dict[tuple[str, float], dict[str, Any]]] = field(default_factory=dict)
     source: str = ""  # where the published values are transcribed from
-    digits: str = ".3g"  # how the published values are printed (as published: 3 decimals)
+    digits: str = ".3f"  # how the published values are printed (the seeds' tables print 3 decimals)
     plot_metrics: tuple[str, ...] = ()  # metrics of the privacy–utility plots (those a dataset has)
 
 

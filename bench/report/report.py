@@ -199,7 +199,8 @@ def to_markdown(blocks: list[Block]) -> str:
             lines += ["| " + " | ".join(map(cell, row)) + " |" for row in block.rows]
             out.append("\n".join(lines))
         elif block.kind == "image":
-            out.append(f"![{block.text}]({block.file})")
+            alt = block.text.replace("[", "(").replace("]", ")")  # brackets would end the alt text
+            out.append(f"![{alt}]({block.file})")
     return "\n\n".join(out) + "\n"
 
 
