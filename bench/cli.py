@@ -209,9 +209,10 @@ def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
     """The ``run`` command lines of a preset's grids, with this command's execution options."""
     from bench.report.presets import get_preset
 
-    given = [f"--{name.replace('_', '-')}" for name in GRID_OPTIONS if getattr(args, name) not in (None, [])]
+    option = {"overrides": "--set", "evaluator_overrides": "--eval-set"}
+    given = [option.get(name, f"--{name}") for name in GRID_OPTIONS if getattr(args, name) not in (None, [])]
     if given:
-        raise GridError(f"--preset sets the grid itself; drop {', '.join(given).replace('--overrides', '--set').replace('--evaluator-overrides', '--eval-set')} (only --seeds may narrow a preset)")
+        raise GridError(f"--preset sets the grid itself; drop {', '.join(given)} (only --seeds may narrow a preset)")
     preset = get_preset(args.preset)
     runs = []
     for grid in preset.grids:
