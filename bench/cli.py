@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {run,list,table,plot,show,audit}``.
+"""Command line: ``python -m bench {run,list,table,plot,report,show,audit}``.
 
 Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options).
 """
@@ -21,11 +21,12 @@ from bench.privacy.ledger import CALIBRATORS, format_ledger
 from bench.core.registry import DATASETS, EVALUATORS, METHODS, RegistryError
 from bench.core.contracts import PROTOCOLS
 from bench.report.plots import LAYOUTS as PLOT_LAYOUTS
+from bench.report.presets import PresetError
 from bench.report.tables import FORMATS, LAYOUTS as TABLE_LAYOUTS, TableError
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
-USAGE_ERRORS = (BudgetError, RegistryError, GridError, HyperParameterError, TableError, AuditError)
+USAGE_ERRORS = (BudgetError, RegistryError, GridError, HyperParameterError, TableError, PresetError, AuditError)
 
 EPILOG = """examples:
   python -m bench run --methods real,dp-merf --datasets gmm2d --eps 1 --seeds 0-4
@@ -34,6 +35,8 @@ EPILOG = """examples:
   python -m bench plot --experiment dpbench --metric nll.mean --out results/plots
   python -m bench table --experiment images --layout fig6
   python -m bench plot --experiment images --layout effective-size
+  python -m bench run --preset dphp-table2 --jobs 2
+  python -m bench report --out results
   python -m bench show <RUN_ID>
   python -m bench audit --method dp-merf --dataset gmm2d --eps 1 --runs 2000
   python -m bench audit --method dp-gan --dataset cervical --eps 2 --delta 0.05 --level step --set dp-gan.batch_size=1000
@@ -62,31 +65,36 @@ def build_parser() -> argparse.ArgumentParser:
         "and log it as one MLflow run. Cells that already finished are skipped (resume).",
         formatter_class=_Formatter,
     )
-    run.add_argument("--methods", required=True, help="comma-separated method names (see `list methods`)")
-    run.add_argument("--datasets", required=True, help="comma-separated dataset names (see `list datasets`)")
-    run.add_argument("--eps", default="1", help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise)")
     run.add_argument(
-        "--delta", default=f"{DEFAULT_DELTA:g}", help="δ target, or 'auto' for 1/(10·n_train) per dataset"
+        "--preset",
+        help="run a named grid for one of the seeds' tables or figures (see `list presets`); it sets every "
+        "grid option (methods … experiment) except --seeds",
     )
-    run.add_argument("--seeds", default="0", help="seeds, e.g. 0-4 or 0,3")
+    run.add_argument("--methods", help="comma-separated method names (see `list methods`); required without --preset")
+    run.add_argument("--datasets", help="comma-separated dataset names (see `list datasets`); required without --preset")
+    run.add_argument("--eps", help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise); default 1")
+    run.add_argument(
+        "--delta", help=f"δ target, or 'auto' for 1/(10·n_train) per dataset; default {DEFAULT_DELTA:g}"
+    )
+    run.add_argument("--seeds", help="seeds, e.g. 0-4 or 0,3; default 0 (a preset's own seeds with --preset)")
     run.add_argument(
         "--evaluators",
         help="comma-separated evaluators (default: every applicable one, except those marked "
         "'named only' in `list evaluators`)",
     )
     run.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE",
+        "--set", dest="overrides", action="append", metavar="METHOD.PARAM=VALUE",
         help="override a hyperparameter; repeatable, e.g. --set dp-merf.n_features=1000",
     )
     run.add_argument(
-        "--eval-set", dest="evaluator_overrides", action="append", default=[], metavar="EVALUATOR.SETTING=VALUE",
+        "--eval-set", dest="evaluator_overrides", action="append", metavar="EVALUATOR.SETTING=VALUE",
         help="change an evaluator's setting; repeatable, e.g. --eval-set fid.n_samples=1000 "
         "(`list evaluators` shows them); recorded with the run as eval.EVALUATOR.SETTING",
     )
-    run.add_argument("--profile", default="paper", choices=PROFILES, help="paper settings, or smoke (seconds)")
+    run.add_argument("--profile", choices=PROFILES, help="paper settings (default), or smoke (seconds)")
     run.add_argument(
-        "--calibrator", default="tight", choices=CALIBRATORS,
-        help="noise calibration: tight (exact Gaussian) or paper (the seeds' RDP calibrator)",
+        "--calibrator", choices=CALIBRATORS,
+        help="noise calibration: tight (exact Gaussian, default) or paper (the seeds' RDP calibrator)",
     )
     run.add_argument(
         "--secure-noise", action="store_true",
@@ -94,12 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(results are then not reproducible from the seed; use it when releasing synthetic data)",
     )
     run.add_argument(
-        "--protocol", default="sound", choices=PROTOCOLS,
+        "--protocol", choices=PROTOCOLS,
         help="data and evaluation conventions: sound (default) or the seeds' paper conventions",
     )
     run.add_argument("--jobs", type=int, default=1, help="cells run in parallel worker processes")
     run.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
-    run.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    run.add_argument("--experiment", help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
     run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     run.add_argument(
         "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
@@ -109,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     listing = commands.add_parser("list", help="list registered methods, datasets and evaluators")
-    listing.add_argument("what", nargs="?", choices=("methods", "datasets", "evaluators"), help="only this kind")
+    listing.add_argument(
+        "what", nargs="?", choices=("methods", "datasets", "evaluators", "presets"), help="only this kind"
+    )
 
     table = commands.add_parser(
         "table", help="print results tables (mean ± std over seeds) regenerated from MLflow",
@@ -151,6 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="output folder (default: results/plots; results for --layout effective-size)",
     )
 
+    report = commands.add_parser(
+        "report", help="regenerate REPORT.md and a self-contained REPORT.html: ours beside the papers, plots, what is not run",
+        formatter_class=_Formatter,
+    )
+    report.add_argument(
+        "--experiment", action="append",
+        help="only the presets logging to this experiment; repeatable (default: every preset)",
+    )
+    report.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
 
@@ -177,20 +197,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_run(args: argparse.Namespace) -> int:
-    from bench.harness.runner import run_grid
+# Options that define a grid; with --preset the preset defines them (--seeds may narrow it).
+GRID_OPTIONS = ("methods", "datasets", "eps", "delta", "evaluators", "overrides", "evaluator_overrides",
+                "profile", "calibrator", "protocol", "experiment")
+RUN_DEFAULTS = {"eps": "1", "delta": f"{DEFAULT_DELTA:g}", "seeds": "0", "profile": "paper", "calibrator": "tight",
+                "protocol": "sound", "experiment": tracking.DEFAULT_EXPERIMENT, "overrides": [],
+                "evaluator_overrides": []}
 
+
+def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
+    """The grid of a ``run`` command line (defaults filled in); raises a usage error if invalid."""
+    for name, default in RUN_DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, default)
+    if not args.methods or not args.datasets:
+        raise GridError("run needs --methods and --datasets, or --preset NAME (see `python -m bench list presets`)")
     epsilons = parse_epsilons(args.eps)
     delta = DeltaChoice.parse(args.delta)
-    if args.jobs < 1:
-        raise GridError("--jobs must be at least 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise GridError("--timeout must be a positive number of seconds")
-    if args.data_dir and not Path(args.data_dir).is_dir():
-        raise GridError(f"--data-dir {args.data_dir} is not a folder; point it at the dataset files")
     methods = split_names(args.methods)
     evaluator_names = split_names(args.evaluators) if args.evaluators else EVALUATORS.names()
-    spec = GridSpec(
+    data_dir = getattr(args, "data_dir", None)
+    return GridSpec(
         methods=methods,
         datasets=split_names(args.datasets),
         epsilons=epsilons,
@@ -199,29 +226,83 @@ def command_run(args: argparse.Namespace) -> int:
         evaluators=split_names(args.evaluators) if args.evaluators else None,
         profile=args.profile,
         calibrator=args.calibrator,
-        secure_noise=args.secure_noise,
+        secure_noise=getattr(args, "secure_noise", False),
         protocol=args.protocol,
         overrides=parse_overrides(args.overrides, methods),
         evaluator_overrides=parse_overrides(args.evaluator_overrides, evaluator_names, "--eval-set", "--evaluators"),
-        device=args.device,
-        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
+        device=getattr(args, "device", "auto"),
+        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
     )
-    cells, notes = expand(spec)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"{len(cells)} cells → experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
-    report = run_grid(cells, args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress)
-    print(report.summary())
-    return 0 if report.ok else 1
+
+
+def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """The ``run`` command lines of a preset's grids, with this command's execution options."""
+    from bench.report.presets import get_preset
+
+    option = {"overrides": "--set", "evaluator_overrides": "--eval-set"}
+    given = [option.get(name, f"--{name}") for name in GRID_OPTIONS if getattr(args, name) not in (None, [])]
+    if given:
+        raise GridError(f"--preset sets the grid itself; drop {', '.join(given)} (only --seeds may narrow a preset)")
+    preset = get_preset(args.preset)
+    runs = []
+    for grid in preset.grids:
+        grid_args = build_parser().parse_args(["run", *grid.arguments(preset.experiment, seeds=args.seeds)])
+        for name in ("jobs", "timeout", "device", "data_dir", "rerun", "no_progress"):
+            setattr(grid_args, name, getattr(args, name))
+        runs.append(grid_args)
+    return runs
+
+
+def command_run(args: argparse.Namespace) -> int:
+    from bench.harness.runner import run_grid
+
+    if args.jobs < 1:
+        raise GridError("--jobs must be at least 1")
+    if args.timeout is not None and args.timeout <= 0:
+        raise GridError("--timeout must be a positive number of seconds")
+    if args.data_dir and not Path(args.data_dir).is_dir():
+        raise GridError(f"--data-dir {args.data_dir} is not a folder; point it at the dataset files")
+    runs = _preset_runs(args) if args.preset else [args]
+    grids = []
+    for run_args in runs:  # expand every grid first: a bad name fails before anything runs
+        cells, notes = expand(grid_spec_from_args(run_args))
+        grids.append((run_args, cells, notes))
+    ok = True
+    for run_args, cells, notes in grids:
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"{len(cells)} cells → experiment {run_args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
+        report = run_grid(cells, run_args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress)
+        print(report.summary())
+        ok = ok and report.ok
+    return 0 if ok else 1
 
 
 def _setting_text(value: object) -> str:
     return ",".join(f"{v:g}" for v in value) if isinstance(value, tuple) else str(value)
 
 
+def _privacy_kind(method: object) -> str:
+    """How a method touches the rows: private (through its ledger), data-independent (reads no
+    row, so it spends ε = 0 at every target), or non-private (the real-data upper bound)."""
+    if getattr(method, "data_independent", False):
+        return "data-independent (ε spent 0)"
+    return "private" if getattr(method, "private", False) else "non-private"
+
+
+def _preset_rows() -> list[tuple[str, str]]:
+    from bench.report.presets import PRESETS, estimate_cost, logged_seconds
+
+    timings = logged_seconds()
+    return [
+        (p.name, f"{p.reproduces}: {p.description}; experiment {p.experiment}; {estimate_cost(p, timings).text()}")
+        for p in PRESETS.values()
+    ]
+
+
 def command_list(args: argparse.Namespace) -> int:
     sections = {
-        "methods": [(m.name, f"{'private' if m.private else 'non-private'}; "
+        "methods": [(m.name, f"{_privacy_kind(m)}; "
                      f"{','.join(sorted(k.value for k in m.data_kinds))}; {m.description}") for m in METHODS],
         "datasets": [(d.name, f"{d.kind.value}; {d.description}") for d in DATASETS],
         "evaluators": [
@@ -231,6 +312,8 @@ def command_list(args: argparse.Namespace) -> int:
             for e in EVALUATORS
         ],
     }
+    if args.what == "presets":  # costs read the store, so only when asked for
+        sections = {"presets": _preset_rows()}
     for section, rows in sections.items():
         if args.what and args.what != section:
             continue
@@ -265,6 +348,14 @@ def command_plot(args: argparse.Namespace) -> int:
             raise TableError("plot needs --metric M (e.g. --metric nll.mean), or --layout effective-size")
         paths = plot_experiment(args.experiment, args.metric, args.out or Path("results/plots"))
     for path in paths:
+        print(path)
+    return 0
+
+
+def command_report(args: argparse.Namespace) -> int:
+    from bench.report.report import write_report
+
+    for path in write_report(args.out, args.experiment):
         print(path)
     return 0
 
@@ -337,8 +428,8 @@ def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
 
 
 COMMANDS = {
-    "run": command_run, "list": command_list, "table": command_table, "plot": command_plot, "show": command_show,
-    "audit": command_audit,
+    "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
+    "report": command_report, "show": command_show, "audit": command_audit,
 }
 
 

@@ -2,6 +2,7 @@
 
 from bench.core.registry import METHODS
 from methods.aim import AIM
+from methods.baselines import Independent, Uniform
 from methods.dp_gan import DPGan, dp_cgan
 from methods.dp_hp import DPHermite
 from methods.dp_merf import DPMerf
@@ -19,3 +20,5 @@ METHODS.register(MST())
 METHODS.register(PrivBayes())
 METHODS.register(AIM())
 METHODS.register(FullMMD())
+METHODS.register(Uniform())
+METHODS.register(Independent())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import math
 
 import numpy as np
@@ -25,26 +27,26 @@ def frame():
 
 def test_mean_std_and_seed_count_per_cell():
     text, means = summarise(frame(), "nll.mean")
-    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "4 ± 1.414 (2)"
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "4.00 ± 1.41 (2)"
     assert means.loc[("gmm2d", 0.1), "dp-merf"] == pytest.approx(6.0)
 
 
 def test_non_private_methods_fill_every_epsilon_row():
     text, _ = summarise(frame(), "nll.mean")
-    assert text.loc[("gmm2d", 0.1), "real"] == text.loc[("gmm2d", 1.0), "real"] == "2 ± 0 (2)"
+    assert text.loc[("gmm2d", 0.1), "real"] == text.loc[("gmm2d", 1.0), "real"] == "2.00 ± 0 (2)"
     assert text.loc[("gmm2d", 0.1), "other"] == ""
 
 
 def test_best_private_method_is_bold_by_direction():
     table = render(frame(), "nll.mean", "md")
-    assert "| gmm2d | 1 | **4 ± 1.414 (2)** | 5 ± 1.414 (2) | 2 ± 0 (2) |" in table  # lower is better
+    assert "| gmm2d | 1 | **4.00 ± 1.41 (2)** | 5.00 ± 1.41 (2) | 2.00 ± 0 (2) |" in table  # lower is better
     assert "(lower is better)" in table
-    assert "\\textbf{4 $\\pm$ 1.414 (2)}" in render(frame(), "nll.mean", "latex")
+    assert "\\textbf{4.00 $\\pm$ 1.41 (2)}" in render(frame(), "nll.mean", "latex")
 
 
 def test_combined_cells_join_metrics():
     table = render_combined(frame(), ["nll.mean", "nll.paper_sum"], "csv")
-    assert "4 ± 1.414 (2) / 40 ± 14.14 (2)" in table
+    assert "4.00 ± 1.41 (2) / 40.0 ± 14.1 (2)" in table
 
 
 def test_non_default_conventions_get_their_own_rows():
@@ -57,8 +59,8 @@ def test_non_private_variant_of_a_private_method_gets_its_own_row():
     data = frame()
     variant = data[data["method"] == "dp-merf"].head(2).assign(epsilon=math.inf, **{"nll.mean": 9.0})
     text, means = summarise(pd.concat([data, variant]), "nll.mean")
-    assert text.loc[("gmm2d", math.inf), "dp-merf"] == "9 ± 0 (2)"
-    assert text.loc[("gmm2d", math.inf), "real"] == "2 ± 0 (2)"
+    assert text.loc[("gmm2d", math.inf), "dp-merf"] == "9.00 ± 0 (2)"
+    assert text.loc[("gmm2d", math.inf), "real"] == "2.00 ± 0 (2)"
     assert means.loc[("gmm2d", 1.0), "dp-merf"] == pytest.approx(4.0)  # not mixed with the variant
     assert "**9" not in render(pd.concat([data, variant]), "nll.mean", "md")  # no 'best private' at ∞
 
@@ -74,8 +76,8 @@ def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
           "marginals.tv_3": 0.1, "marginals.paper.tv_3": 0.15}]
     table = render_table1(pd.DataFrame(rows), "md")
     assert "| dp-hp ε=0.3 | dp-hp ε=0.1 | mst ε=0.3 | mst ε=0.1 |" in table
-    assert "| 3 | ours: all C(D,α) subsets | 0.25 ± 0.07071 (2) |  |  | 0.1 ± 0 (1) |" in table
-    assert "| 3 | ours: seeds' code, (α+1)-way | 0.4 ± 0 (2) |  |  | 0.15 ± 0 (1) |" in table
+    assert "| 3 | ours: all C(D,α) subsets | 0.250 ± 0.0707 (2) |  |  | 0.100 (1) |" in table
+    assert "| 3 | ours: seeds' code, (α+1)-way | 0.400 ± 0 (2) |  |  | 0.150 (1) |" in table
     assert "| 3 | seeds' Table 1 | 0.332 | 0.377 |  |  |" in table  # seed-dphp.md §6.1
     assert "| 4 | seeds' Table 1 | 0.418 | 0.467 |  |  |" in table
 
@@ -104,8 +106,8 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
     assert "| dataset | setup | numbers | LR | RF | GNB | BNB | LSVC | DT | LDA | Ada | MLP | Bag | GBM | XGB | MEAN |" in table
     lines = table.splitlines()
     ours = next(i for i, line in enumerate(lines) if line.startswith("| mnist | real data | ours |"))
-    assert lines[ours].startswith("| mnist | real data | ours | 0.81 ± 0.01414 (2) | 0.82 ± 0.01414 (2) |")
-    assert lines[ours].endswith("| 0.865 ± 0.01414 (2) |")  # MEAN: the runs' image-downstream.accuracy
+    assert lines[ours].startswith("| mnist | real data | ours | 0.810 ± 0.0141 (2) | 0.820 ± 0.0141 (2) |")
+    assert lines[ours].endswith("| 0.865 ± 0.0141 (2) |")  # MEAN: the runs' image-downstream.accuracy
     # seed-dphp.md §6.7, MNIST, real data and DP-HP ε=1 (LR … XGB, MEAN)
     assert lines[ours + 1] == ("| mnist | real data | seeds' Fig. 6 | 0.925 | 0.9688 | 0.555 | 0.842 | 0.918 | 0.8774 | "
                                "0.879 | 0.7097 | 0.9782 | 0.9282 | 0.909 | 0.912 | 0.8669 |")
@@ -113,7 +115,7 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
     assert lines[hp + 1] == ("| mnist | DP-HP ε=1 | seeds' Fig. 6 | 0.811 | 0.8155 | 0.5862 | 0.8145 | 0.7714 | 0.5598 | "
                              "0.8148 | 0.6739 | 0.8063 | 0.666 | 0.7273 | 0.7982 | 0.7371 |")
     assert "| mnist | DP-MERF ε=1 | seeds' Fig. 6 | 0.7695 |" in table  # the seeds' other setups are shown
-    assert "| mnist | DP-GAN ε=2 | ours | 0.4 ± 0 (1) |" in table  # ours without a seeds' row
+    assert "| mnist | DP-GAN ε=2 | ours | 0.400 (1) |" in table  # ours without a seeds' row
     assert "fashion-mnist" not in table  # no run of ours there
 
 
@@ -122,7 +124,7 @@ def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
 
     table = render_fig3(image_frame(), "md")
     assert "| n=60000 | n=30000 | n=12000 | n=6000 | n=3000 | n=1200 | n=600 | n=300 | n=120 | n=60 |" in table
-    assert "| mnist | real data | ours | 0.81 ± 0.01414 (2) |  |  |  |  |  | 0.7 ± 0 (2) |  |  |  |" in table
+    assert "| mnist | real data | ours | 0.810 ± 0.0141 (2) |  |  |  |  |  | 0.700 ± 0 (2) |  |  |  |" in table
     # seed-dphp.md §6.7 (Fig. 3, MNIST): the real data with their stds, DP-HP ε=1 with one std
     assert ("| mnist | real data | seeds' Fig. 3 | 0.8669 ± 0.0003 | 0.8574 ± 0.0054 | 0.8379 ± 0.0034 | "
             "0.8316 ± 0.0051 | 0.8170 ± 0.0038 | 0.7880 ± 0.0040 | 0.7484 ± 0.0088 | 0.7084 ± 0.0100 | "
@@ -139,3 +141,107 @@ def test_image_layouts_need_their_metrics():
         render_fig6(frame(), "md")
     with pytest.raises(TableError):
         render_fig3(frame(), "md")
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers: 3 significant digits, no scientific notation for ordinary magnitudes, n always shown
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        (376_900.0, "377,000"), (3_123.0, "3,120"), (317_400.0, "317,000"), (3.497, "3.50"), (0.7371, "0.737"),
+        (0.00123, "0.00123"), (9.996, "10.0"), (12.0, "12.0"), (0.0, "0"), (1.01e6, "1.01×10⁶"),
+        (0.000123, "1.23×10⁻⁴"), (-2.5e-7, "-2.50×10⁻⁷"), (math.inf, "∞"),
+    ],
+)
+def test_numbers_have_three_significant_digits_and_no_e_notation(value, text):
+    from bench.report.tables import format_number
+
+    assert format_number(value) == text
+
+
+def test_cells_read_mean_std_and_seed_count_and_one_seed_has_no_std():
+    from bench.report.tables import _cell_text
+
+    assert _cell_text(pd.Series([376_000.0, 377_800.0, 380_000.0])) == "378,000 ± 2,000 (3)"
+    assert _cell_text(pd.Series([1.01e6])) == "1.01×10⁶ (1)"
+    assert _cell_text(pd.Series([0.5, math.nan, 0.7])) == "0.600 ± 0.141 (2)"  # a missing value is no seed
+    assert "e+0" not in render(frame().assign(**{"nll.mean": 376_900.0}), "nll.mean", "md")
+    assert "$\\times10^{6}$" in render(frame().assign(**{"nll.mean": 1.01e6}), "nll.mean", "latex")
+
+
+# --------------------------------------------------------------------------------------------
+# Grouping: a table aggregates over seeds only, never over runs whose settings differ
+# --------------------------------------------------------------------------------------------
+
+def record(seed, method="dp-merf", dataset="gmm2d", epsilon="1.0", value=1.0, **params):
+    from bench.core.registry import METHODS
+    from bench.report.tables import RunRecord
+
+    profile = params.pop("profile", "paper")
+    overrides = params.pop("overrides", {})
+    private = epsilon != "inf"
+    resolved = METHODS.get(method).hyperparameters.resolve(dataset, profile, overrides, private=private).values
+    logged = {"method": method, "dataset": dataset, "epsilon": epsilon, "seed": str(seed), "profile": profile,
+              "delta": "1e-05" if private else "none", "calibrator": "tight", "protocol": "sound",
+              "evaluators": "nll", "n_train": str(1000 + seed), **{f"hp.{k}": str(v) for k, v in resolved.items()},
+              **params}
+    key = json.dumps(sorted(logged.items()))
+    return RunRecord(run_id=key, start_time=seed, cell_key=key, params=logged, metrics={"nll.mean": value})
+
+
+def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_averaged():
+    from bench.report.tables import runs_frame
+
+    runs = [record(s, value=3.0 + s) for s in (0, 1)]
+    runs += [record(s, value=9.0 + s, profile="smoke") for s in (0, 1)]
+    runs += [record(s, value=5.0, overrides={"epochs": "1"}) for s in (0, 1, 2)]
+    runs += [record(s, value=7.0, delta="1e-06") for s in (0,)]
+    runs += [record(s, method="real", epsilon="inf", value=2.0, profile="smoke") for s in (0, 1)]
+    data = runs_frame(runs)
+    text, means = summarise(data, "nll.mean")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.50 ± 0.707 (2)"
+    assert text.loc[("gmm2d", 1.0), "dp-merf [profile smoke]"] == "9.50 ± 0.707 (2)"
+    assert text.loc[("gmm2d", 1.0), "dp-merf [epochs=1]"] == "5.00 ± 0 (3)"
+    assert text.loc[("gmm2d [delta 1e-06]", 1.0), "dp-merf"] == "7.00 (1)"
+    # `real` has no hyperparameters, so its profile changes nothing and is not a setting
+    assert text.loc[("gmm2d", 1.0), "real"] == "2.00 ± 0 (2)"
+    assert set(data["method_name"]) == {"dp-merf", "real"}
+
+
+def test_a_setting_the_labels_do_not_name_is_still_never_averaged():
+    from bench.report.tables import runs_frame
+
+    runs = [record(s, value=1.0, **{"hp.retired_option": "a"}) for s in (0, 1)]
+    runs += [record(s, value=5.0, **{"hp.retired_option": "b"}) for s in (0, 1)]
+    text, _ = summarise(runs_frame(runs), "nll.mean")
+    assert list(text.columns) == ["dp-merf [retired_option=a]", "dp-merf [retired_option=b]"]
+    assert text.iloc[0].tolist() == ["1.00 ± 0 (2)", "5.00 ± 0 (2)"]
+
+
+def test_a_rerun_cell_replaces_the_earlier_run():
+    from bench.report.tables import RunRecord, runs_frame
+
+    first, = [record(0, value=1.0)]
+    again = RunRecord("rerun", first.start_time + 10, first.cell_key, first.params, {"nll.mean": 3.0})
+    text, _ = summarise(runs_frame([first, again]), "nll.mean")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.00 (1)"
+
+
+def test_table_from_logged_runs_keeps_a_smoke_run_apart_from_the_paper_run(workdir, data_dir):
+    """The bug of issue 19: `bench table` put a cell and the same cell under --profile smoke into
+    one mean ± std. Real runs through the CLI: DP-MERF on cervical (seconds per cell)."""
+    from tests.conftest import run_cli
+
+    common = ["--methods", "dp-merf", "--datasets", "cervical", "--eps", "1", "--seeds", "0-1",
+              "--no-progress", "--jobs", "2", "--data-dir", str(data_dir), "--experiment", "mixed"]
+    for extra in ([], ["--profile", "smoke"]):
+        result = run_cli("run", *common, *extra, env={"DPBENCH_OFFLINE": "1"})
+        assert result.returncode == 0, result.stdout + result.stderr
+    table = run_cli("table", "--experiment", "mixed", "--metric", "downstream.roc_auc", "--format", "csv")
+    assert table.returncode == 0, table.stderr
+    shown = pd.read_csv(io.StringIO(table.stdout), header=0)
+    assert list(shown.columns) == ["dataset", "ε", "dp-merf", "dp-merf [profile smoke]"]
+    assert shown["dp-merf"].str.endswith("(2)").all() and shown["dp-merf [profile smoke]"].str.endswith("(2)").all()
+    assert "(4)" not in table.stdout

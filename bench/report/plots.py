@@ -49,38 +49,26 @@ def format_size_axis(ax: Any, sizes: list[int]) -> None:
 
 
 def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
-    from bench.report.tables import TableError, load_runs, spec_for
+    """One privacy–utility PNG per dataset (:func:`privacy_utility_figure`): private methods
+    against ε, runs without noise and data-independent baselines as bands."""
+    from bench.core.registry import METHODS
+    from bench.report.tables import TableError, load_runs
 
-    plt = pyplot()
     frame = load_runs(experiment)
     if metric not in frame.columns:
         known = sorted(c for c in frame.columns if "." in c)
         raise TableError(f"no metric {metric!r} in these runs; available: {', '.join(known)}")
-    spec = spec_for(metric)
+    independent_of_data = {m.name for m in METHODS if getattr(m, "data_independent", False)}
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for dataset, rows in frame.dropna(subset=[metric]).groupby("dataset"):
-        fig, ax = plt.subplots(figsize=(6, 4.2))
-        private = rows[rows["epsilon"].map(math.isfinite)]
-        for method, group in private.groupby("method"):
-            stats = group.groupby("epsilon")[metric].agg(["mean", "std", "count"]).sort_index()
-            ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, label=method)
-        for method, group in rows[~rows["epsilon"].map(math.isfinite)].groupby("method"):
-            mean, std = group[metric].mean(), group[metric].std(ddof=1) if len(group) > 1 else 0.0
-            line = ax.axhline(mean, linestyle="--", label=f"{method} (non-private)")
-            ax.axhspan(mean - std, mean + std, color=line.get_color(), alpha=0.12)
-        if private["epsilon"].nunique() > 1:
-            ax.set_xscale("log")
-        ax.set_xlabel("ε (δ as logged)")
-        direction = f" ({spec.direction.value} is better)" if spec else ""
-        ax.set_ylabel(metric + direction)
-        ax.set_title(f"{dataset}: mean ± std over seeds")
-        ax.legend(fontsize=8)
+        bands = set(rows.loc[rows["method_name"].isin(independent_of_data), "method"])
+        fig = privacy_utility_figure(rows, metric, f"{dataset}: mean ± std over seeds", bands)
         path = out_dir / f"{experiment}_{dataset}_{metric.replace('/', '_')}.png"
-        save_figure(fig, path)
+        fig.savefig(path, dpi=120)
+        pyplot().close(fig)
         written.append(path)
     return written
-
 
 
 def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | None = None) -> list[Path]:
@@ -126,3 +114,45 @@ def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | No
         save_figure(fig, path)
         written.append(path)
     return written
+
+
+def privacy_utility_figure(rows: pd.DataFrame, metric: str, title: str, bands: set[str]) -> Any:
+    """Metric against ε (log axis) for one dataset: each private method a line of mean ± std
+    over seeds per ε; as horizontal bands (mean ± std): every run without noise (ε = ∞: the real
+    data, a private method's non-private variant) and each method named in ``bands`` (the
+    data-independent baselines, whose value does not depend on ε; their per-ε runs are pooled
+    per seed first so that a seed counts once). Trivial baselines are dashed."""
+    from bench.report.tables import spec_for
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    data = rows.dropna(subset=[metric])
+    finite = data["epsilon"].map(math.isfinite)
+    colours = iter(plt.get_cmap("tab10").colors * 3)  # one colour per line or band, never shared
+    for method, group in data[finite & ~data["method"].isin(bands)].groupby("method"):
+        stats = group.groupby("epsilon")[metric].agg(["mean", "std", "count"]).sort_index()
+        style = "--" if str(method).startswith("independent") else "-"
+        ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, linestyle=style,
+                    color=next(colours),
+                    label=f"{method} ({int(stats['count'].max())} seed{'s' if stats['count'].max() > 1 else ''})")
+    band_groups = [(f"{m} (ε = ∞)", g) for m, g in data[~finite].groupby("method")]
+    band_groups += [(f"{m} (data-independent)", g.groupby("seed")[metric].mean().to_frame())
+                    for m, g in data[finite & data["method"].isin(bands)].groupby("method")]
+    for label, group in band_groups:
+        values = group[metric]
+        mean, std = values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0
+        colour = next(colours)
+        ax.axhline(mean, linestyle=":" if "data-independent" in label else "--", linewidth=1.2, color=colour,
+                   label=f"{label}, {len(values)} seed{'s' if len(values) > 1 else ''}")
+        ax.axhspan(mean - std, mean + std, color=colour, alpha=0.12)
+    if finite.any():
+        ax.set_xscale("log")
+    ax.set_xlabel("ε (δ = 1e-5 unless the title says otherwise)")
+    spec = spec_for(metric)
+    ax.set_ylabel(metric + (f" ({spec.direction.value} is better)" if spec else ""))
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+

@@ -1,5 +1,9 @@
 """Results tables regenerated from MLflow: mean ± std over seeds (and the seed count).
 
+A cell aggregates over seeds only: runs whose logged settings differ (hyperparameters, δ,
+calibrator, protocol, --eval-set values) are kept apart under labels naming the difference
+(:func:`runs_frame`). Numbers have 3 significant digits (:func:`format_number`).
+
 Rows are dataset × ε, columns are methods. A non-private method (logged with ε = inf) is shown
 in every ε row of its dataset, like the "Real" column of the seeds' tables; a private method's
 non-private variant (run with --eps inf, as Table 7's columns) gets an ε = ∞ row. Within a row the best
@@ -8,14 +12,19 @@ private mean is marked (bold in Markdown/LaTeX) by the metric's direction.
 
 from __future__ import annotations
 
+import json
 import math
+import re
+from dataclasses import dataclass
 from typing import Iterable
 
 import pandas as pd
 
 from bench.harness import tracking
 from bench.core.contracts import Direction, MetricSpec, metric_key
-from bench.core.registry import EVALUATORS
+from bench.core.params import HyperParameterError
+from bench.core.registry import EVALUATORS, METHODS, RegistryError
+from bench.privacy.budget import DEFAULT_DELTA
 
 FORMATS = ("md", "latex", "csv")
 
@@ -24,42 +33,140 @@ class TableError(ValueError):
     pass
 
 
+# Logged params that are not settings of a cell: the seed, which a table aggregates over, and
+# facts of the seed's own split (its sizes; δ resolved from n_train under --delta auto).
+PER_SEED_PARAMS = frozenset({"seed", "n_train", "n_test", "delta_resolved"})
+# Logged params that do not change a metric's value, so runs differing only there are seeds of
+# one setting: which evaluators ran beside a metric (the synthetic data are drawn before any
+# evaluator runs and each evaluator seeds itself — evaluators/downstream.py), and the profile,
+# which acts only through the hp.* values it resolves to (compared below; the cell key leaves
+# it out for the same reason).
+NOT_RESULT_PARAMS = frozenset({"evaluators", "profile"})
+IDENTITY_PARAMS = ("method", "dataset", "epsilon")
+# Grid-wide settings that qualify a table row (the dataset label) when they differ from these.
+# A non-private run logs δ = "none": it has no δ, so it never qualifies a row.
+ROW_SETTING_DEFAULTS = {"protocol": "sound", "calibrator": "tight", "delta": f"{DEFAULT_DELTA:g}"}
+
+
 def load_runs(experiment: str) -> pd.DataFrame:
     """One row per finished cell (the latest run of each cell key), with params and metrics."""
     mlflow_client = tracking.client()
     experiment_id = tracking.experiment_id(mlflow_client, experiment, create=False)
     if experiment_id is None:
         raise TableError(f"no experiment {experiment!r} in {tracking.tracking_uri()}; run `python -m bench run` first")
+    runs = [
+        RunRecord(run.info.run_id, run.info.start_time, run.data.tags.get("cell_key", run.info.run_id),
+                  dict(run.data.params), dict(run.data.metrics))
+        for run in tracking.iter_runs(mlflow_client, experiment_id, "attributes.status = 'FINISHED'")
+    ]
+    if not runs:
+        raise TableError(f"experiment {experiment!r} has no finished runs yet")
+    return runs_frame(runs)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    start_time: int
+    cell_key: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+
+
+def settings_of(params: dict[str, str]) -> dict[str, str]:
+    """Everything logged about a run that can change its numbers, except method, dataset and ε
+    (table coordinates of their own) and the seed (what a table aggregates over)."""
+    skip = PER_SEED_PARAMS | NOT_RESULT_PARAMS | set(IDENTITY_PARAMS)
+    return {key: value for key, value in params.items() if key not in skip}
+
+
+def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
+    """The runs as a frame whose (``dataset``, ``method``, ``epsilon``) cells each hold seeds of
+    exactly one setting: ``dataset`` is qualified by non-default grid-wide settings (protocol,
+    calibrator, δ, --eval-set values), ``method`` by a non-default profile and hyperparameters
+    that differ from the method's resolved defaults (--set); any remaining difference between two
+    settings that would share a label is spelled out, so no two settings are ever averaged.
+    ``method_name`` keeps the registered name, ``settings`` the full setting as JSON."""
+    latest: dict[str, RunRecord] = {}
+    for run in sorted(runs, key=lambda r: r.start_time):
+        latest[run.cell_key] = run  # a rerun (--rerun) of a cell replaces it
     rows = []
-    for run in tracking.iter_runs(mlflow_client, experiment_id, "attributes.status = 'FINISHED'"):
-        params = run.data.params
+    for run in latest.values():
+        params = run.params
+        epsilon = float(params.get("epsilon", "nan"))
         rows.append(
             {
-                "run_id": run.info.run_id,
-                "start_time": run.info.start_time,
-                "cell_key": run.data.tags.get("cell_key", run.info.run_id),
-                "method": params.get("method"),
+                "run_id": run.run_id,
+                "start_time": run.start_time,
+                "cell_key": run.cell_key,
+                "method": _method_label(params, epsilon),
+                "method_name": params.get("method"),
                 "dataset": _row_label(params),
-                "epsilon": float(params.get("epsilon", "nan")),
+                "epsilon": epsilon,
                 "seed": int(params.get("seed", -1)),
-                **run.data.metrics,
+                "settings": json.dumps(settings_of(params), sort_keys=True),
+                **run.metrics,
             }
         )
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        raise TableError(f"experiment {experiment!r} has no finished runs yet")
-    return frame.sort_values("start_time").drop_duplicates("cell_key", keep="last")
+    frame = pd.DataFrame(rows).sort_values("start_time").reset_index(drop=True)
+    return _separate_remaining_settings(frame)
 
 
 def _row_label(params: dict[str, str]) -> str | None:
-    """The dataset, qualified by non-default conventions so that they are never averaged together."""
+    """The dataset, qualified by non-default grid-wide settings so that they are never averaged
+    together: protocol, calibrator, δ, and every --eval-set value (``eval.<evaluator>.<name>``)."""
     qualifiers = [
         f"{key} {params[key]}"
-        for key, default in (("protocol", "sound"), ("calibrator", "tight"))
-        if params.get(key, default) != default
+        for key, default in ROW_SETTING_DEFAULTS.items()
+        if params.get(key, default) not in (default, "none")
     ]
+    qualifiers += [f"{key[len('eval.'):]}={value}" for key, value in sorted(params.items()) if key.startswith("eval.")]
     dataset = params.get("dataset")
     return f"{dataset} [{', '.join(qualifiers)}]" if qualifiers and dataset else dataset
+
+
+def _method_label(params: dict[str, str], epsilon: float) -> str | None:
+    """The method, qualified by its profile where the profile changes its hyperparameters and by
+    each hyperparameter whose logged value differs from what the method resolves today for this
+    dataset and profile (a --set value, or a default changed since the run)."""
+    method, dataset = params.get("method"), params.get("dataset")
+    profile = params.get("profile", "paper")
+    logged = {key[len("hp."):]: value for key, value in params.items() if key.startswith("hp.")}
+    try:
+        hyper = METHODS.get(method).hyperparameters
+        private = not math.isinf(epsilon)
+        as_logged_profile = {k: str(v) for k, v in hyper.resolve(dataset, profile, private=private).values.items()}
+        as_paper = {k: str(v) for k, v in hyper.resolve(dataset, "paper", private=private).values.items()}
+    except (RegistryError, HyperParameterError):
+        # not registered now (a plugin that is not loaded): name the profile; any hyperparameter
+        # difference is spelled out by _separate_remaining_settings
+        as_logged_profile = as_paper = None
+    qualifiers = []
+    if profile != "paper" and (as_logged_profile is None or as_logged_profile != as_paper):
+        qualifiers.append(f"profile {profile}")
+    if as_logged_profile is not None:
+        qualifiers += [f"{key}={value}" for key, value in sorted(logged.items()) if as_logged_profile.get(key) != value]
+    return f"{method} [{', '.join(qualifiers)}]" if qualifiers and method else method
+
+
+def _separate_remaining_settings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Where runs sharing a (dataset, method, ε) label still differ in some setting, append the
+    settings that differ to the method label, so that each label holds one setting."""
+    for _, group in frame.groupby(["dataset", "method", "epsilon"], dropna=False):
+        if group["settings"].nunique() < 2:
+            continue
+        settings = {index: json.loads(text) for index, text in group["settings"].items()}
+        keys = sorted({k for s in settings.values() for k in s})
+        differing = [k for k in keys if len({s.get(k) for s in settings.values()}) > 1]
+        for index, setting in settings.items():
+            extra = ", ".join(f"{k.removeprefix('hp.')}={setting.get(k, '(not logged)')}" for k in differing)
+            label = frame.at[index, "method"]
+            frame.at[index, "method"] = f"{label[:-1]}, {extra}]" if label.endswith("]") else f"{label} [{extra}]"
+    # each label must now hold one setting; anything else is a bug here, not a result to print
+    mixed = frame.groupby(["dataset", "method", "epsilon"], dropna=False)["settings"].nunique()
+    if (mixed > 1).any():
+        raise TableError(f"runs with different settings share the row {mixed[mixed > 1].index[0]}")
+    return frame
 
 
 def metric_specs() -> dict[str, MetricSpec]:
@@ -79,17 +186,33 @@ def declared_metrics(frame: pd.DataFrame) -> list[str]:
 
 
 def _cell_text(values: pd.Series) -> str:
+    """``mean ± std (n)`` over the seeds, each number to 3 significant digits; one seed has no
+    standard deviation, so it reads ``mean (1)`` rather than a misleading ``± 0``."""
     values = values.dropna()
     if values.empty:
         return ""
-    std = values.std(ddof=1) if len(values) > 1 else 0.0
-    return f"{_number(values.mean())} ± {_number(std)} ({len(values)})"
+    if len(values) == 1:
+        return f"{format_number(values.iloc[0])} (1)"
+    return f"{format_number(values.mean())} ± {format_number(values.std(ddof=1))} ({len(values)})"
 
 
-def _number(value: float) -> str:
-    if value == 0 or 1e-3 <= abs(value) < 1e5:
-        return f"{value:.4g}"
-    return f"{value:.3e}"
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """``digits`` significant digits, trailing zeros kept (3.50, 0.0123); thousands grouped
+    (377,000) from 1,000 up to a million, ×10ⁿ outside [0.001, 10⁶) (3.77×10⁶, 1.20×10⁻⁴) —
+    never Python's 3.769e+05."""
+    if not math.isfinite(value):
+        return "∞" if value > 0 else "−∞" if value < 0 else "nan"
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")  # rounds once, to `digits` digits
+    exponent_value = int(exponent)
+    if -3 <= exponent_value < 6:
+        rounded = float(f"{mantissa}e{exponent}")
+        return f"{rounded:,.{max(0, digits - 1 - exponent_value)}f}"
+    return f"{mantissa}×10{str(exponent_value).translate(SUPERSCRIPT)}"
 
 
 def summarise(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -168,7 +291,7 @@ def _format(header: list[str], rows: list[list[str]], title: str, fmt: str) -> s
         lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines) + "\n"
-    escape = lambda s: s.replace("±", "$\\pm$").replace("∞", "$\\infty$").replace("_", "\\_")  # noqa: E731
+    escape = lambda s: _latex_powers(s.replace("±", "$\\pm$").replace("∞", "$\\infty$").replace("_", "\\_"))  # noqa: E731
     lines = [
         "% " + title,
         "\\begin{tabular}{" + "l" * 2 + "c" * (len(header) - 2) + "}",
@@ -179,6 +302,14 @@ def _format(header: list[str], rows: list[list[str]], title: str, fmt: str) -> s
     lines += [" & ".join(escape(c) for c in r) + " \\\\" for r in rows]
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+_NORMAL_DIGITS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+
+
+def _latex_powers(text: str) -> str:
+    """3.77×10⁶ → 3.77$\\times10^{6}$ for LaTeX."""
+    return re.sub("×10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)", lambda m: f"$\\times10^{{{m.group(1).translate(_NORMAL_DIGITS)}}}$", text)
 
 
 def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
@@ -345,31 +476,32 @@ def setup_name(method: str, epsilon: float) -> str:
     return f"{SEEDS_SETUP_NAMES.get(method, method)} ε={'∞' if math.isinf(epsilon) else f'{epsilon:g}'}"
 
 
-def _seeds_value(value: float | tuple[float, float], digits: str) -> str:
+def _seeds_value(value: float | tuple[float, float] | str, digits: str) -> str:
+    if isinstance(value, str):  # transcribed as printed (e.g. "≈ 3.1×10⁵" read from a figure)
+        return value
     if isinstance(value, tuple):
         return f"{value[0]:{digits}} ± {value[1]:{digits}}"
     return f"{value:{digits}}"
 
 
-def render_versus_seeds(
+def versus_seeds_rows(
     frame: pd.DataFrame,
     columns: list[tuple[str, str]],
-    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float]]]],
+    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float] | str]]],
     seeds_label: str,
     digits: str,
-    title: str,
-    fmt: str,
-) -> str:
-    """Per dataset with any of the metrics, one row per setup (method × ε): ours (mean ± std
-    over seeds, seed count) followed by the seeds' published row for the same setup; setups in
-    the seeds' order, then ours that the seeds lack; the seeds' other setups are shown too.
-    ``columns``: (header, metric); ``seeds``: {dataset: {(method, ε): {header: value}}}."""
+    published_datasets: bool = False,
+) -> list[list[str]]:
+    """Rows of :func:`render_versus_seeds` (dataset, setup, numbers, one cell per column);
+    ``published_datasets``: also the seeds' datasets that have no run of ours."""
     present = [metric for _, metric in columns if metric in frame.columns]
-    if not present:
-        raise TableError(f"none of the metrics {columns[0][1]} … {columns[-1][1]} is in these runs")
-    data = frame.dropna(subset=present, how="all")
+    data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
     rows = []
-    for dataset in sorted(data["dataset"].unique()):
+    datasets = set(data["dataset"].unique()) if len(data) else set()
+    if published_datasets:
+        covered = {base_dataset(d) for d in datasets}
+        datasets |= {d for d in seeds if d not in covered}
+    for dataset in sorted(datasets):
         ours = data[data["dataset"] == dataset]
         published = seeds.get(base_dataset(dataset), {})
         ours_setups = sorted(set(zip(ours["method"], ours["epsilon"])), key=lambda s: (s[0], -s[1]))
@@ -385,6 +517,25 @@ def render_versus_seeds(
                 rows.append([dataset, setup_name(method, eps), seeds_label, *[
                     _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
                 ]])
+    return rows
+
+
+def render_versus_seeds(
+    frame: pd.DataFrame,
+    columns: list[tuple[str, str]],
+    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float]]]],
+    seeds_label: str,
+    digits: str,
+    title: str,
+    fmt: str,
+) -> str:
+    """Per dataset with any of the metrics, one row per setup (method × ε): ours (mean ± std
+    over seeds, seed count) followed by the seeds' published row for the same setup; setups in
+    the seeds' order, then ours that the seeds lack; the seeds' other setups are shown too.
+    ``columns``: (header, metric); ``seeds``: {dataset: {(method, ε): {header: value}}}."""
+    if not any(metric in frame.columns for _, metric in columns):
+        raise TableError(f"none of the metrics {columns[0][1]} … {columns[-1][1]} is in these runs")
+    rows = versus_seeds_rows(frame, columns, seeds, seeds_label, digits)
     return _format(["dataset", "setup", "numbers", *[header for header, _ in columns]], rows, title, fmt)
 
 

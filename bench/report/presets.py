@@ -1,0 +1,367 @@
+"""Named grids for the seeds' tables and figures that this harness covers, as data.
+
+``python -m bench run --preset NAME`` runs a preset's grids; ``python -m bench list presets``
+shows them with their size and an estimated cost; ``python -m bench report`` puts our numbers
+beside each preset's published values and lists the cells not run yet with the exact command.
+
+A preset is one or more :class:`Grid` (a grid is one ``bench run`` command; a table whose
+columns need different settings, like DP-HP's Table 1 ε = 0.1 row, has several), the MLflow
+experiment they log to, and the paper's published values as {dataset: {(method, ε): {column:
+value}}}, each column naming the metric of ours that is its like-for-like counterpart. Published
+values are transcribed from the digests in ``../shared/research`` (section cited per preset),
+never computed here.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.report.tables import SEEDS_FIG3, SEEDS_FIG6, FIG3_SIZES, FIG6_CLASSIFIERS, SEEDS_TABLE1
+
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One ``python -m bench run`` command (without --experiment, which the preset sets)."""
+
+    methods: tuple[str, ...]
+    datasets: tuple[str, ...]
+    eps: str  # as on the command line: "1", "0.3,0.1", "inf"
+    seeds: str = "0-4"
+    protocol: str = "sound"
+    profile: str = "paper"
+    calibrator: str = "tight"
+    delta: str = "1e-05"
+    evaluators: tuple[str, ...] | None = None  # None: every applicable default evaluator
+    sets: tuple[str, ...] = ()  # --set METHOD.PARAM=VALUE
+    eval_sets: tuple[str, ...] = ()  # --eval-set EVALUATOR.SETTING=VALUE
+
+    def arguments(self, experiment: str, *, methods=None, datasets=None, eps=None, seeds=None) -> list[str]:
+        """The command-line arguments of this grid, optionally narrowed (one missing cell)."""
+        methods = tuple(methods or self.methods)
+        args = ["--methods", ",".join(methods), "--datasets", ",".join(datasets or self.datasets),
+                "--eps", eps or self.eps, "--seeds", seeds or self.seeds]
+        defaults = Grid((), (), "")
+        for option, value in (("--protocol", self.protocol), ("--profile", self.profile),
+                              ("--calibrator", self.calibrator), ("--delta", self.delta)):
+            if value != getattr(defaults, option[2:]):
+                args += [option, value]
+        if self.evaluators:
+            args += ["--evaluators", ",".join(self.evaluators)]
+        for item in self.sets:
+            if item.split(".", 1)[0] in methods:  # --set must name a method of --methods
+                args += ["--set", item]
+        for item in self.eval_sets:
+            args += ["--eval-set", item]
+        return args + ["--experiment", experiment]
+
+    def command(self, experiment: str, **narrow: Any) -> str:
+        return "python -m bench run " + " ".join(shlex.quote(a) for a in self.arguments(experiment, **narrow))
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    reproduces: str  # the paper's table or figure
+    description: str
+    experiment: str
+    grids: tuple[Grid, ...]
+    columns: tuple[tuple[str, str], ...]  # (header, our metric) of the comparison table
+    published: dict[str, dict[tuple[str, float], dict[str, Any]]] = field(default_factory=dict)
+    source: str = ""  # where the published values are transcribed from
+    digits: str = ".3f"  # how the published values are printed (the seeds' tables print 3 decimals)
+    plot_metrics: tuple[str, ...] = ()  # metrics of the privacy–utility plots (those a dataset has)
+
+
+# Methods every tabular and discretized preset carries: the trivial baselines (methods/baselines.py)
+BASELINES = ("uniform", "independent")
+TABULAR_DATASETS = ("adult", "census", "cervical", "credit", "epileptic", "isolet", "covtype", "intrusion")
+
+
+def _table2_values(rows: dict[str, dict[tuple[str, float], tuple]]) -> dict:
+    """{dataset: {(method, ε): (ROC, PRC)}} or (F1,) → the columns' headers."""
+    out: dict = {}
+    for dataset, setups in rows.items():
+        for setup, values in setups.items():
+            headers = ("ROC (seeds' code)", "PRC (seeds' code)") if len(values) == 2 else ("F1 (seeds' code)",)
+            out.setdefault(dataset, {})[setup] = dict(zip(headers, values))
+    return out
+
+
+# DP-HP Table 2 and Table 7 (seed-dphp.md §6.2–§6.3): ROC / PRC (binary) or F1 (multi-class),
+# (1, 1e-5), average over 12 classifiers and 5 runs; Table 7 adds the non-private (ε = ∞) columns.
+_DPHP_TABLE2 = {
+    "adult": {("real", INF): (0.786, 0.683), ("dp-cgan", 1.0): (0.509, 0.444), ("dp-gan", 1.0): (0.511, 0.445),
+              ("dp-merf", 1.0): (0.642, 0.524), ("dp-hp", 1.0): (0.688, 0.632)},
+    "census": {("real", INF): (0.776, 0.433), ("dp-cgan", 1.0): (0.655, 0.216), ("dp-gan", 1.0): (0.529, 0.166),
+               ("dp-merf", 1.0): (0.685, 0.236), ("dp-hp", 1.0): (0.699, 0.328)},
+    "cervical": {("real", INF): (0.959, 0.858), ("dp-cgan", 1.0): (0.519, 0.200), ("dp-gan", 1.0): (0.485, 0.183),
+                 ("dp-merf", 1.0): (0.531, 0.176), ("dp-hp", 1.0): (0.616, 0.312)},
+    "credit": {("real", INF): (0.924, 0.864), ("dp-cgan", 1.0): (0.664, 0.356), ("dp-gan", 1.0): (0.435, 0.150),
+               ("dp-merf", 1.0): (0.751, 0.622), ("dp-hp", 1.0): (0.786, 0.744)},
+    "epileptic": {("real", INF): (0.808, 0.636), ("dp-cgan", 1.0): (0.578, 0.241), ("dp-gan", 1.0): (0.505, 0.196),
+                  ("dp-merf", 1.0): (0.605, 0.316), ("dp-hp", 1.0): (0.609, 0.554)},
+    "isolet": {("real", INF): (0.895, 0.741), ("dp-cgan", 1.0): (0.511, 0.198), ("dp-gan", 1.0): (0.540, 0.205),
+               ("dp-merf", 1.0): (0.557, 0.228), ("dp-hp", 1.0): (0.572, 0.498)},
+    "covtype": {("real", INF): (0.820,), ("dp-cgan", 1.0): (0.285,), ("dp-gan", 1.0): (0.492,),
+                ("dp-merf", 1.0): (0.467,), ("dp-hp", 1.0): (0.537,)},
+    "intrusion": {("real", INF): (0.971,), ("dp-cgan", 1.0): (0.302,), ("dp-gan", 1.0): (0.251,),
+                  ("dp-merf", 1.0): (0.892,), ("dp-hp", 1.0): (0.890,)},
+}
+_DPHP_TABLE7_NON_PRIVATE = {
+    "adult": {("dp-merf", INF): (0.642, 0.525), ("dp-hp", INF): (0.673, 0.621)},
+    "census": {("dp-merf", INF): (0.696, 0.244), ("dp-hp", INF): (0.707, 0.32)},
+    "cervical": {("dp-merf", INF): (0.863, 0.607), ("dp-hp", INF): (0.823, 0.574)},
+    "credit": {("dp-merf", INF): (0.902, 0.828), ("dp-hp", INF): (0.89, 0.863)},
+    "epileptic": {("dp-merf", INF): (0.564, 0.236), ("dp-hp", INF): (0.602, 0.546)},
+    "isolet": {("dp-merf", INF): (0.755, 0.461), ("dp-hp", INF): (0.789, 0.668)},
+    "covtype": {("dp-merf", INF): (0.601,), ("dp-hp", INF): (0.580,)},
+    "intrusion": {("dp-merf", INF): (0.884,), ("dp-hp", INF): (0.888,)},
+}
+# DP-MERF Table 1 (seed-dpmerf.md §6.1): (1, 1e-5), average over 12 classifiers and 5 runs,
+# computed from hard predictions without selection on the test set (= our downstream.paper.*).
+_DPMERF_TABLE1 = {
+    "adult": {("real", INF): (0.730, 0.639), ("dp-cgan", 1.0): (0.509, 0.444), ("dp-gan", 1.0): (0.511, 0.445),
+              ("dp-merf", 1.0): (0.650, 0.564), ("dp-merf", INF): (0.653, 0.570)},
+    "census": {("real", INF): (0.747, 0.415), ("dp-cgan", 1.0): (0.655, 0.216), ("dp-gan", 1.0): (0.529, 0.166),
+               ("dp-merf", 1.0): (0.686, 0.358), ("dp-merf", INF): (0.692, 0.369)},
+    "cervical": {("real", INF): (0.786, 0.493), ("dp-cgan", 1.0): (0.519, 0.200), ("dp-gan", 1.0): (0.485, 0.183),
+                 ("dp-merf", 1.0): (0.545, 0.184), ("dp-merf", INF): (0.896, 0.737)},
+    "credit": {("real", INF): (0.923, 0.874), ("dp-cgan", 1.0): (0.664, 0.356), ("dp-gan", 1.0): (0.435, 0.150),
+               ("dp-merf", 1.0): (0.772, 0.637), ("dp-merf", INF): (0.898, 0.774)},
+    "epileptic": {("real", INF): (0.797, 0.617), ("dp-cgan", 1.0): (0.578, 0.241), ("dp-gan", 1.0): (0.505, 0.196),
+                  ("dp-merf", 1.0): (0.611, 0.340), ("dp-merf", INF): (0.616, 0.335)},
+    "isolet": {("real", INF): (0.893, 0.728), ("dp-cgan", 1.0): (0.511, 0.198), ("dp-gan", 1.0): (0.540, 0.205),
+               ("dp-merf", 1.0): (0.547, 0.404), ("dp-merf", INF): (0.733, 0.424)},
+    "covtype": {("real", INF): (0.643,), ("dp-cgan", 1.0): (0.285,), ("dp-gan", 1.0): (0.492,),
+                ("dp-merf", 1.0): (0.467,), ("dp-merf", INF): (0.513,)},
+    "intrusion": {("real", INF): (0.959,), ("dp-cgan", 1.0): (0.302,), ("dp-gan", 1.0): (0.251,),
+                  ("dp-merf", 1.0): (0.850,), ("dp-merf", INF): (0.856,)},
+}
+
+
+def _hard_label_headers(values: dict) -> dict:
+    """DP-MERF's numbers are hard-label ROC/PRC/F1 without test-set selection: other headers."""
+    rename = {"ROC (seeds' code)": "ROC (hard labels)", "PRC (seeds' code)": "PRC (hard labels)",
+              "F1 (seeds' code)": "F1 (hard labels)"}
+    return {d: {s: {rename[h]: v for h, v in cols.items()} for s, cols in setups.items()} for d, setups in values.items()}
+
+
+def _merge(*tables: dict) -> dict:
+    out: dict = {}
+    for table in tables:
+        for dataset, setups in table.items():
+            out.setdefault(dataset, {}).update(setups)
+    return out
+
+
+_TABLE2_COLUMNS = (
+    ("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
+    ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc"),
+    ("F1 (seeds' code)", "downstream.test_selected_best.f1_weighted"),
+    ("ROC (scores)", "downstream.roc_auc"),
+    ("PRC (scores)", "downstream.pr_auc"),
+    ("F1 weighted", "downstream.f1_weighted"),
+)
+_TABLE2_METHODS = ("real", "dp-merf", "dp-hp", "dp-gan", "dp-cgan", *BASELINES)
+
+_TABLE1_COLUMNS = tuple(
+    (f"{alpha}-way (seeds' code)", f"marginals.paper.tv_{alpha}") for alpha in (2, 3, 4)
+) + tuple((f"{alpha}-way (all subsets)", f"marginals.tv_{alpha}") for alpha in (2, 3, 4))
+_TABLE1_PUBLISHED = {
+    dataset: {
+        setup: {f"{alpha}-way (seeds' code)": by_alpha[alpha][setup] for alpha in by_alpha if setup in by_alpha[alpha]}
+        for setup in {s for values in by_alpha.values() for s in values}
+    }
+    for dataset, by_alpha in SEEDS_TABLE1.items()
+}
+
+_FIG6_COLUMNS = tuple((name, f"image-downstream.{name}.accuracy") for name in FIG6_CLASSIFIERS) + (
+    ("MEAN", "image-downstream.accuracy"), ("FID", "fid.fid"))
+_FIG6_PUBLISHED = {
+    dataset: {setup: dict(zip([h for h, _ in _FIG6_COLUMNS], values)) for setup, values in setups.items()}
+    for dataset, setups in SEEDS_FIG6.items()
+}
+_FIG3_COLUMNS = tuple((f"n={size}", f"effective-size.acc_n{size}") for size in FIG3_SIZES)
+_FIG3_PUBLISHED = {
+    dataset: {setup: {f"n={size}": value for size, value in zip(FIG3_SIZES, values)} for setup, values in setups.items()}
+    for dataset, setups in SEEDS_FIG3.items()
+}
+_IMAGES = ("mnist", "fashion-mnist")
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            "dphp-fig2", "DP-HP Fig. 2", "2-D Gaussian mixture, NLL of generated samples at (1, 1e-5)", "gmm2d-paper",
+            (Grid(("real", "dp-merf", "dp-hp", "dp-gan", "dp-cgan"), ("gmm2d",), "1"),),
+            (("NLL sum (seeds' convention)", "nll.paper_sum"), ("NLL per sample", "nll.mean")),
+            {"gmm2d": {("real", INF): {"NLL sum (seeds' convention)": "≈ 3.1×10⁵"},
+                       ("dp-cgan", 1.0): {"NLL sum (seeds' convention)": "≈ 4.7×10⁵"},
+                       ("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
+                       ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"}}},
+            "seed-dphp.md §6.6 (read from the figure text of 000)",
+            plot_metrics=("nll.mean",),
+        ),
+        Preset(
+            "dphp-table1", "DP-HP Table 1", "α-way marginals on the discretized Adult and Census tables, ε ∈ {0.3, 0.1}",
+            "table1",
+            (
+                Grid(("privbayes", "mst", "aim", "dp-merf", *BASELINES), ("adult-discrete", "census-discrete"), "0.3,0.1",
+                     protocol="paper"),
+                Grid(("dp-hp",), ("adult-discrete",), "0.3", protocol="paper"),
+                # Table 4's ε = 0.1 row for adult (README: order 5, 7 product dimensions)
+                Grid(("dp-hp",), ("adult-discrete",), "0.1", protocol="paper",
+                     sets=("dp-hp.prod_order=5", "dp-hp.prod_dims=7")),
+                Grid(("dp-hp",), ("census-discrete",), "0.3,0.1", protocol="paper"),
+            ),
+            _TABLE1_COLUMNS, _TABLE1_PUBLISHED, "seed-dphp.md §6.1", plot_metrics=("marginals.tv_3",),
+        ),
+        Preset(
+            "dphp-table2", "DP-HP Table 2",
+            "train on synthetic, test on real, (1, 1e-5), both protocols, with the trivial baselines", "table2",
+            (Grid(_TABLE2_METHODS, TABULAR_DATASETS, "1", protocol="paper"), Grid(_TABLE2_METHODS, TABULAR_DATASETS, "1")),
+            _TABLE2_COLUMNS, _table2_values(_DPHP_TABLE2), "seed-dphp.md §6.2", plot_metrics=("downstream.roc_auc",),
+        ),
+        Preset(
+            "dphp-table7", "DP-HP Table 7", "Table 2's non-private DP-MERF and DP-HP columns (--eps inf, paper protocol)",
+            "table2",
+            (Grid(("dp-merf", "dp-hp"), TABULAR_DATASETS, "inf", protocol="paper"),),
+            _TABLE2_COLUMNS[:3], _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)), "seed-dphp.md §6.3",
+        ),
+        Preset(
+            "dphp-fig6", "DP-HP Fig. 6",
+            "images: accuracy of 12 classifiers trained on 60,000 synthetic images, and FID; ε = 1 and non-private",
+            "images",
+            (Grid(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, "1,inf", evaluators=("image-downstream", "fid")),
+             Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("image-downstream", "fid"))),
+            _FIG6_COLUMNS, _FIG6_PUBLISHED, "seed-dphp.md §6.7 (values from the released code's .npz files)",
+            digits=".4g", plot_metrics=("image-downstream.accuracy",),
+        ),
+        Preset(
+            "dphp-fig3", "DP-HP Fig. 3", "images: mean accuracy of the 12 classifiers vs training-set size (effective size)",
+            "images",
+            (Grid(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, "1,inf", evaluators=("effective-size",)),
+             Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("effective-size",))),
+            _FIG3_COLUMNS, _FIG3_PUBLISHED, "seed-dphp.md §6.7 (values from the released code's .npz files)",
+            digits=".4f",
+        ),
+        Preset(
+            "dpmerf-table1", "DP-MERF Table 1", "tabular, (1, 1e-5) and non-private DP-MERF, hard-label metrics",
+            "dpmerf-table1",
+            (Grid(("real", "dp-merf", "dp-gan", "dp-cgan", *BASELINES), TABULAR_DATASETS, "1", protocol="paper"),
+             Grid(("dp-merf",), TABULAR_DATASETS, "inf", protocol="paper")),
+            (("ROC (hard labels)", "downstream.paper.roc_auc"), ("PRC (hard labels)", "downstream.paper.pr_auc"),
+             ("F1 (hard labels)", "downstream.paper.f1_weighted")),
+            _hard_label_headers(_table2_values(_DPMERF_TABLE1)), "seed-dpmerf.md §6.1",
+            plot_metrics=("downstream.paper.roc_auc",),
+        ),
+        Preset(
+            "dpmerf-table3", "DP-MERF Table 3", "images: mean accuracy of 12 classifiers, DP-MERF at ε = 1 and 0.2",
+            "dpmerf-images",
+            (Grid(("real", "dp-merf"), _IMAGES, "1,0.2", evaluators=("image-downstream",)),
+             Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("image-downstream",))),
+            (("MEAN", "image-downstream.accuracy"),),
+            {"mnist": {("real", INF): {"MEAN": 0.87}, ("dp-cgan", 9.6): {"MEAN": 0.50}, ("dp-gan", 9.6): {"MEAN": 0.48},
+                       ("dp-merf", 1.0): {"MEAN": 0.65}, ("dp-merf", 0.2): {"MEAN": 0.61}},
+             "fashion-mnist": {("real", INF): {"MEAN": 0.78}, ("dp-cgan", 9.6): {"MEAN": 0.39},
+                               ("dp-gan", 9.6): {"MEAN": 0.46}, ("dp-merf", 1.0): {"MEAN": 0.61},
+                               ("dp-merf", 0.2): {"MEAN": 0.53}}},
+            "seed-dpmerf.md §6.2", digits=".2f", plot_metrics=("image-downstream.accuracy",),
+        ),
+        Preset(
+            "privacy-utility", "beyond the seeds: utility against ε",
+            "cervical and discretized Adult at five ε, kernel methods against the trivial baselines", "privacy-utility",
+            (Grid(("real", "dp-merf", "dp-hp", *BASELINES), ("cervical",), "0.1,0.3,1,3,10", seeds="0-2"),
+             Grid(("real", "dp-merf", "mst", *BASELINES), ("adult-discrete",), "0.1,0.3,1,3,10", seeds="0-2")),
+            (("ROC (scores)", "downstream.roc_auc"), ("PRC (scores)", "downstream.pr_auc"),
+             ("3-way TV", "marginals.tv_3")),
+            plot_metrics=("downstream.roc_auc", "marginals.tv_3"),
+        ),
+    )
+}
+
+
+class PresetError(ValueError):
+    pass
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise PresetError(f"unknown preset {name!r}; valid: {', '.join(PRESETS)} (see `python -m bench list presets`)") from None
+
+
+def grid_cells(grid: Grid, experiment: str, seeds: str | None = None) -> list:
+    """The cells of one grid, expanded by the same parser and code as ``bench run`` itself, so a
+    printed command and the cells it is said to run cannot disagree."""
+    from bench.cli import build_parser, grid_spec_from_args
+    from bench.harness.grid import expand
+
+    args = build_parser().parse_args(["run", *grid.arguments(experiment, seeds=seeds)])
+    cells, _ = expand(grid_spec_from_args(args))
+    return cells
+
+
+# Measured wall seconds per cell on the 2 shared development cores, for presets whose cells have
+# no timing in the store yet (sources: README.md and results/README.md, where each was reported).
+DOCUMENTED_SECONDS = {
+    ("dp-merf", "gmm2d"): 540,  # README: real + DP-MERF on gmm2d, "about 10 minutes"
+    ("dp-hp", "mnist"): 4515,  # results/README: fit 3,656 s + classifiers 505 s + FID 354 s
+    ("dp-merf", "mnist"): 1030,  # results/README: fit 526 s; classifiers ≈ DP-HP's 505 s
+    ("dp-gan", "adult"): 343,  # results/README: DP-GAN fit on adult, sound protocol
+    ("mst", "census-discrete"): 923,  # results/README: MST fit 189 s + marginals 734 s
+    ("aim", "adult-discrete"): 2400,  # README: ≈ 10 s per round, 16·15 rounds
+    ("real", "cervical"): 20, ("dp-merf", "cervical"): 20,  # this branch: 2 cells in 40 s
+}
+
+
+def logged_seconds() -> dict[tuple[str, str], float]:
+    """Median wall seconds (load + fit + sample + every evaluator) per (method, dataset) over the
+    finished runs of every experiment in the store; empty when there is no store."""
+    import statistics
+
+    from bench.harness import tracking
+
+    uri = tracking.tracking_uri()
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        return {}  # no store yet: do not create one just to list presets
+    client = tracking.client()
+    seconds: dict[tuple[str, str], list[float]] = {}
+    for experiment in client.search_experiments():
+        for run in tracking.iter_runs(client, experiment.experiment_id, "attributes.status = 'FINISHED'"):
+            times = [v for k, v in run.data.metrics.items() if k.startswith("time.") and k.endswith("_s")]
+            key = (run.data.params.get("method"), run.data.params.get("dataset"))
+            if times and None not in key:
+                seconds.setdefault(key, []).append(sum(times))
+    return {key: statistics.median(values) for key, values in seconds.items()}
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    cells: int
+    seconds: float  # of the cells with a measurement
+    unmeasured: int  # cells with no logged or documented timing
+
+    def text(self) -> str:
+        hours = self.seconds / 3600
+        known = f"≈ {hours:.1f} h" if hours >= 1 else f"≈ {self.seconds / 60:.0f} min"
+        if self.unmeasured == self.cells:
+            return f"{self.cells} cells, no timing measured yet"
+        extra = f" + {self.unmeasured} cells not measured yet" if self.unmeasured else ""
+        return f"{self.cells} cells, {known} on 2 CPU cores{extra}"
+
+
+def estimate_cost(preset: Preset, timings: dict[tuple[str, str], float] | None = None) -> CostEstimate:
+    """Cells × median logged seconds of the same method and dataset (any experiment), else the
+    documented measurement; cells with neither are counted apart, never guessed."""
+    timings = {**DOCUMENTED_SECONDS, **(timings or {})}
+    cells = [cell for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
+    measured = [timings[(c.method, c.dataset)] for c in cells if (c.method, c.dataset) in timings]
+    return CostEstimate(len(cells), float(sum(measured)), len(cells) - len(measured))

@@ -1,0 +1,263 @@
+"""``python -m bench report``: the reproduction report, regenerated from MLflow.
+
+For every preset (``bench/report/presets.py``) whose experiment is asked for: our numbers beside
+the papers' published values, privacy–utility plots (metric against ε, with the runs without
+noise and the data-independent baselines as bands), and the cells not run here, each with the
+exact command that runs it. Written twice from one list of blocks: ``REPORT.md`` (plots as PNG
+files beside it, in ``report_files/``) and ``REPORT.html``, a single self-contained page whose
+images are embedded as base64 data.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import html
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench.harness import tracking
+from bench.report.presets import PRESETS, Preset, grid_cells
+from bench.report.tables import TableError, base_dataset, load_runs, versus_seeds_rows
+
+FILES_FOLDER = "report_files"
+
+
+@dataclass
+class Block:
+    kind: str  # "h1", "h2", "h3", "p", "code", "list", "table", "image"
+    text: str = ""
+    items: list[str] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    png: bytes = b""
+    file: str = ""  # the image's path relative to the report
+
+
+def _runs_or_empty(experiment: str) -> pd.DataFrame:
+    try:
+        return load_runs(experiment)
+    except TableError:  # no such experiment, or no finished run in it yet
+        return pd.DataFrame(columns=["dataset", "method", "method_name", "epsilon", "seed", "cell_key"])
+
+
+def preset_runs(preset: Preset, frame: pd.DataFrame) -> pd.DataFrame:
+    """The experiment's runs that belong to this preset: its methods on its datasets (presets
+    may share an experiment, as Table 2 and Table 7 do)."""
+    methods = {m for grid in preset.grids for m in grid.methods}
+    datasets = {d for grid in preset.grids for d in grid.datasets}
+    if frame.empty:
+        return frame
+    keep = frame["method_name"].isin(methods) & frame["dataset"].map(base_dataset).isin(datasets)
+    return frame[keep]
+
+
+@dataclass(frozen=True)
+class MissingCells:
+    method: str
+    dataset: str
+    epsilon: float
+    seeds: tuple[int, ...]
+    command: str
+
+
+def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]:
+    """The preset's cells without a finished run, grouped per (grid, method, dataset, ε) into one
+    command each, narrowed to exactly those seeds."""
+    missing = []
+    for grid in preset.grids:
+        groups: dict[tuple[str, str, float], list[int]] = {}
+        for cell in grid_cells(grid, preset.experiment):
+            if cell.key not in finished_keys:
+                groups.setdefault((cell.method, cell.dataset, cell.epsilon), []).append(cell.seed)
+        for (method, dataset, epsilon), seeds in groups.items():
+            eps = "inf" if math.isinf(epsilon) else f"{epsilon:g}"  # a non-private method runs at ∞ whatever --eps says
+            command = grid.command(preset.experiment, methods=[method], datasets=[dataset], eps=eps,
+                                   seeds=",".join(str(s) for s in sorted(seeds)))
+            missing.append(MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command))
+    return missing
+
+
+def _png(fig: Any) -> bytes:
+    from bench.report.plots import pyplot
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    pyplot().close(fig)
+    return buffer.getvalue()
+
+
+def _data_independent_methods() -> set[str]:
+    from bench.core.registry import METHODS
+
+    return {m.name for m in METHODS if getattr(m, "data_independent", False)}
+
+
+def preset_blocks(preset: Preset, frame: pd.DataFrame) -> list[Block]:
+    runs = preset_runs(preset, frame)
+    blocks = [
+        Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
+        Block("p", f"{preset.description}. Experiment `{preset.experiment}`; "
+                   f"{len(runs)} finished run{'s' if len(runs) != 1 else ''} of this preset in the store."),
+        Block("code", f"python -m bench run --preset {preset.name}"),
+    ]
+    columns = list(preset.columns)
+    if preset.published or len(runs):
+        rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True)
+        if rows:
+            blocks.append(Block("p", "Ours: mean ± std over seeds (number of seeds), 3 significant digits; "
+                                     f"paper: the published value ({preset.source or 'no published values'})."
+                                     " A column's metric is named in the legend below the table."))
+            blocks.append(Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows))
+            blocks.append(Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]))
+    blocks += _plot_blocks(preset, runs)
+    missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
+    total = sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids)
+    n_missing = sum(len(m.seeds) for m in missing)
+    blocks.append(Block("h3", f"Not run here ({n_missing} of {total} cells)"))
+    if missing:
+        blocks.append(Block("p", "Each command runs exactly the missing seeds of one method, dataset and ε "
+                                 "(add --jobs N, --data-dir DIR as needed):"))
+        blocks.append(Block("code", "\n".join(m.command for m in missing)))
+    else:
+        blocks.append(Block("p", "Every cell of this preset has a finished run."))
+    return blocks
+
+
+def _plot_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
+    from bench.report.plots import privacy_utility_figure
+
+    blocks = []
+    if runs.empty:
+        return blocks
+    bands = _data_independent_methods()
+    for metric in preset.plot_metrics:
+        if metric not in runs.columns:
+            continue
+        for dataset, rows in runs.dropna(subset=[metric]).groupby("dataset"):
+            if not (rows["epsilon"].map(math.isfinite) & ~rows["method_name"].isin(bands)).any():
+                continue  # no private method here: nothing to draw against ε
+            fig = privacy_utility_figure(rows, metric, f"{dataset}: {metric} against ε ({preset.name})",
+                                         {m for m in rows["method"] if m.split(" [")[0] in bands})
+            name = f"{preset.name}_{dataset}_{metric}".replace(" ", "_").replace("/", "_")
+            name = "".join(c if c.isalnum() or c in "._-" else "_" for c in name) + ".png"
+            blocks.append(Block("image", text=f"{dataset}: {metric} against ε", png=_png(fig),
+                                file=f"{FILES_FOLDER}/{name}"))
+    return blocks
+
+
+def report_blocks(experiments: list[str] | None = None) -> list[Block]:
+    presets = [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
+    if experiments:
+        unknown = set(experiments) - {p.experiment for p in PRESETS.values()}
+        if unknown:
+            raise TableError(
+                f"no preset logs to experiment {sorted(unknown)[0]!r}; presets use "
+                f"{', '.join(sorted({p.experiment for p in PRESETS.values()}))}"
+            )
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    blocks = [
+        Block("h1", "Reproduction report"),
+        Block("p", f"Regenerated by `python -m bench report` on {now} from the MLflow store "
+                   f"{tracking.tracking_uri()} (code {tracking.git_commit()}); never edited by hand. "
+                   "Every number of ours is a mean over seeds of one setting: runs whose settings differ "
+                   "(profile, --set, δ, calibrator, protocol, --eval-set) are separate rows, labelled by the "
+                   "difference. `uniform` and `independent` are the trivial baselines (methods/baselines.py); "
+                   "`uniform` reads no row (ε spent 0) and is drawn as a band."),
+        Block("list", items=[f"{p.reproduces}: preset `{p.name}`" for p in presets]),
+    ]
+    frames: dict[str, pd.DataFrame] = {}
+    for preset in presets:
+        frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
+        blocks += preset_blocks(preset, frame)
+    return blocks
+
+
+# ------------------------------------------------------------------------------------------
+# Markdown and HTML from the same blocks
+# ------------------------------------------------------------------------------------------
+
+def to_markdown(blocks: list[Block]) -> str:
+    out = []
+    for block in blocks:
+        if block.kind in ("h1", "h2", "h3"):
+            out.append("#" * int(block.kind[1]) + " " + block.text)
+        elif block.kind == "p":
+            out.append(block.text)
+        elif block.kind == "code":
+            out.append("```bash\n" + block.text + "\n```")
+        elif block.kind == "list":
+            out.append("\n".join(f"- {item}" for item in block.items))
+        elif block.kind == "table":
+            cell = lambda text: text.replace("|", "\\|")  # noqa: E731
+            lines = ["| " + " | ".join(map(cell, block.header)) + " |", "|" + "---|" * len(block.header)]
+            lines += ["| " + " | ".join(map(cell, row)) + " |" for row in block.rows]
+            out.append("\n".join(lines))
+        elif block.kind == "image":
+            alt = block.text.replace("[", "(").replace("]", ")")  # brackets would end the alt text
+            out.append(f"![{alt}]({block.file})")
+    return "\n\n".join(out) + "\n"
+
+
+def _inline(text: str) -> str:
+    """Escape, then `code` spans (the only inline markup the blocks use)."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
+tr.paper td { background: #f3f3f3; color: #555; }
+pre { background: #f6f6f6; padding: 0.75em; overflow-x: auto; font-size: 0.85em; }
+img { max-width: 100%; border: 1px solid #ddd; }
+"""
+
+
+def to_html(blocks: list[Block]) -> str:
+    body = []
+    for block in blocks:
+        if block.kind in ("h1", "h2", "h3"):
+            body.append(f"<{block.kind}>{_inline(block.text)}</{block.kind}>")
+        elif block.kind == "p":
+            body.append(f"<p>{_inline(block.text)}</p>")
+        elif block.kind == "code":
+            body.append(f"<pre><code>{html.escape(block.text)}</code></pre>")
+        elif block.kind == "list":
+            body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block.items) + "</ul>")
+        elif block.kind == "table":
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
+            rows = "".join(
+                ("<tr class=\"paper\">" if len(row) > 2 and row[2] == "paper" else "<tr>")
+                + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                for row in block.rows
+            )
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif block.kind == "image":
+            data = base64.b64encode(block.png).decode("ascii")
+            body.append(f'<figure><img alt="{html.escape(block.text)}" src="data:image/png;base64,{data}">'
+                        f"<figcaption>{html.escape(block.text)}</figcaption></figure>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Reproduction report</title>"
+            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def write_report(out_dir: Path, experiments: list[str] | None = None) -> list[Path]:
+    """``REPORT.md`` (+ ``report_files/*.png``) and the self-contained ``REPORT.html``."""
+    blocks = report_blocks(experiments)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for block in blocks:
+        if block.kind == "image":
+            path = out_dir / block.file
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(block.png)
+    markdown, page = out_dir / "REPORT.md", out_dir / "REPORT.html"
+    markdown.write_text(to_markdown(blocks))
+    page.write_text(to_html(blocks))
+    return [markdown, page]
+

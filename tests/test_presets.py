@@ -1,0 +1,88 @@
+"""Presets: named grids for the seeds' tables and figures, run with `bench run --preset NAME`."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from bench.cli import build_parser, grid_spec_from_args, main
+from bench.harness.grid import expand
+from bench.harness import tracking
+from bench.report.presets import PRESETS, Grid, Preset, estimate_cost, grid_cells
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_expands_and_its_printed_commands_give_the_same_cells(name):
+    preset = PRESETS[name]
+    assert preset.grids and preset.experiment and preset.columns
+    for grid in preset.grids:
+        cells = grid_cells(grid, preset.experiment)
+        assert cells, f"{name}: a grid without cells"
+        argv = shlex.split(grid.command(preset.experiment))[3:]  # after "python -m bench"
+        again, _ = expand(grid_spec_from_args(build_parser().parse_args(argv)))
+        assert [c.key for c in again] == [c.key for c in cells]
+    # every published setup names a column of this preset
+    headers = {header for header, _ in preset.columns}
+    for setups in preset.published.values():
+        for values in setups.values():
+            assert set(values) <= headers, name
+
+
+def test_tabular_presets_carry_the_trivial_baselines():
+    for name in ("dphp-table1", "dphp-table2", "dpmerf-table1", "privacy-utility"):
+        methods = {m for grid in PRESETS[name].grids for m in grid.methods}
+        assert {"uniform", "independent"} <= methods, name
+
+
+def test_narrowed_commands_keep_only_their_methods_settings():
+    grid = Grid(("dp-hp", "mst"), ("adult-discrete",), "0.1", sets=("dp-hp.prod_order=5",))
+    assert "--set dp-hp.prod_order=5" in grid.command("x")
+    assert "--set" not in grid.command("x", methods=["mst"], seeds="3")
+    assert grid.command("x", methods=["mst"], seeds="3").endswith("--seeds 3 --experiment x")
+
+
+def test_cost_counts_cells_and_never_guesses_unmeasured_ones():
+    preset = PRESETS["dphp-fig2"]
+    cost = estimate_cost(preset, timings={("real", "gmm2d"): 60.0})
+    assert cost.cells == 25  # 5 methods × 5 seeds, one ε
+    # dp-merf has a documented measurement (540 s), real the logged one; three methods have none
+    assert cost.seconds == pytest.approx(5 * 540 + 5 * 60) and cost.unmeasured == 15
+    assert "15 cells not measured yet" in cost.text()
+
+
+@pytest.mark.parametrize(
+    "arguments,message",
+    [
+        (["--preset", "dphp-nope"], "unknown preset 'dphp-nope'; valid: dphp-fig2"),
+        (["--preset", "dphp-fig2", "--eps", "3"], "drop --eps"),
+        (["--preset", "dphp-fig2", "--set", "dp-merf.epochs=1"], "drop --set"),
+        ([], "run needs --methods and --datasets, or --preset NAME"),
+    ],
+)
+def test_preset_usage_errors_are_one_line_and_exit_2(workdir, capsys, arguments, message):
+    assert main(["run", *arguments]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: ") and message in error and "\n" not in error
+
+
+def test_list_presets_shows_each_with_its_cost(workdir, capsys):
+    assert main(["list", "presets"]) == 0
+    out = capsys.readouterr().out
+    for name, preset in PRESETS.items():
+        line = next(line for line in out.splitlines() if line.strip().startswith(name + " "))
+        assert preset.reproduces in line and " cells" in line
+    assert not (workdir / "mlflow.db").exists()  # listing does not create a store
+
+
+def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkeypatch, capsys):
+    tiny = Preset("tiny", "a test", "uniform and real on cervical", "tiny-exp",
+                  (Grid(("uniform",), ("cervical",), "1"), Grid(("real",), ("cervical",), "inf")),
+                  (("ROC", "downstream.roc_auc"),))
+    monkeypatch.setitem(PRESETS, "tiny", tiny)
+    code = main(["run", "--preset", "tiny", "--seeds", "0", "--no-progress", "--data-dir", str(data_dir)])
+    assert code == 0, capsys.readouterr()
+    client = tracking.client()
+    runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "tiny-exp", create=False)))
+    assert sorted(r.data.params["method"] for r in runs) == ["real", "uniform"]
+    assert all(r.data.params["seed"] == "0" for r in runs)

@@ -1,0 +1,141 @@
+"""`bench report`: REPORT.md and a self-contained REPORT.html from the MLflow store."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import re
+import shlex
+import shutil
+import subprocess
+
+import pytest
+
+from bench.cli import build_parser, grid_spec_from_args, main
+from bench.harness import tracking
+from bench.harness.grid import expand
+from bench.harness.worker import Outcome
+from bench.report.presets import PRESETS, Grid, Preset, grid_cells
+
+TINY = Preset(
+    "tiny", "a test table", "real, uniform and independent on cervical", "tiny-exp",
+    (Grid(("real", "uniform", "independent"), ("cervical",), "0.5,1", seeds="0-1"),),
+    (("ROC", "downstream.roc_auc"),),
+    {"cervical": {("real", math.inf): {"ROC": 0.959}, ("independent", 1.0): {"ROC": 0.5}}},
+    "a made-up source for the test", plot_metrics=("downstream.roc_auc",),
+)
+# Metric values logged for the test (not results): per method, ε → value at seed 0 (+0.02 at seed 1)
+VALUES = {"real": {math.inf: 0.90}, "uniform": {0.5: 0.50, 1.0: 0.50}, "independent": {0.5: 0.60, 1.0: 0.70}}
+
+
+@pytest.fixture
+def tiny_store(workdir, monkeypatch, tmp_path):
+    """The tiny preset's cells logged through the harness's own logger, all but one: independent
+    at ε = 1, seed 1 is left out so that the report has a cell to list as not run."""
+    monkeypatch.setitem(PRESETS, "tiny", TINY)
+    client = tracking.client()
+    experiment = tracking.experiment_id(client, TINY.experiment)
+    skipped = None
+    for cell in grid_cells(TINY.grids[0], TINY.experiment):
+        if (cell.method, cell.epsilon, cell.seed) == ("independent", 1.0, 1):
+            skipped = cell
+            continue
+        folder = tmp_path / f"cell-{cell.key}"
+        folder.mkdir()
+        value = VALUES[cell.method][cell.epsilon] + 0.02 * cell.seed
+        outcome = Outcome("FINISHED", metrics={"downstream.roc_auc": value, "time.fit_s": 1.0})
+        tracking.log_cell(client, experiment, cell, outcome, folder, {})
+    return skipped
+
+
+def test_report_puts_ours_beside_the_paper_and_lists_the_missing_cell(tiny_store, workdir, capsys):
+    assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
+    text = (workdir / "out" / "REPORT.md").read_text()
+    assert "## a test table — preset `tiny`" in text
+    assert "| cervical | real data | ours | 0.910 ± 0.0141 (2) |" in text
+    assert "| cervical | real data | paper | 0.959 |" in text
+    assert "| cervical | independent ε=1 | ours | 0.700 (1) |" in text  # one seed: no std
+    assert "| cervical | independent ε=1 | paper | 0.500 |" in text
+    assert "| cervical | independent ε=0.5 | ours | 0.610 ± 0.0141 (2) |" in text
+    assert "### Not run here (1 of 10 cells)" in text
+    command = "python -m bench run --methods independent --datasets cervical --eps 1 --seeds 1 --experiment tiny-exp"
+    assert command in text
+    # the printed command runs exactly the missing cell
+    argv = shlex.split(command)[3:]
+    cells, _ = expand(grid_spec_from_args(build_parser().parse_args(argv)))
+    assert [c.key for c in cells] == [tiny_store.key]
+    image = re.search(r"!\[[^\]]*\]\((report_files/[^)]+\.png)\)", text).group(1)
+    assert (workdir / "out" / image).read_bytes()[:4] == b"\x89PNG"
+
+
+def decoded_images(page: str) -> list:
+    from PIL import Image
+
+    sources = re.findall(r'<img [^>]*src="([^"]+)"', page)
+    images = []
+    for source in sources:
+        assert source.startswith("data:image/png;base64,"), "the page must not depend on other files"
+        image = Image.open(io.BytesIO(base64.b64decode(source.split(",", 1)[1], validate=True)))
+        image.load()  # raises on a truncated or corrupt PNG
+        images.append(image)
+    return images
+
+
+def test_html_page_is_self_contained_and_every_image_decodes(tiny_store, workdir):
+    assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
+    page = (workdir / "out" / "REPORT.html").read_text()
+    images = decoded_images(page)
+    assert len(images) == 1 and images[0].size[0] > 300
+    assert "<table>" in page and "0.910 ± 0.0141 (2)" in page and "python -m bench run --methods independent" in page
+
+
+def test_html_renders_in_a_headless_browser_without_broken_images(tiny_store, workdir):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("no headless browser installed (apt-get install chromium)")
+    assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
+    page = (workdir / "out" / "REPORT.html").read_text()
+    # a copy with a probe that writes each image's decoded width into the DOM (0 = broken image)
+    probe = page.replace("</body>", "<script>window.addEventListener('load', () => {document.body.dataset.widths = "
+                                    "Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0).join(',');});"
+                                    "</script></body>")
+    (workdir / "probe.html").write_text(probe)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", (workdir / "probe.html").as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    widths = re.search(r'data-widths="([^"]*)"', dom)
+    assert widths is not None, dom[:500]
+    assert [int(w) for w in widths.group(1).split(",")] == [image.size[0] for image in decoded_images(page)]
+    shot = workdir / "shot.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,1600",
+                    (workdir / "out" / "REPORT.html").as_uri()], capture_output=True, timeout=120)
+    from PIL import Image, ImageStat
+
+    rendered = Image.open(shot).convert("L")
+    assert ImageStat.Stat(rendered).stddev[0] > 10  # text, a table and a plot, not a blank page
+
+
+def test_report_for_an_experiment_no_preset_uses_is_a_usage_error(workdir, capsys):
+    assert main(["report", "--experiment", "nope"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: no preset logs to experiment 'nope'") and "\n" not in error
+
+
+def test_privacy_utility_plot_draws_noise_free_runs_and_data_independent_baselines_as_bands():
+    import pandas as pd
+
+    from bench.report.plots import privacy_utility_figure, pyplot
+
+    rows = pd.DataFrame(
+        [{"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": v + 0.02 * s}
+         for m, by_eps in VALUES.items() for e, v in by_eps.items() for s in (0, 1)]
+    )
+    fig = privacy_utility_figure(rows, "downstream.roc_auc", "t", {"uniform"})
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    pyplot().close(fig)
+    assert "real (ε = ∞), 2 seeds" in labels
+    assert "uniform (data-independent), 2 seeds" in labels  # pooled over ε: each seed counts once
+    assert "independent (2 seeds)" in labels  # a private baseline is a curve against ε
+    assert ax.get_xscale() == "log"
