@@ -35,6 +35,9 @@ class Cell:
     device: str = "cpu"
     data_dir: str | None = None
     evaluator_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # --eval-set, parsed
+    # torch intra-op threads of the cell's process (--threads): fixed per cell, never derived from
+    # --jobs, because a different thread count can change float reductions and so the results
+    threads: int = 1
 
     @property
     def key(self) -> str:
@@ -52,6 +55,8 @@ class Cell:
         }
         if self.evaluator_settings:  # only when given, so the keys of earlier runs stay the same
             identity["evaluator_settings"] = self.evaluator_settings
+        if self.threads != 1:  # likewise: the default keeps the keys of earlier runs
+            identity["threads"] = self.threads
         blob = json.dumps(identity, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -62,6 +67,10 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "Cell":
+        return Cell(**{**data, "evaluators": tuple(data["evaluators"])})
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -103,6 +112,7 @@ class GridSpec:
     device: str = "cpu"
     data_dir: str | None = None
     evaluator_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # --eval-set
+    threads: int = 1
 
 
 def settable_fields(evaluator: Any) -> dict[str, Any]:
@@ -191,6 +201,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             device=spec.device,
                             data_dir=spec.data_dir,
                             evaluator_settings={k: v for k, v in settings.items() if k in evaluators},
+                            threads=spec.threads,
                         )
                     )
     if not cells:
