@@ -26,6 +26,8 @@ SMOKE = ["--datasets", "gmm2d", "--eps", "1", "--profile", "smoke", "--no-progre
 
 def start_cli(*args: str, env: dict | None = None) -> subprocess.Popen:
     """The runner in its own process group, as a shell would start it (Ctrl-C goes to the group)."""
+    # the store exists before the test polls it: two processes creating one SQLite store race
+    tracking.experiment_id(tracking.client(), "dpbench")
     return subprocess.Popen(
         [sys.executable, "-m", "bench", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -129,7 +131,7 @@ def test_a_second_runner_leaves_cells_held_by_a_live_runner_alone(workdir):
     first = start_cli(*args, env={"PAUSE_S": "40"})
     wait_for(lambda: statuses() == ["RUNNING"], what="the first runner's claim")
     second = run_cli(*args, env={"PAUSE_S": "0"})
-    assert "0 finished, 0 failed, 0 skipped, 1 left to another live runner" in second.stdout, second.stdout + second.stderr
+    assert "0 finished, 0 failed, 0 skipped (already finished; --rerun forces), 1 left to another live runner" in second.stdout, second.stdout + second.stderr
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0 and "1 finished" in out, out + err
     assert statuses() == ["FINISHED"]  # one run: the second runner did not compute it too
