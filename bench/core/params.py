@@ -180,7 +180,7 @@ def parse_like(text: str, example: Any, name: str) -> Any:
             return value
     except ValueError:
         raise HyperParameterError(
-            f"--set {name}={text}: expected a {type(example).__name__} like {example!r}"
+            f"--set {name}={text}: expected {'an' if isinstance(example, int) else 'a'} {type(example).__name__} like {example!r}"
         ) from None
     return text
 
