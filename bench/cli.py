@@ -116,6 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
         help=f"folder with the dataset files (default: ${DATA_DIR_VARIABLE})",
     )
+    run.add_argument(
+        "--executor", default="local", choices=("local", "ray"),
+        help="where cells run: local worker processes, or Ray tasks (one per cell, asking for --threads "
+        "CPUs and, with --device cuda, a GPU); the runner alone writes MLflow either way",
+    )
+    run.add_argument(
+        "--ray-address", default=None, metavar="ADDR",
+        help="Ray cluster to use with --executor ray, e.g. 127.0.0.1:6379 (default: $RAY_ADDRESS, else a new local instance)",
+    )
     run.add_argument("--rerun", action="store_true", help="run cells again even if they already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -207,14 +216,24 @@ def command_run(args: argparse.Namespace) -> int:
     cells, notes = expand(spec)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    check_device(cells)
+    if args.ray_address and args.executor != "ray":
+        raise GridError("--ray-address needs --executor ray")
+    if args.executor == "local":
+        check_device(cells)  # a Ray cluster's GPUs are checked by the Ray executor
     # every dataset's files once, before the store is opened or any cell starts (a bad file would
     # fail each of its cells the same way)
     check_data(cells)
     if not tracking.is_remote():
         tracking.check_tracking(for_writing=True)  # a server that is down is the outbox's case
+    executor = None
+    if args.executor == "ray":
+        from bench.harness.ray_executor import RayExecutor
+
+        executor = RayExecutor(args.ray_address, args.device, cpus=args.threads)
     try:
-        report = run_grid(cells, args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress)
+        report = run_grid(
+            cells, args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress, executor=executor
+        )
     except GridInterrupted as stop:
         print(stop.report.summary())
         again = [a for a in (args.argv or []) if a != "--rerun"]  # --rerun would redo the finished cells

@@ -33,6 +33,7 @@ class Row:
     slow: bool = False
     cwd: str | None = None  # "readonly": a folder where nothing can be written
     store: bool = False  # create ./mlflow.db (with the default experiment) first
+    no_ray: bool = False  # as if Ray were not installed
 
 
 ROWS = [
@@ -109,6 +110,8 @@ ROWS = [
         "warning: ", code=0, slow=True,
     ),
     Row("--device cuda without CUDA", [*RUN, *GMM, "--device", "cuda"], "error: --device cuda was asked for, but torch sees no CUDA device"),
+    Row("--executor ray without Ray installed", [*RUN, *GMM, "--executor", "ray"], "--executor ray needs Ray, which is not installed: pip install", no_ray=True),
+    Row("--ray-address without --executor ray", [*RUN, *GMM, "--ray-address", "127.0.0.1:6379"], "error: --ray-address needs --executor ray"),
     Row("table: unknown experiment", ["table", "--experiment", "nothing-here"], "run `python -m bench run` first"),
     Row("table: unknown layout", ["table", "--layout", "wide"], "argument --layout: invalid choice: 'wide'"),
     Row("show: no store here", ["show", "0123456789abcdef"], "no MLflow store at "),
@@ -209,7 +212,13 @@ def prepare(row: Row, bad_data: Path, tmp_path: Path, monkeypatch) -> list[str]:
 @pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in ROWS])
 def test_bad_input_command_line(row: Row, workdir, bad_data, tmp_path, monkeypatch):
     argv = prepare(row, bad_data, tmp_path, monkeypatch)
-    result = run_cli(*argv, env={"DPBENCH_OFFLINE": "1", **row.env}, timeout=300)
+    env = {"DPBENCH_OFFLINE": "1", **row.env}
+    if row.no_ray:  # a package named ray that fails to import, first on the path
+        blocker = tmp_path / "no-ray" / "ray"
+        blocker.mkdir(parents=True)
+        (blocker / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")])
+    result = run_cli(*argv, env=env, timeout=300)
     check_answer(row, result.returncode, result.stdout, result.stderr)
 
 
@@ -224,6 +233,10 @@ def test_bad_input_in_process(row: Row, workdir, bad_data, tmp_path, monkeypatch
     for name, value in row.env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # main() replaces it
+    if row.no_ray:
+        import sys
+
+        monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     try:
         code = main(argv)
     except SystemExit as exit_:  # argparse's errors
