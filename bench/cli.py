@@ -1,6 +1,8 @@
 """Command line: ``python -m bench {run,list,table,plot,report,show,audit}``.
 
-Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options).
+Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options, data
+files, an unusable tracking store), 3 an unexpected error (``DPBENCH_DEBUG=1`` shows its traceback),
+130/143 interrupted by SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -8,11 +10,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import sys
 import warnings
 from pathlib import Path
 
 from bench.harness import tracking
+from bench.core.contracts import DataError
 from bench.harness.auditing import AuditError
 from bench.privacy.budget import DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
 from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
@@ -26,7 +30,11 @@ from bench.report.tables import FORMATS, LAYOUTS as TABLE_LAYOUTS, TableError
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
-USAGE_ERRORS = (BudgetError, RegistryError, GridError, HyperParameterError, TableError, PresetError, AuditError)
+USAGE_ERRORS = (
+    BudgetError, RegistryError, GridError, HyperParameterError, TableError, PresetError, AuditError, DataError,
+    tracking.TrackingError,
+)
+DEBUG_VARIABLE = "DPBENCH_DEBUG"  # set to show the traceback of an unexpected error
 
 EPILOG = """examples:
   python -m bench run --methods real,dp-merf --datasets gmm2d --eps 1 --seeds 0-4
@@ -49,8 +57,17 @@ class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaults
     pass
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse prints the whole usage block before its error; the catalogue of bad inputs
+    promises one line (exit code 2), with where to look for the options."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"error: {message}; see `{self.prog} --help`", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m bench",
         description="Benchmark differentially private data generators: run grids, print tables and plots.",
         epilog=EPILOG,
@@ -100,6 +117,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--secure-noise", action="store_true",
         help="draw DP noise from the OS's cryptographically secure source instead of the seeded generators "
         "(results are then not reproducible from the seed; use it when releasing synthetic data)",
+    )
+    run.add_argument(
+        "--threads", type=int, default=1,
+        help="torch intra-op threads per cell, the same whatever --jobs is (results must not depend on "
+        "how many cells run side by side); a value other than 1 is part of the cell key",
+    )
+    run.add_argument(
+        "--executor", default="local", choices=("local", "ray"),
+        help="where cells run: local worker processes, or Ray tasks (one per cell, asking for --threads "
+        "CPUs and, with --device cuda, a GPU); the runner alone writes MLflow either way",
+    )
+    run.add_argument(
+        "--ray-address", default=None, metavar="ADDR",
+        help="Ray cluster to use with --executor ray, e.g. 127.0.0.1:6379 (default: $RAY_ADDRESS, else a new local instance)",
     )
     run.add_argument(
         "--protocol", choices=PROTOCOLS,
@@ -171,6 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--out", type=Path, default=Path("results"), help="output folder")
 
+    commands.add_parser(
+        "sync",
+        help="log the results kept in the outbox (./.dpbench-outbox) while the tracking server was unreachable",
+    )
+
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
 
@@ -232,6 +268,7 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
         evaluator_overrides=parse_overrides(args.evaluator_overrides, evaluator_names, "--eval-set", "--evaluators"),
         device=getattr(args, "device", "auto"),
         data_dir=str(Path(data_dir).resolve()) if data_dir else None,
+        threads=getattr(args, "threads", 1),
     )
 
 
@@ -247,35 +284,82 @@ def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
     runs = []
     for grid in preset.grids:
         grid_args = build_parser().parse_args(["run", *grid.arguments(preset.experiment, seeds=args.seeds)])
-        for name in ("jobs", "timeout", "device", "data_dir", "rerun", "no_progress"):
+        for name in ("jobs", "timeout", "device", "data_dir", "rerun", "no_progress", "threads", "executor",
+                     "ray_address", "secure_noise"):
             setattr(grid_args, name, getattr(args, name))
         runs.append(grid_args)
     return runs
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from bench.harness.runner import run_grid
+    from bench.harness.preflight import check_data, check_device
+    from bench.harness.runner import GridInterrupted, run_grid
 
     if args.jobs < 1:
         raise GridError("--jobs must be at least 1")
-    if args.timeout is not None and args.timeout <= 0:
+    if args.threads < 1:
+        raise GridError("--threads must be at least 1")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise GridError("--timeout must be a positive number of seconds")
     if args.data_dir and not Path(args.data_dir).is_dir():
         raise GridError(f"--data-dir {args.data_dir} is not a folder; point it at the dataset files")
+    if args.ray_address and args.executor != "ray":
+        raise GridError("--ray-address needs --executor ray")
     runs = _preset_runs(args) if args.preset else [args]
     grids = []
     for run_args in runs:  # expand every grid first: a bad name fails before anything runs
         cells, notes = expand(grid_spec_from_args(run_args))
         grids.append((run_args, cells, notes))
+    every_cell = [cell for _, cells, _ in grids for cell in cells]
+    if args.executor == "local":
+        check_device(every_cell)  # a Ray cluster's GPUs are checked by the Ray executor
+    # every dataset's files once, before the store is opened or any cell starts (a bad file would
+    # fail each of its cells the same way)
+    check_data(every_cell)
+    if not tracking.is_remote():
+        tracking.check_tracking(for_writing=True)  # a server that is down is the outbox's case
+    executor = None
+    if args.executor == "ray":
+        from bench.harness.ray_executor import RayExecutor
+
+        executor = RayExecutor(args.ray_address, args.device, cpus=args.threads)
     ok = True
     for run_args, cells, notes in grids:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         print(f"{len(cells)} cells → experiment {run_args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
-        report = run_grid(cells, run_args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress)
+        try:
+            report = run_grid(
+                cells, run_args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress, executor=executor
+            )
+        except GridInterrupted as stop:
+            print(stop.report.summary())
+            again = [a for a in (args.argv or []) if a != "--rerun"]  # --rerun would redo the finished cells
+            resume = shlex.join([Path(sys.executable).name, "-m", "bench", *again])
+            print(
+                f"interrupted by {stop.signal_name}: {len(stop.report.interrupted)} running cell(s) stopped and marked "
+                f"FAILED, finished cells are logged; resume with: {resume}",
+                file=sys.stderr,
+            )
+            return stop.exit_code
         print(report.summary())
         ok = ok and report.ok
     return 0 if ok else 1
+
+
+def command_sync(args: argparse.Namespace) -> int:
+    from bench.harness import outbox
+
+    waiting = outbox.pending_count()
+    if not waiting:
+        print(f"the outbox {outbox.outbox_dir()} is empty")
+        return 0
+    tracking.check_tracking(for_writing=True)
+    logged, errors = outbox.sync(tracking.client())
+    print(f"logged {logged} of {waiting} result(s) from {outbox.outbox_dir()} to {tracking.tracking_uri()}")
+    if errors:
+        raise tracking.TrackingError(f"{waiting - logged} result(s) stay in the outbox: {errors[0]}")
+    return 0
 
 
 def _setting_text(value: object) -> str:
@@ -327,6 +411,7 @@ def command_list(args: argparse.Namespace) -> int:
 def command_table(args: argparse.Namespace) -> int:
     from bench.report.tables import render_all
 
+    tracking.check_tracking(for_writing=False)
     text = render_all(args.experiment, args.metric, args.format, args.combine, args.layout)
     print(text)
     if args.out:
@@ -339,6 +424,7 @@ def command_table(args: argparse.Namespace) -> int:
 def command_plot(args: argparse.Namespace) -> int:
     from bench.report.plots import plot_effective_size, plot_experiment
 
+    tracking.check_tracking(for_writing=False)
     if args.layout == "effective-size":
         if args.metric:
             raise TableError("--layout effective-size plots the effective-size.acc_n<size> metrics; drop --metric")
@@ -355,6 +441,7 @@ def command_plot(args: argparse.Namespace) -> int:
 def command_report(args: argparse.Namespace) -> int:
     from bench.report.report import write_report
 
+    tracking.check_tracking(for_writing=False)
     for path in write_report(args.out, args.experiment):
         print(path)
     return 0
@@ -363,6 +450,7 @@ def command_report(args: argparse.Namespace) -> int:
 def command_show(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
+    tracking.check_tracking(for_writing=False)  # "unreachable", not "no run"
     mlflow_client = tracking.client()
     try:
         run = mlflow_client.get_run(args.run_id)
@@ -429,15 +517,32 @@ def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
 
 COMMANDS = {
     "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
-    "report": command_report, "show": command_show, "audit": command_audit,
+    "report": command_report, "show": command_show, "audit": command_audit, "sync": command_sync,
 }
 
 
+def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as ``warning: <message>`` on one line, without the source line Python adds."""
+    print(f"warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # the resume command repeats it
     warnings.filterwarnings("ignore", module="mlflow")
+    warnings.showwarning = one_line_warning
     try:
         return COMMANDS[args.command](args)
     except USAGE_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # one line instead of a traceback; DPBENCH_DEBUG=1 shows it
+        if os.environ.get(DEBUG_VARIABLE):
+            raise
+        text = " ".join(str(error).split())[:300]
+        print(f"error: unexpected {type(error).__name__}: {text} (set {DEBUG_VARIABLE}=1 for the traceback)", file=sys.stderr)
+        return 3

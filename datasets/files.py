@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from bench.core.contracts import DataError
+
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 OFFLINE_VARIABLE = "DPBENCH_OFFLINE"
 DOWNLOAD_TIMEOUT_S = 60
 _CHUNK = 1 << 20
 
 
-class DataFileError(RuntimeError):
+class DataFileError(DataError):
     """A dataset file is missing, corrupt or could not be downloaded; the message says the fix."""
 
 

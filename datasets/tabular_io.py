@@ -13,6 +13,7 @@ checksum is not pinned yet is used unverified, with a warning).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -162,16 +163,36 @@ def code_binary(values: pd.Series, column: str, path: Path) -> np.ndarray:
 
 
 def features(frame: pd.DataFrame, columns: Sequence[Column], sources: Sequence, path: Path) -> np.ndarray:
-    """Raw-coded float32 matrix of ``columns``, column j read from ``frame[sources[j]]``."""
+    """Raw-coded float32 matrix of ``columns``, column j read from ``frame[sources[j]]``.
+
+    Numerical values outside the schema's public bounds are clipped to them, with one warning
+    counting them: the encoders scale by those bounds and the methods' sensitivities (e.g. a
+    feature map's norm bound) assume every encoded value lies inside them, so one out-of-range
+    row would break the privacy guarantee. Clipping is row-wise and data-independent; the
+    warning's counts go to the operator's console only."""
     x = np.empty((len(frame), len(columns)), dtype=np.float32)
+    clipped: dict[str, int] = {}
     for j, (column, source) in enumerate(zip(columns, sources, strict=True)):
         values = frame[source]
         if column.kind == ColumnKind.NUMERICAL:
-            x[:, j] = numeric(values, column.name, path)
+            raw = numeric(values, column.name, path)
+            low, high = column.bounds
+            outside = int(np.count_nonzero((raw < low) | (raw > high)))
+            if outside:
+                clipped[column.name] = outside
+            x[:, j] = np.clip(raw, low, high)
         elif column.kind == ColumnKind.BINARY:
             x[:, j] = code_binary(values, column.name, path)
         else:
             x[:, j] = code_categories(values, column.categories, column.name, path)
+    if clipped:
+        shown = ", ".join(f"{name} ({count})" for name, count in list(clipped.items())[:5])
+        more = f" and {len(clipped) - 5} more columns" if len(clipped) > 5 else ""
+        warnings.warn(
+            f"{path}: {sum(clipped.values())} value(s) outside the schema's public bounds were clipped to them "
+            f"in {len(clipped)} column(s): {shown}{more}",
+            stacklevel=2,
+        )
     return x
 
 

@@ -68,8 +68,101 @@ PLUGIN_SOURCE = textwrap.dedent(
             return super().fit(train, context)
 
 
-    for adapter in (Raising(), Sleeping(), Flaky(), Overspending()):
+    @dataclass(frozen=True)
+    class SlowWhileMarked(Real):
+        name: str = "test-slow-while-marked"
+        description: str = "sleeps 600 s while the file named by SLOW_MARKER exists, else real"
+
+        def fit(self, train, context):
+            if os.path.exists(os.environ.get("SLOW_MARKER", "/nonexistent")):
+                time.sleep(600)
+            return super().fit(train, context)
+
+
+    @dataclass(frozen=True)
+    class Pausing(Real):
+        name: str = "test-pausing"
+        description: str = "sleeps PAUSE_S seconds (default 15), then real"
+
+        def fit(self, train, context):
+            time.sleep(float(os.environ.get("PAUSE_S", "15")))
+            return super().fit(train, context)
+
+
+    class _NaNSampler:
+        def __init__(self, train):
+            self.train = train
+
+        def sample(self, n, labels=None):
+            import numpy as np
+            from bench.core.contracts import LabelledData
+            x = np.full((n, self.train.x.shape[1]), np.nan, dtype=np.float32)
+            return LabelledData(x, self.train.y[:n], self.train.schema)
+
+
+    @dataclass(frozen=True)
+    class NaNSamples(Real):
+        name: str = "test-nan-samples"
+        description: str = "a diverged generator: samples are NaN"
+
+        def fit(self, train, context):
+            return _NaNSampler(train)
+
+
+    class _OtherSchema:
+        def __init__(self, train):
+            self.train = train
+
+        def sample(self, n, labels=None):
+            import dataclasses
+            from bench.core.contracts import LabelledData
+            schema = dataclasses.replace(self.train.schema, label="something else")
+            return LabelledData(self.train.x[:n], self.train.y[:n], schema)
+
+
+    @dataclass(frozen=True)
+    class WrongSchema(Real):
+        name: str = "test-wrong-schema"
+        description: str = "samples in another schema"
+
+        def fit(self, train, context):
+            return _OtherSchema(train)
+
+
+    @dataclass(frozen=True)
+    class FullDisk(Real):
+        name: str = "test-full-disk"
+        description: str = "its process may write at most FULL_DISK_BYTES (RLIMIT_FSIZE): a full disk"
+
+        def fit(self, train, context):
+            import resource, signal
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+            limit = int(os.environ.get("FULL_DISK_BYTES", "2000"))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            return super().fit(train, context)
+
+
+    @dataclass(frozen=True)
+    class CrashingEvaluator:
+        name: str = "test-crashing"
+        description: str = "an evaluator that raises"
+        data_kinds: frozenset = frozenset({DataKind.TWO_D})
+        metrics: dict = field(default_factory=dict)
+        run_by_default: bool = False
+
+        def applies_to(self, schema):
+            return True
+
+        def evaluate(self, synthetic, real_train, real_test, protocol="sound"):
+            raise ZeroDivisionError("deliberate evaluator crash")
+
+
+    for adapter in (
+        Raising(), Sleeping(), Flaky(), Overspending(), SlowWhileMarked(), Pausing(), NaNSamples(), WrongSchema(), FullDisk()
+    ):
         METHODS.register(adapter)
+    from bench.core.registry import EVALUATORS
+    EVALUATORS.register(CrashingEvaluator())
     '''
 )
 

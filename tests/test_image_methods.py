@@ -172,7 +172,7 @@ def test_eval_set_changes_an_evaluator_setting_and_is_recorded():
     assert sized.evaluator_settings == {"effective-size": {"ratios": (0.1, 0.01)}}
     with pytest.raises(GridError, match="no such setting"):
         expand(dataclasses.replace(spec, evaluator_overrides={"fid": {"weights_url": "x"}}))
-    with pytest.raises(GridError, match="expected a int"):
+    with pytest.raises(GridError, match="expected an int"):
         expand(dataclasses.replace(spec, evaluator_overrides={"fid": {"n_samples": "many"}}))
 
 

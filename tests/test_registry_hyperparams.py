@@ -76,7 +76,7 @@ def test_resolution_order_and_provenance():
 
 def test_overrides_are_typed_and_validated():
     assert PARAMS.resolve("x", overrides={"width": "1e3"}).values["width"] == 1000
-    with pytest.raises(HyperParameterError, match="expected a int"):
+    with pytest.raises(HyperParameterError, match="expected an int"):
         PARAMS.resolve("x", overrides={"width": "wide"})
     with pytest.raises(HyperParameterError, match="unknown parameter 'depth'"):
         PARAMS.resolve("x", overrides={"depth": "3"})

@@ -22,7 +22,12 @@ if TYPE_CHECKING:  # typing only: importing the contracts must not import torch 
     from bench.privacy.ledger import PrivacyLedger
 
 
-PROTOCOLS: tuple[str, ...] = ("sound", "paper")  # --protocol: sound default, seeds' conventions
+PROTOCOLS: tuple[str, ...] = ("sound", "paper")
+
+
+class DataError(RuntimeError):
+    """A dataset's files are missing, corrupt or unusable; the message says the fix. Datasets
+    raise subclasses of it (``datasets.files.DataFileError``); the CLI prints it as one line."""  # --protocol: sound default, seeds' conventions
 
 
 class DataKind(str, enum.Enum):

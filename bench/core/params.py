@@ -8,6 +8,8 @@ profile (``paper`` adds nothing; ``smoke`` shrinks the run to seconds) → ``--s
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -19,11 +21,79 @@ class HyperParameterError(ValueError):
 
 
 @dataclass(frozen=True)
+class Rule:
+    """What values a parameter accepts, checked when a grid is expanded (before any data loads),
+    so that ``--set dp-merf.epochs=-1`` is refused at the command line instead of failing (or,
+    worse, silently training nothing) inside a cell."""
+
+    minimum: float | None = None
+    exclusive: bool = False  # minimum itself is not allowed (lr > 0)
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    pattern: str | None = None  # a full-match regular expression for strings
+    meaning: str = ""  # how to write a valid value, shown in the error
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is refused, or None."""
+        if self.choices is not None and str(value) not in self.choices:
+            return f"must be one of {', '.join(self.choices)}"
+        if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
+            return f"must look like {self.meaning or self.pattern}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, float) and not math.isfinite(value):
+                return "must be a finite number"
+            if self.minimum is not None and (value < self.minimum or (self.exclusive and value == self.minimum)):
+                bound = f"> {self.minimum:g}" if self.exclusive else f"≥ {self.minimum:g}"
+                upper = f" and ≤ {self.maximum:g}" if self.maximum is not None else ""
+                return f"must be {bound}{upper}" + (f" ({self.meaning})" if self.meaning else "")
+            if self.maximum is not None and value > self.maximum:
+                return f"must be ≤ {self.maximum:g}" + (f" ({self.meaning})" if self.meaning else "")
+        return None
+
+
+COUNT = Rule(minimum=1)
+COUNT_OR_AUTO = Rule(minimum=0, meaning="0 = derived from the data size")
+POSITIVE = Rule(minimum=0, exclusive=True)
+NON_NEGATIVE = Rule(minimum=0)
+SHARE = Rule(minimum=0, exclusive=True, maximum=1, meaning="a share of the budget")
+FRACTION_OR_AUTO = Rule(minimum=0, maximum=1, meaning="a fraction of the rows; 0 = use batch_size")
+WIDTHS = Rule(pattern=r"[1-9][0-9]*d?(-[1-9][0-9]*d?)*", meaning="200-500-500-200 or 4d-2d (positive widths)")
+
+# The methods share parameter names with one meaning (epochs, n_features, lr, …), so one table
+# gives every method its limits without repeating them in each declaration; a ``Setting`` may
+# carry its own ``rule`` where a method uses a name differently. Names not listed are only
+# type-checked (``parse_like``).
+NAMED_RULES: dict[str, Rule] = {
+    **{name: COUNT for name in (
+        "epochs", "n_features", "noise_dim", "prod_order", "sum_order", "prod_dims", "iterations",
+        "final_iterations", "rounds_per_column", "workload_degree", "max_parents", "conv_kernel",
+    )},
+    "batch_size": COUNT_OR_AUTO,
+    "steps_per_epoch": COUNT_OR_AUTO,
+    **{name: POSITIVE for name in (
+        "lr", "lr_discriminator", "lr_generator", "max_grad_norm", "max_model_size_mb", "theta",
+    )},
+    **{name: NON_NEGATIVE for name in ("gamma", "length_scale", "sum_length_sq", "prod_length_sq")},
+    "lr_decay": Rule(minimum=0, exclusive=True, maximum=1, meaning="a multiplicative decay per epoch"),
+    "batch_fraction": FRACTION_OR_AUTO,
+    **{name: SHARE for name in ("label_share", "structure_share", "sum_share")},
+    # generator architectures (methods/nets.py ARCHITECTURES, GAMMA_PLACEMENTS, LABEL_MODES; the
+    # core layer imports no method code, so the names are repeated here and tested to agree)
+    "architecture": Rule(choices=("fc", "conv")),
+    "gamma_on": Rule(choices=("prod", "sum")),
+    "labels": Rule(choices=("released", "uniform")),
+    **{name: WIDTHS for name in ("hidden", "discriminator_hidden", "conv_channels")},
+}
+
+
+@dataclass(frozen=True)
 class Setting:
-    """A value and where it comes from (a table or equation of a seed, or a documented choice)."""
+    """A value and where it comes from (a table or equation of a seed, or a documented choice).
+    ``rule`` limits the values the parameter accepts; without one, ``NAMED_RULES`` applies."""
 
     value: Any
     source: str
+    rule: Rule | None = None
 
 
 @dataclass(frozen=True)
@@ -65,7 +135,17 @@ class HyperParameters:
                     f"unknown parameter {name!r}; valid: {', '.join(sorted(values))}"
                 )
             values[name], sources[name] = parse_like(text, values[name], name), "--set"
+        for name, value in values.items():
+            rule = self.rule(name)
+            why = rule.problem(value) if rule is not None else None
+            if why is not None:
+                where = f"--set {name}={(overrides or {})[name]}" if sources[name] == "--set" else f"{name} = {value!r} ({sources[name]})"
+                raise HyperParameterError(f"{where}: {name} {why}")
         return ResolvedParams(values, sources)
+
+    def rule(self, name: str) -> Rule | None:
+        declared = self.defaults.get(name)
+        return (declared.rule if declared is not None else None) or NAMED_RULES.get(name)
 
 
 @dataclass(frozen=True)
@@ -94,10 +174,13 @@ def parse_like(text: str, example: Any, name: str) -> Any:
         if isinstance(example, int):
             return int(float(text)) if float(text).is_integer() else int(text)
         if isinstance(example, float):
-            return float(text)
+            value = float(text)
+            if not math.isfinite(value):  # no float setting means anything with nan or inf
+                raise ValueError
+            return value
     except ValueError:
         raise HyperParameterError(
-            f"--set {name}={text}: expected a {type(example).__name__} like {example!r}"
+            f"--set {name}={text}: expected {'an' if isinstance(example, int) else 'a'} {type(example).__name__} like {example!r}"
         ) from None
     return text
 

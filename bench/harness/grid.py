@@ -36,6 +36,9 @@ class Cell:
     data_dir: str | None = None
     evaluator_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # --eval-set, parsed
     secure_noise: bool = False  # --secure-noise: DP noise from the OS's secure source, not the seed
+    # torch intra-op threads of the cell's process (--threads): fixed per cell, never derived from
+    # --jobs, because a different thread count can change float reductions and so the results
+    threads: int = 1
 
     @property
     def key(self) -> str:
@@ -55,6 +58,8 @@ class Cell:
             identity["evaluator_settings"] = self.evaluator_settings
         if self.secure_noise:
             identity["secure_noise"] = True
+        if self.threads != 1:  # likewise: the default keeps the keys of earlier runs
+            identity["threads"] = self.threads
         blob = json.dumps(identity, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -65,6 +70,10 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "Cell":
+        return Cell(**{**data, "evaluators": tuple(data["evaluators"])})
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -107,6 +116,7 @@ class GridSpec:
     data_dir: str | None = None
     evaluator_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # --eval-set
     secure_noise: bool = False
+    threads: int = 1
 
 
 def settable_fields(evaluator: Any) -> dict[str, Any]:
@@ -196,6 +206,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             device=spec.device,
                             data_dir=spec.data_dir,
                             evaluator_settings={k: v for k, v in settings.items() if k in evaluators},
+                            threads=spec.threads,
                         )
                     )
     if not cells:

@@ -1,9 +1,16 @@
-"""The grid runner: resume, parallel worker processes, timeouts, progress, logging.
+"""The grid runner: resume, leases, parallel workers, timeouts, interrupts, the outbox.
 
-Each cell runs in a fresh ``spawn`` process (``bench.harness.worker``). The parent skips cells whose key
-already has a FINISHED run (unless ``rerun``), keeps up to ``jobs`` workers alive, kills a worker
-past ``timeout`` seconds, and logs every cell to MLflow the moment it ends — so a later failure,
-a Ctrl-C or a crash never loses the cells already done.
+Each cell runs in a fresh ``spawn`` process (``bench.harness.worker``), or a Ray task
+(``bench.harness.ray_executor``); the runner is the only MLflow writer. It
+
+- reaps runs left RUNNING by a runner that is gone (kill -9, crash): FAILED, "killed";
+- skips cells that finished (unless ``rerun``) or that a live runner holds (its lease);
+- claims each cell before starting it (a RUNNING run with this runner's lease, refreshed by a
+  heartbeat), keeps up to ``jobs`` workers busy, kills a worker past ``timeout`` seconds;
+- logs every cell the moment it ends, into its claimed run; if the tracking server cannot take
+  it, into the outbox on disk (``bench.harness.outbox``) — a result is never dropped;
+- on SIGINT/SIGTERM stops the workers, marks their runs FAILED ("interrupted"), removes their
+  temporary folders and raises ``GridInterrupted`` (the command line prints how to resume).
 """
 
 from __future__ import annotations
@@ -11,19 +18,26 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue as queue_module
+import re
 import shutil
+import signal
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
-from bench.harness import tracking
+from bench.harness import outbox, tracking
 from bench.harness.grid import Cell
 from bench.harness.worker import Outcome, worker_main
 
 POLL_SECONDS = 0.2
+SCRATCH_PREFIX = "dpbench-"
+_SCRATCH_NAME = re.compile(rf"{SCRATCH_PREFIX}(\d+)-")
 
 
 @dataclass
@@ -31,28 +45,139 @@ class GridReport:
     finished: list[Cell] = field(default_factory=list)
     failed: list[tuple[Cell, str]] = field(default_factory=list)
     skipped: list[Cell] = field(default_factory=list)
+    held_elsewhere: list[tuple[Cell, str]] = field(default_factory=list)
+    interrupted: list[Cell] = field(default_factory=list)
     run_ids: dict[str, str] = field(default_factory=dict)
+    outboxed: int = 0  # results written to the outbox instead of MLflow
+    reaped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.interrupted
 
     def summary(self) -> str:
-        lines = [
+        first = (
             f"{len(self.finished)} finished, {len(self.failed)} failed, "
             f"{len(self.skipped)} skipped (already finished; --rerun forces)"
-        ]
+        )
+        if self.held_elsewhere:
+            first += f", {len(self.held_elsewhere)} left to another live runner"
+        if self.interrupted:
+            first += f", {len(self.interrupted)} interrupted"
+        lines = [first]
         lines += [f"  FAILED {cell.label}: {error}" for cell, error in self.failed]
+        lines += [f"  NOT RUN {cell.label}: {why}" for cell, why in self.held_elsewhere]
+        if self.outboxed:
+            lines.append(
+                f"{self.outboxed} result(s) are in the outbox {outbox.outbox_dir()} (the tracking server was "
+                "unreachable); `python -m bench sync` logs them once it is back"
+            )
         return "\n".join(lines)
 
 
+class GridInterrupted(Exception):
+    """SIGINT or SIGTERM stopped the grid; everything that ended is logged."""
+
+    def __init__(self, signal_name: str, report: GridReport) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.report = report
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (signal.SIGTERM if self.signal_name == "SIGTERM" else signal.SIGINT)
+
+
+class _Stop(BaseException):
+    """Raised by the SIGTERM handler (SIGINT raises KeyboardInterrupt)."""
+
+
+# --- executors --------------------------------------------------------------------------------
+
+
 @dataclass
-class _Running:
+class Job:
     cell: Cell
-    process: mp.Process
     folder: Path
     started: float
+    run_id: str | None = None
     fraction: float = 0.0
+    handle: Any = None
+
+
+class LocalExecutor:
+    """Cells in fresh ``spawn`` processes on this machine."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.context = mp.get_context("spawn")
+        self.queue = self.context.Queue()
+        self.errors: dict[str, str] = {}
+
+    def start(self, job: Job) -> None:
+        process = self.context.Process(
+            target=worker_main, args=(job.cell.to_dict(), str(job.folder), self.queue, job.cell.threads), daemon=True
+        )
+        # Block SIGINT/SIGTERM while the child is created: it inherits the mask, so a Ctrl-C
+        # during its (seconds-long) start-up cannot make it print a traceback; worker_main then
+        # ignores both and unblocks. The runner receives anything that arrived right after.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        job.handle = process
+
+    def poll(self, job: Job) -> Outcome | None:
+        """The job's outcome once its process ended, else None."""
+        process = job.handle
+        if process.is_alive():
+            return None
+        process.join()
+        outcome = Outcome.read(job.folder)
+        if outcome is None:
+            reason = self.errors.get(str(job.folder))
+            if reason is None:
+                code = process.exitcode
+                reason = f"worker process died (exit code {code}" + (
+                    ", killed: out of memory?)" if code == -signal.SIGKILL else ")"
+                )
+            outcome = Outcome(status="FAILED", error=reason)
+        return outcome
+
+    def progress(self, jobs: dict[str, Job]) -> None:
+        while True:
+            try:
+                folder, kind, value = self.queue.get_nowait()
+            except queue_module.Empty:
+                return
+            if kind == "error":
+                self.errors[folder] = value
+            elif folder in jobs:
+                jobs[folder].fraction = value
+
+    def kill(self, job: Job) -> None:
+        job.handle.kill()
+        job.handle.join()
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+# --- the runner -------------------------------------------------------------------------------
+
+
+def clean_stale_scratch(root: Path | None = None) -> int:
+    """Remove temporary cell folders of runners that are gone (kill -9 leaves them behind)."""
+    removed = 0
+    root = root or Path(tempfile.gettempdir())
+    for folder in root.glob(f"{SCRATCH_PREFIX}*-*"):
+        match = _SCRATCH_NAME.match(folder.name)
+        if match and folder.is_dir() and not tracking.pid_alive(int(match.group(1))):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def run_grid(
@@ -62,83 +187,173 @@ def run_grid(
     timeout: float | None = None,
     rerun: bool = False,
     show_progress: bool = True,
+    executor: Any = None,
 ) -> GridReport:
-    mlflow_client = tracking.client()
-    experiment_id = tracking.experiment_id(mlflow_client, experiment)
     report = GridReport()
-    done_keys = set() if rerun else tracking.finished_cell_keys(mlflow_client, experiment_id)
+    common_tags = {"git_commit": tracking.git_commit(), **tracking.package_versions()}
+    mlflow_client = tracking.client()
+    online = True
+    try:
+        tracking.check_tracking(for_writing=True)
+    except tracking.TrackingError as error:
+        if not tracking.is_remote():
+            raise  # a read-only folder is no reason to compute results nobody can store
+        online = False
+        print(
+            f"warning: {error}; results go to the outbox {outbox.outbox_dir()} and "
+            "`python -m bench sync` logs them once the server is back",
+            file=sys.stderr,
+        )
+
+    live_keys: set[str] = set()
+    if online:
+        if outbox.pending_count():
+            logged, errors = outbox.sync(mlflow_client)
+            print(f"outbox: logged {logged} waiting result(s)" + (f"; {errors[0]}" if errors else ""), file=sys.stderr)
+        experiment_id = tracking.experiment_id(mlflow_client, experiment)
+        report.reaped, live_keys = tracking.reap_dead_leases(mlflow_client, experiment_id)
+        for label in report.reaped:
+            print(f"note: {label} was left RUNNING by a runner that is gone; marked FAILED (killed)", file=sys.stderr)
+        done_keys = set() if rerun else tracking.finished_cell_keys(mlflow_client, experiment_id)
+    else:
+        experiment_id = None
+        done_keys = set() if rerun else outbox.finished_keys(experiment)
+    clean_stale_scratch()
+
     pending = []
     for cell in cells:
-        (report.skipped if cell.key in done_keys else pending).append(cell)
-    common_tags = {"git_commit": tracking.git_commit(), **tracking.package_versions()}
+        if cell.key in done_keys:
+            report.skipped.append(cell)
+        elif cell.key in live_keys:
+            report.held_elsewhere.append((cell, "claimed by another live runner"))
+        else:
+            pending.append(cell)
+    print(
+        f"{len(cells)} cells ({len(pending)} to run, {len(report.skipped)} finished before) → "
+        f"experiment {experiment!r} at {tracking.tracking_uri()}" + ("" if online else " (unreachable: outbox)"),
+        file=sys.stderr,
+    )
 
-    context = mp.get_context("spawn")
-    progress_queue = context.Queue()
-    threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
-    scratch = Path(tempfile.mkdtemp(prefix="dpbench-"))
-    running: dict[str, _Running] = {}
+    executor = executor or LocalExecutor()
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+    running: dict[str, Job] = {}
+    mine: set[str] = set()  # run ids this runner claimed
     bar = tqdm(total=len(pending), desc="grid", unit="cell", disable=not show_progress, dynamic_ncols=True)
 
-    def finish(item: _Running, outcome: Outcome) -> None:
-        run_id = tracking.log_cell(mlflow_client, experiment_id, item.cell, outcome, item.folder, common_tags)
-        report.run_ids[item.cell.key] = run_id
-        if outcome.status == "FINISHED":
-            report.finished.append(item.cell)
+    def to_outbox(job: Job, outcome: Outcome, why: str) -> None:
+        place = outbox.put(experiment, job.cell, outcome, job.folder, common_tags, job.run_id)
+        report.outboxed += 1
+        if why != "tracking unreachable":
+            bar.write(f"warning: logging {job.cell.label} failed ({why}); kept in the outbox {place.parent}")
+
+    def finish(job: Job, outcome: Outcome) -> None:
+        nonlocal online
+        if online:
+            try:
+                report.run_ids[job.cell.key] = tracking.log_cell(
+                    mlflow_client, experiment_id, job.cell, outcome, job.folder, common_tags, job.run_id
+                )
+            except Exception as error:  # server gone, artifact store full: keep the result on disk
+                to_outbox(job, outcome, f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
+                online = False  # later cells go straight to the outbox; `sync` catches up
         else:
-            report.failed.append((item.cell, outcome.error or "unknown error"))
-            bar.write(f"FAILED {item.cell.label}: {outcome.error}")
-        shutil.rmtree(item.folder, ignore_errors=True)
+            to_outbox(job, outcome, "tracking unreachable")
+        if outcome.status == "FINISHED":
+            report.finished.append(job.cell)
+        else:
+            report.failed.append((job.cell, outcome.error or "unknown error"))
+            bar.write(f"FAILED {job.cell.label}: {outcome.error}")
+        shutil.rmtree(job.folder, ignore_errors=True)
         bar.update(1)
 
+    def on_sigterm(signum, frame):
+        raise _Stop("SIGTERM")
+
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_term = signal.signal(signal.SIGTERM, on_sigterm) if in_main_thread else None
+    stopped_by: str | None = None
     try:
         queue_index = 0
         shown_status = ""
+        last_beat = time.monotonic()
         while queue_index < len(pending) or running:
             while queue_index < len(pending) and len(running) < jobs:
                 cell = pending[queue_index]
                 queue_index += 1
+                run_id = None
+                if online:
+                    try:
+                        run_id, why = tracking.claim_cell(mlflow_client, experiment_id, cell, common_tags, mine, rerun)
+                    except Exception as error:
+                        online, why = False, ""
+                        bar.write(f"warning: the tracking store stopped answering ({type(error).__name__}); "
+                                  f"results go to the outbox {outbox.outbox_dir()}")
+                    if online and run_id is None:
+                        report.held_elsewhere.append((cell, why))
+                        bar.update(1)
+                        continue
                 folder = scratch / f"cell-{queue_index}"
                 folder.mkdir()
-                process = context.Process(
-                    target=worker_main, args=(cell.to_dict(), str(folder), progress_queue, threads), daemon=True
-                )
-                process.start()
-                running[str(folder)] = _Running(cell, process, folder, time.monotonic())
+                job = Job(cell, folder, time.monotonic(), run_id)
+                executor.start(job)
+                running[str(folder)] = job
 
-            _drain(progress_queue, running)
-            for key, item in list(running.items()):
-                elapsed = time.monotonic() - item.started
-                if not item.process.is_alive():
-                    item.process.join()
-                    outcome = Outcome.read(item.folder) or Outcome(
-                        status="FAILED", error=f"worker process died (exit code {item.process.exitcode})"
-                    )
+            executor.progress(running)
+            for key, job in list(running.items()):
+                outcome = executor.poll(job)
+                if outcome is not None:
                     del running[key]
-                    finish(item, outcome)
-                elif timeout is not None and elapsed > timeout:
-                    item.process.kill()
-                    item.process.join()
+                    finish(job, outcome)
+                elif timeout is not None and time.monotonic() - job.started > timeout:
+                    executor.kill(job)
                     del running[key]
-                    finish(item, Outcome(status="FAILED", error=f"timed out after {timeout:g} s (--timeout)"))
+                    finish(job, Outcome(status="FAILED", error=f"timed out after {timeout:g} s (--timeout)"))
+            if online and running and time.monotonic() - last_beat > tracking.HEARTBEAT_S:
+                last_beat = time.monotonic()
+                try:
+                    tracking.heartbeat(mlflow_client, [j.run_id for j in running.values() if j.run_id])
+                except Exception:
+                    pass  # the lease goes stale; logging the cell will find out whether the store is gone
             if running:
-                status = " | ".join(f"{r.cell.label} fit {100 * r.fraction:.0f}%" for r in running.values())
+                status = " | ".join(f"{j.cell.label} fit {100 * j.fraction:.0f}%" for j in running.values())
                 if status != shown_status:
                     bar.set_postfix_str(status, refresh=True)
                     shown_status = status
                 time.sleep(POLL_SECONDS)
+    except KeyboardInterrupt:
+        stopped_by = "SIGINT"
+    except _Stop:
+        stopped_by = "SIGTERM"
     finally:
-        for item in running.values():  # Ctrl-C or an error in the parent: stop the workers
-            item.process.kill()
-        bar.close()
-        shutil.rmtree(scratch, ignore_errors=True)
-    return report
-
-
-def _drain(progress_queue, running: dict[str, _Running]) -> None:
-    while True:
+        # Stop the workers whatever happened; a second Ctrl-C must not cut this short.
+        masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if in_main_thread else None
         try:
-            folder, fraction = progress_queue.get_nowait()
-        except queue_module.Empty:
-            return
-        if folder in running:
-            running[folder].fraction = fraction
+            for job in running.values():
+                try:
+                    executor.kill(job)
+                except Exception:
+                    pass
+                report.interrupted.append(job.cell)
+                if online and job.run_id:
+                    try:
+                        tracking.mark_failed(
+                            mlflow_client, job.run_id,
+                            f"interrupted ({stopped_by or 'runner error'}) before the cell finished; rerun to resume",
+                        )
+                    except Exception:
+                        pass  # left RUNNING; the next start reaps it (its pid is gone by then)
+            executor.close()
+            bar.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+        finally:
+            if in_main_thread:
+                # signals that arrived during the clean-up are dropped (ignored while unblocked),
+                # then the caller's handlers come back
+                previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.pthread_sigmask(signal.SIG_SETMASK, masked)
+                signal.signal(signal.SIGINT, previous_int)
+                signal.signal(signal.SIGTERM, previous_term)
+    if stopped_by is not None:
+        raise GridInterrupted(stopped_by, report)
+    return report

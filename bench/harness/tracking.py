@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import subprocess
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -22,14 +23,93 @@ DEFAULT_EXPERIMENT = "dpbench"
 PACKAGES = ("torch", "numpy", "autodp", "opacus", "scikit-learn", "xgboost", "pandas", "mlflow", "pytorch-fid")
 
 
+# MLflow's own HTTP defaults (7 retries with exponential backoff, 120 s per request) turn a dead
+# tracking server into minutes of silence; a benchmark run should notice within seconds and fall
+# back to the outbox. Users can still raise both through the same variables.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+PROBE_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+
+
+class TrackingError(RuntimeError):
+    """The tracking store cannot be used (server unreachable, folder read-only); one line that
+    says how to fix it."""
+
+
 def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
+
+
+def is_default_store() -> bool:
+    return not os.environ.get("MLFLOW_TRACKING_URI")
+
+
+def is_remote() -> bool:
+    return tracking_uri().startswith(("http://", "https://"))
+
+
+def check_writable_folder(folder: Path, what: str) -> None:
+    """Refuse a folder that cannot take files, by creating one (``os.access`` says yes to root
+    even on a read-only mount)."""
+    import tempfile
+
+    try:
+        handle, name = tempfile.mkstemp(dir=folder, prefix=".dpbench-write-check-")
+        os.close(handle)
+        os.unlink(name)
+    except OSError as error:
+        raise TrackingError(
+            f"cannot write {what} in {folder} ({error.strerror or error}); run from a writable folder or set "
+            "MLFLOW_TRACKING_URI to a writable place, e.g. MLFLOW_TRACKING_URI=sqlite:////tmp/dpbench/mlflow.db"
+        ) from None
+
+
+def _short(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    for marker in ("Connection refused", "timed out", "Name or service not known", "No route to host"):
+        if marker in text:
+            return marker.lower()
+    return (text[:160] + "…") if len(text) > 160 else text
+
+
+def check_tracking(for_writing: bool) -> None:
+    """Fail fast with one line when the store cannot be used: a tracking server that does not
+    answer within seconds, or (default store) a working folder where ``mlflow.db`` cannot be
+    written or, for reading, does not exist. Call it before ``client()``: MLflow opens the
+    SQLite store when the client is made, and retries a failing open for minutes."""
+    if is_default_store():
+        database = Path.cwd() / "mlflow.db"
+        if for_writing:
+            check_writable_folder(Path.cwd(), "the MLflow store mlflow.db")
+        elif not database.exists():
+            raise TrackingError(
+                f"no MLflow store at {database}; run `python -m bench run` first here, or set MLFLOW_TRACKING_URI"
+            )
+        return
+    if not is_remote():
+        return
+    saved = {name: os.environ.get(name) for name in PROBE_SETTINGS}
+    os.environ.update(PROBE_SETTINGS)
+    try:
+        client().search_experiments(max_results=1)
+    except Exception as error:  # requests' and MLflow's errors alike: the server did not answer
+        raise TrackingError(
+            f"the MLflow tracking server at {tracking_uri()} is unreachable ({_short(error)}); "
+            "start it, or unset MLFLOW_TRACKING_URI to use ./mlflow.db"
+        ) from None
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def client():
     import logging
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    for name, value in HTTP_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     from mlflow.tracking import MlflowClient
 
     for noisy in ("alembic", "mlflow.store.db.utils"):  # schema migrations of a new store
@@ -105,6 +185,7 @@ def cell_params(cell: Cell) -> dict[str, str]:
         "calibrator": cell.calibrator,
         "protocol": cell.protocol,
         "evaluators": ",".join(cell.evaluators),
+        "threads": str(cell.threads),
     }
     params.update({f"hp.{name}": str(value) for name, value in cell.params.items()})
     for evaluator, settings in cell.evaluator_settings.items():
@@ -117,25 +198,28 @@ def _chunks(items: list, size: int) -> Iterator[list]:
         yield items[start : start + size]
 
 
-def log_cell(mlflow_client, experiment: str, cell: Cell, outcome: Outcome, folder: Path, common_tags: dict[str, str]) -> str:
-    """Create one MLflow run for the cell with everything it produced; returns the run id."""
-    from mlflow.entities import Metric, Param
+def cell_tags(cell: Cell, common_tags: dict[str, str]) -> dict[str, str]:
+    return {**common_tags, "cell_key": cell.key, "cell": cell.label, "method": cell.method, "dataset": cell.dataset}
 
-    tags = {
-        **common_tags,
-        **outcome.tags,
-        "cell_key": cell.key,
-        "cell": cell.label,
-        "method": cell.method,
-        "dataset": cell.dataset,
-    }
+
+def create_cell_run(mlflow_client, experiment: str, cell: Cell, tags: dict[str, str]) -> str:
+    """An MLflow run (status RUNNING) for the cell; returns its id."""
+    return mlflow_client.create_run(experiment, tags=tags, run_name=cell.label).info.run_id
+
+
+def fill_cell_run(mlflow_client, run_id: str, cell: Cell, outcome: Outcome, folder: Path) -> None:
+    """Log the outcome's params, metrics, tags and the folder's files into ``run_id`` and end it
+    with the outcome's status."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    tags = dict(outcome.tags)
     if outcome.error:
         tags["error"] = outcome.error[:4000]
-    run = mlflow_client.create_run(experiment, tags=tags, run_name=cell.label)
-    run_id = run.info.run_id
     now = int(time.time() * 1000)
     params = {**cell_params(cell), **{k: str(v) for k, v in outcome.params.items()}}
     metrics = [Metric(k, float(v), now, 0) for k, v in outcome.metrics.items() if not math.isnan(float(v))]
+    if tags:
+        mlflow_client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
     for chunk in _chunks([Param(k, v) for k, v in params.items()], 100):
         mlflow_client.log_batch(run_id, params=chunk)
     for chunk in _chunks(metrics, 1000):
@@ -148,7 +232,121 @@ def log_cell(mlflow_client, experiment: str, cell: Cell, outcome: Outcome, folde
     )
     mlflow_client.log_artifacts(run_id, str(folder))
     mlflow_client.set_terminated(run_id, status=outcome.status)
+
+
+def log_cell(
+    mlflow_client, experiment: str, cell: Cell, outcome: Outcome, folder: Path, common_tags: dict[str, str],
+    run_id: str | None = None,
+) -> str:
+    """Log one cell with everything it produced, into its claimed run ``run_id`` or a new run;
+    returns the run id."""
+    if run_id is None:
+        run_id = create_cell_run(mlflow_client, experiment, cell, cell_tags(cell, common_tags))
+    fill_cell_run(mlflow_client, run_id, cell, outcome, folder)
     return run_id
+
+
+# --- leases: which runner is computing a cell ---------------------------------------------------
+#
+# A runner claims a cell by creating its run (status RUNNING) with lease tags: host, pid and a
+# heartbeat timestamp it refreshes while the cell runs. Another runner skips a cell whose lease
+# is alive, and takes over (marks FAILED, then reruns) one whose runner is gone: on the same host,
+# its pid no longer exists; elsewhere, its heartbeat is older than LEASE_STALE_S.
+
+HEARTBEAT_S = 15.0
+LEASE_STALE_S = 120.0
+
+
+def lease_tags() -> dict[str, str]:
+    return {"lease.host": socket.gethostname(), "lease.pid": str(os.getpid()), "lease.heartbeat": f"{time.time():.3f}"}
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def lease_alive(tags: dict[str, str], now: float | None = None, mine: set[str] = frozenset(), run_id: str = "") -> bool:
+    host, pid = tags.get("lease.host"), tags.get("lease.pid")
+    if not host or not pid:
+        return False  # a run left RUNNING by a runner that took no lease
+    if host == socket.gethostname():
+        if int(pid) == os.getpid():
+            return run_id in mine  # our pid, but not our claim: a dead runner's pid came back as ours
+        return pid_alive(int(pid))
+    try:
+        beat = float(tags.get("lease.heartbeat", "0"))
+    except ValueError:
+        return False
+    return (now or time.time()) - beat < LEASE_STALE_S
+
+
+def running_cell_runs(mlflow_client, experiment: str, key: str | None = None) -> list:
+    query = "attributes.status = 'RUNNING'" + (f" and tags.cell_key = '{key}'" if key else "")
+    return [run for run in iter_runs(mlflow_client, experiment, query) if "cell_key" in run.data.tags]
+
+
+def reap_dead_leases(mlflow_client, experiment: str) -> tuple[list[str], set[str]]:
+    """Mark runs left RUNNING by a runner that is gone as FAILED (killed); returns their labels,
+    and the cell keys claimed by live runners."""
+    from mlflow.entities import RunTag
+
+    reaped, live = [], set()
+    for run in running_cell_runs(mlflow_client, experiment):
+        tags = run.data.tags
+        if lease_alive(tags):
+            live.add(tags["cell_key"])
+            continue
+        who = f"{tags.get('lease.host', '?')}:{tags.get('lease.pid', '?')}"
+        mlflow_client.log_batch(run.info.run_id, tags=[RunTag(
+            "error", f"killed: its runner ({who}) stopped without finishing the cell (kill -9, crash or power loss)"
+        )])
+        mlflow_client.set_terminated(run.info.run_id, status="FAILED")
+        reaped.append(tags.get("cell", tags["cell_key"]))
+    return reaped, live
+
+
+def claim_cell(
+    mlflow_client, experiment: str, cell: Cell, common_tags: dict[str, str], mine: set[str], rerun: bool
+) -> tuple[str | None, str]:
+    """Create the cell's RUNNING run with this runner's lease, then look again: if a live runner
+    claimed it first (earlier start, ties by run id) or it finished meanwhile, withdraw (delete
+    the new run) and return (None, why). Two runners that claim at the same moment both see
+    both claims, and exactly one backs off."""
+    run_id = create_cell_run(mlflow_client, experiment, cell, {**cell_tags(cell, common_tags), **lease_tags()})
+    mine.add(run_id)
+    me = mlflow_client.get_run(run_id).info
+    for run in iter_runs(mlflow_client, experiment, f"tags.cell_key = '{cell.key}'"):
+        if run.info.run_id == run_id:
+            continue
+        if run.info.status == "FINISHED" and not rerun:
+            why = "finished by another runner meanwhile"
+        elif run.info.status == "RUNNING" and lease_alive(run.data.tags, mine=mine, run_id=run.info.run_id) and (
+            (run.info.start_time, run.info.run_id) < (me.start_time, me.run_id)
+        ):
+            why = f"claimed by a live runner ({run.data.tags.get('lease.host')}:{run.data.tags.get('lease.pid')})"
+        else:
+            continue
+        mine.discard(run_id)
+        mlflow_client.delete_run(run_id)
+        return None, why
+    return run_id, ""
+
+
+def heartbeat(mlflow_client, run_ids: list[str]) -> None:
+    now = f"{time.time():.3f}"
+    for run_id in run_ids:
+        mlflow_client.set_tag(run_id, "lease.heartbeat", now)
+
+
+def mark_failed(mlflow_client, run_id: str, error: str) -> None:
+    mlflow_client.set_tag(run_id, "error", error[:4000])
+    mlflow_client.set_terminated(run_id, status="FAILED")
 
 
 def load_ledger(mlflow_client, run_id: str) -> dict[str, Any]:

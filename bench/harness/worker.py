@@ -258,10 +258,54 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
     return outcome
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when the runner dies (kill -9 included), so that no
+    orphan keeps computing a cell nobody will log. Elsewhere the runner's ``finally`` (and the
+    lease's staleness) cover it."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _quiet_signals() -> None:
+    """The runner owns SIGINT/SIGTERM: a Ctrl-C reaches the whole process group, and a worker
+    printing a KeyboardInterrupt traceback would drown the runner's message. The runner blocked
+    both while starting this process (so none arrives during start-up); ignore them and unblock."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    import sys
+
+    print(f"warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+
 def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_threads: int) -> None:
     """Entry point of the child process."""
+    import warnings
+
+    _quiet_signals()
+    _die_with_parent()
+    warnings.showwarning = _one_line_warning
+    # the runner's preflight reports δ ≥ 1/n_train once per dataset, not once per cell
+    warnings.filterwarnings("ignore", message="δ = .* is not below 1/n_train")
     import torch
 
+    # Fixed by the runner, never derived from --jobs: a different intra-op thread count can
+    # change float reductions, and results must not depend on how many cells ran side by side.
     torch.set_num_threads(torch_threads)
     last = [0.0]
 
@@ -269,6 +313,14 @@ def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_thread
         now = time.monotonic()
         if now - last[0] > 0.5 or fraction >= 1:
             last[0] = now
-            queue.put((folder, fraction))
+            queue.put((folder, "progress", fraction))
 
-    execute(cell_dict, folder, report)
+    try:
+        execute(cell_dict, folder, report)
+    except BaseException as error:  # e.g. the folder's disk is full: not even outcome.json fits
+        # execute() turns the cell's own errors into a FAILED outcome; what escapes it is a
+        # failure to write that outcome. Tell the runner in one line instead of a traceback.
+        queue.put((folder, "error", f"the worker could not write the cell's results: {type(error).__name__}: {error}"))
+        queue.close()
+        queue.join_thread()
+        raise SystemExit(1) from None

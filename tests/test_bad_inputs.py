@@ -1,0 +1,289 @@
+"""The catalogue of bad inputs (README "Bad inputs"): each row runs the real command line as a
+subprocess and checks the exit code, that the answer is ONE line, and that no Python traceback
+leaks. Rows that must run cells or wait for a network timeout are marked slow.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+
+CERVICAL = "cervical/kag_risk_factors_cervical_cancer.csv"
+EPILEPTIC_COLUMNS = ["", *(f"X{i}" for i in range(1, 179)), "y"]
+RUN = ["run", "--no-progress"]
+GMM = ["--methods", "real", "--datasets", "gmm2d"]
+MERF = ["--methods", "dp-merf", "--datasets", "gmm2d"]
+DEAD = {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}  # the discard port: nothing listens there
+
+
+@dataclass
+class Row:
+    name: str
+    argv: list[str]
+    expect: str  # a substring of the one line
+    code: int = 2
+    env: dict[str, str] = field(default_factory=dict)
+    slow: bool = False
+    cwd: str | None = None  # "readonly": a folder where nothing can be written
+    store: bool = False  # create ./mlflow.db (with the default experiment) first
+    no_ray: bool = False  # as if Ray were not installed
+
+
+ROWS = [
+    Row("unknown method", [*RUN, "--methods", "dp-nope", "--datasets", "gmm2d"], "error: unknown method 'dp-nope'; valid: "),
+    Row("unknown dataset", [*RUN, "--methods", "real", "--datasets", "mnist2"], "error: unknown dataset 'mnist2'; valid: "),
+    Row("unknown evaluator", [*RUN, *GMM, "--evaluators", "fid9"], "error: unknown evaluator 'fid9'; valid: "),
+    Row("unknown profile", [*RUN, *GMM, "--profile", "fast"], "argument --profile: invalid choice: 'fast'"),
+    Row("unknown calibrator", [*RUN, *GMM, "--calibrator", "loose"], "argument --calibrator: invalid choice"),
+    Row("unknown command", ["runn"], "invalid choice: 'runn'"),
+    Row("missing --methods", ["run", "--datasets", "gmm2d"], "the following arguments are required: --methods"),
+    Row("ε = 0", [*RUN, *MERF, "--eps", "0"], "error: ε must be > 0 (got 0)"),
+    Row("ε < 0", [*RUN, *MERF, "--eps=-1,1"], "error: ε must be > 0 (got -1)"),
+    Row("ε not a number", [*RUN, *MERF, "--eps", "one"], "error: ε value 'one' is not a number"),
+    Row("ε = NaN", [*RUN, *MERF, "--eps", "nan"], "error: ε must be > 0 (got nan)"),
+    Row("δ = 1", [*RUN, *MERF, "--delta", "1"], "error: δ must lie in (0, 1) (got 1)"),
+    Row("δ = 0", [*RUN, *MERF, "--delta", "0"], "error: δ must lie in (0, 1) (got 0)"),
+    Row("δ not a number", [*RUN, *MERF, "--delta", "x"], "error: δ 'x' is not a number"),
+    Row("δ = NaN", [*RUN, *MERF, "--delta", "nan"], "error: δ must lie in (0, 1) (got nan)"),
+    Row(
+        "δ ≥ 1/n_train (warning)", [*RUN, *MERF, "--delta", "0.01", "--profile", "smoke", "--set", "dp-merf.epochs=1"],
+        "warning: gmm2d (n_train = ", code=0, slow=True,
+    ),
+    Row("seeds not numbers", [*RUN, *GMM, "--seeds", "a-b"], "error: --seeds 'a-b': expected e.g. 0-4"),
+    Row("negative seed", [*RUN, *GMM, "--seeds=-1"], "error: --seeds '-1': expected e.g. 0-4"),
+    Row("empty seed range", [*RUN, *GMM, "--seeds", "3-1"], "error: --seeds '3-1': expected non-negative integers"),
+    Row("fractional seed", [*RUN, *GMM, "--seeds", "1.5"], "error: --seeds '1.5': expected e.g. 0-4"),
+    Row("--set unknown parameter", [*RUN, *MERF, "--set", "dp-merf.n_feat=3"], "unknown parameter 'n_feat'; valid: "),
+    Row("--set wrong type", [*RUN, *MERF, "--set", "dp-merf.epochs=ten"], "--set epochs=ten: expected an int like"),
+    Row("--set negative count", [*RUN, *MERF, "--set", "dp-merf.epochs=-1"], "--set epochs=-1: epochs must be ≥ 1"),
+    Row("--set zero features", [*RUN, *MERF, "--set", "dp-merf.n_features=0"], "--set n_features=0: n_features must be ≥ 1"),
+    Row("--set NaN float", [*RUN, *MERF, "--set", "dp-merf.lr=nan"], "--set lr=nan: expected a float like"),
+    Row("--set unknown architecture", [*RUN, *MERF, "--set", "dp-merf.architecture=resnet"], "architecture must be one of fc, conv"),
+    Row("--set malformed widths", [*RUN, *MERF, "--set", "dp-merf.hidden=big"], "hidden must look like 200-500-500-200 or 4d-2d"),
+    Row("--set method not in grid", [*RUN, *GMM, "--set", "dp-merf.epochs=1"], "'dp-merf' is not in --methods (real)"),
+    Row("--set without =", [*RUN, *MERF, "--set", "dp-merf.epochs"], "expected METHOD.PARAM=VALUE"),
+    Row("--eval-set unknown setting", [*RUN, *GMM, "--eval-set", "nll.nope=1"], "--eval-set nll.nope: no such setting"),
+    Row("--jobs 0", [*RUN, *GMM, "--jobs", "0"], "error: --jobs must be at least 1"),
+    Row("--jobs not a number", [*RUN, *GMM, "--jobs", "two"], "argument --jobs: invalid int value: 'two'"),
+    Row("negative timeout", [*RUN, *GMM, "--timeout=-5"], "error: --timeout must be a positive number of seconds"),
+    Row("NaN timeout", [*RUN, *GMM, "--timeout", "nan"], "error: --timeout must be a positive number of seconds"),
+    Row("--data-dir missing", [*RUN, *GMM, "--data-dir", "/no/such/dir"], "error: --data-dir /no/such/dir is not a folder"),
+    Row(
+        "data file missing", [*RUN, "--methods", "real", "--datasets", "cervical", "--data-dir", "{data}/empty"],
+        "kag_risk_factors_cervical_cancer.csv is missing and DPBENCH_OFFLINE is set",
+    ),
+    Row(
+        "data file corrupt", [*RUN, "--methods", "real", "--datasets", "cervical", "--data-dir", "{data}/corrupt"],
+        "is corrupt or not the original file",
+    ),
+    Row(
+        "data file truncated", [*RUN, "--methods", "real", "--datasets", "cervical", "--data-dir", "{data}/truncated"],
+        "is corrupt or not the original file",
+    ),
+    Row(
+        "gzip data file truncated", [*RUN, "--methods", "real", "--datasets", "mnist", "--data-dir", "{data}/mnist-truncated"],
+        "cannot be read",
+    ),
+    Row(
+        "data file with wrong columns", [*RUN, "--methods", "real", "--datasets", "epileptic", "--data-dir", "{data}/columns"],
+        "has 179 columns, expected 180",
+    ),
+    Row(
+        "data file with NaN", [*RUN, "--methods", "real", "--datasets", "epileptic", "--data-dir", "{data}/nan"],
+        "column 'X7' has a missing or infinite value in row 3",
+    ),
+    Row(
+        "data file cut mid-row", [*RUN, "--methods", "real", "--datasets", "epileptic", "--data-dir", "{data}/cut"],
+        "has a missing or infinite value in row",
+    ),
+    Row(
+        "values outside public bounds (warning, clipped)",
+        [*RUN, "--methods", "real", "--datasets", "epileptic", "--data-dir", "{data}/bounds", "--evaluators", "downstream",
+         "--eval-set", "downstream.in_process=true"],
+        "warning: ", code=0, slow=True,
+    ),
+    Row("--device cuda without CUDA", [*RUN, *GMM, "--device", "cuda"], "error: --device cuda was asked for, but torch sees no CUDA device"),
+    Row("--executor ray without Ray installed", [*RUN, *GMM, "--executor", "ray"], "--executor ray needs Ray, which is not installed: pip install", no_ray=True),
+    Row("--ray-address without --executor ray", [*RUN, *GMM, "--ray-address", "127.0.0.1:6379"], "error: --ray-address needs --executor ray"),
+    Row("table: unknown experiment", ["table", "--experiment", "nothing-here"], "run `python -m bench run` first"),
+    Row("table: unknown layout", ["table", "--layout", "wide"], "argument --layout: invalid choice: 'wide'"),
+    Row("show: no store here", ["show", "0123456789abcdef"], "no MLflow store at "),
+    Row("show: unknown run", ["show", "0123456789abcdef"], "no run '0123456789abcdef'", store=True),
+    Row("table: unknown experiment in a store", ["table", "--experiment", "nope"], "no experiment 'nope'", store=True),
+    Row("read-only working folder", [*RUN, *GMM], "set MLFLOW_TRACKING_URI to a writable place", cwd="readonly"),
+    Row("dead tracking server: table", ["table"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),
+    Row("dead tracking server: show", ["show", "0123456789abcdef"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),
+]
+
+
+def epileptic_frame(rows: int = 60, seed: int = 0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-300, 300, size=(rows, 178))
+    frame = pd.DataFrame(values, columns=EPILEPTIC_COLUMNS[1:-1])
+    frame.insert(0, "", [f"X{i}.V1.{i}" for i in range(rows)])
+    frame["y"] = np.tile([1, 2, 3, 4, 5], rows // 5 + 1)[:rows]
+    return frame
+
+
+@pytest.fixture(scope="module")
+def bad_data(tmp_path_factory, data_dir) -> Path:
+    """Data folders, each broken in one way (the originals are copied, never touched)."""
+    root = tmp_path_factory.mktemp("bad-data")
+    (root / "empty").mkdir()
+    original = (data_dir / CERVICAL).read_bytes()
+    for name, content in {"corrupt": b"\x00garbage\xff" * 100, "truncated": original[: len(original) // 2]}.items():
+        (root / name / "cervical").mkdir(parents=True)
+        (root / name / CERVICAL).write_bytes(content)
+    mnist = root / "mnist-truncated" / "mnist"
+    shutil.copytree(data_dir / "mnist", mnist)
+    for path in mnist.glob("train-images*"):
+        path.write_bytes(path.read_bytes()[:5000])  # a download cut short: the gzip stream ends early
+
+    def epileptic(name: str, frame, text_edit=None) -> None:
+        folder = root / name / "epileptic"
+        folder.mkdir(parents=True)
+        text = frame.to_csv(index=False)
+        (folder / "data.csv").write_text(text_edit(text) if text_edit else text)
+
+    epileptic("columns", epileptic_frame().drop(columns=["X178"]))
+    with_nan = epileptic_frame().astype({"X7": float})
+    with_nan.loc[3, "X7"] = np.nan
+    epileptic("nan", with_nan)
+    epileptic("cut", epileptic_frame(), lambda text: text[: text.rindex(",", 0, len(text) - 400)])
+    out_of_bounds = epileptic_frame(200)
+    out_of_bounds.loc[[0, 5, 9], "X1"] = 5000  # the ADC range is [-2048, 2047]
+    epileptic("bounds", out_of_bounds)
+    return root
+
+
+def readonly_folder(tmp_path: Path) -> Path:
+    """A folder where creating a file fails. As root, permissions do not stop writes, so use a
+    read-only mount such as /sys when there is one."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "readonly"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return folder
+    for candidate in (Path("/sys"), Path("/proc/self")):
+        try:
+            (candidate / ".dpbench-probe").write_text("x")
+        except OSError:
+            return candidate
+    pytest.skip("running as root without a read-only folder to try")
+
+
+def check_answer(row: Row, code: int, stdout: str, stderr: str) -> None:
+    output = stdout + stderr
+    assert "Traceback" not in output, output
+    assert code == row.code, output
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if row.code == 2:
+        # one error line; a file used unverified may add its warning line, nothing else
+        errors = [line for line in lines if not line.startswith("warning: ")]
+        assert len(errors) == 1, output
+        assert errors[0].startswith("error: ") and row.expect in errors[0], output
+    else:
+        assert any(line.startswith("warning: ") and row.expect in line for line in lines), output
+
+
+def prepare(row: Row, bad_data: Path, tmp_path: Path, monkeypatch) -> list[str]:
+    if row.cwd == "readonly":
+        monkeypatch.chdir(readonly_folder(tmp_path))
+    if row.store:
+        from bench.harness import tracking
+
+        tracking.experiment_id(tracking.client(), tracking.DEFAULT_EXPERIMENT)
+    return [part.replace("{data}", str(bad_data)) for part in row.argv]
+
+
+# The real command line, as a user types it. Each row starts a Python process that imports torch
+# (5-10 s on the 2 shared development cores), so the full catalogue is in the slow suite; the
+# in-process test below runs the same rows in the default suite.
+@pytest.mark.slow
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in ROWS])
+def test_bad_input_command_line(row: Row, workdir, bad_data, tmp_path, monkeypatch):
+    argv = prepare(row, bad_data, tmp_path, monkeypatch)
+    env = {"DPBENCH_OFFLINE": "1", **row.env}
+    if row.no_ray:  # a package named ray that fails to import, first on the path
+        blocker = tmp_path / "no-ray" / "ray"
+        blocker.mkdir(parents=True)
+        (blocker / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")])
+    result = run_cli(*argv, env=env, timeout=300)
+    check_answer(row, result.returncode, result.stdout, result.stderr)
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in ROWS if not r.slow])
+def test_bad_input_in_process(row: Row, workdir, bad_data, tmp_path, monkeypatch, capsys):
+    import warnings
+
+    from bench.cli import main
+
+    argv = prepare(row, bad_data, tmp_path, monkeypatch)
+    monkeypatch.setenv("DPBENCH_OFFLINE", "1")
+    for name, value in row.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # main() replaces it
+    if row.no_ray:
+        import sys
+
+        monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse's errors
+        code = exit_.code
+    captured = capsys.readouterr()
+    check_answer(row, code, captured.out, captured.err)
+    if os.environ.get("DPBENCH_CATALOGUE_OUT"):  # regenerates the README table's answers
+        line = next(x for x in captured.err.splitlines() if x.startswith("error: "))
+        shown = " ".join(a if "{data}" not in a else a.replace("{data}/", "") for a in row.argv)
+        with open(os.environ["DPBENCH_CATALOGUE_OUT"], "a") as out:
+            out.write(f"{row.name}\t{shown}\t{line}\t{code}\n")
+
+
+def test_clipped_values_are_counted_and_clipped(tmp_path):
+    """A user's file with values outside the public bounds is clipped to them, with a count."""
+    import warnings
+
+    from datasets import epileptic
+
+    frame = epileptic_frame(200)
+    frame.loc[[0, 5, 9], "X1"] = 5000
+    frame.loc[2, "X2"] = -9000
+    (tmp_path / "epileptic").mkdir()
+    frame.to_csv(tmp_path / "epileptic" / "data.csv", index=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = epileptic.read(tmp_path)
+    texts = [str(w.message) for w in caught if "clipped to them" in str(w.message)]
+    assert len(texts) == 1 and "4 value(s)" in texts[0] and "X1 (3)" in texts[0] and "X2 (1)" in texts[0]
+    assert table.x[:, 0].max() == 2047 and table.x[:, 1].min() == -2048
+    assert table.x[1, 0] == frame.loc[1, "X1"]  # values inside the bounds are untouched
+
+
+def test_every_declared_hyperparameter_passes_its_rule():
+    """The rules refuse bad --set values; they must accept every value the methods declare."""
+    from bench.core.params import NAMED_RULES, PROFILES
+    from bench.core.registry import DATASETS, METHODS
+    from methods.dp_hp import GAMMA_PLACEMENTS
+    from methods.mean_embedding import LABEL_MODES
+    from methods.nets import ARCHITECTURES
+
+    assert set(NAMED_RULES["architecture"].choices) == set(ARCHITECTURES)
+    assert set(NAMED_RULES["gamma_on"].choices) == set(GAMMA_PLACEMENTS)
+    assert set(NAMED_RULES["labels"].choices) == set(LABEL_MODES)
+    for method in METHODS:
+        for dataset in DATASETS:
+            if dataset.kind in method.data_kinds:
+                for profile in PROFILES:
+                    for private in (True, False):
+                        method.hyperparameters.resolve(dataset.name, profile, None, private)

@@ -1,0 +1,134 @@
+"""The outbox: a run with its tracking server down keeps every result on disk, and `sync` (or the
+next run) logs them once the server is back. A real ``mlflow server`` on 127.0.0.1 is stopped and
+started again on the same port and store.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.test_remote_mlflow import free_port
+
+pytestmark = pytest.mark.slow
+
+SMOKE = ["--datasets", "gmm2d", "--eps", "1", "--profile", "smoke", "--no-progress", "--experiment", "ob"]
+
+
+class Server:
+    def __init__(self, folder):
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "mlflow", "server",
+                "--backend-store-uri", f"sqlite:///{self.folder / 'server.db'}",
+                "--artifacts-destination", str(self.folder / "server-artifacts"),
+                "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+            ],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(1)
+        pytest.fail("mlflow server did not answer within 120 s")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=60)
+            self.process = None
+
+    def runs(self, experiment="ob"):
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=self.url)
+        found = client.get_experiment_by_name(experiment)
+        return [] if found is None else client.search_runs([found.experiment_id])
+
+
+@pytest.fixture
+def server(tmp_path):
+    control = Server(tmp_path)
+    yield control
+    control.stop()
+
+
+def outbox_entries(workdir):
+    folder = workdir / ".dpbench-outbox"
+    return sorted(p for p in folder.iterdir() if (p / "entry.json").exists()) if folder.exists() else []
+
+
+def test_results_wait_in_the_outbox_and_sync_logs_them_once(workdir, server):
+    env = {"MLFLOW_TRACKING_URI": server.url}
+    started = time.monotonic()
+    offline = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0-1", env=env)
+    assert offline.returncode == 0, offline.stdout + offline.stderr
+    assert "Traceback" not in offline.stdout + offline.stderr
+    assert f"the MLflow tracking server at {server.url} is unreachable" in offline.stderr
+    assert "2 result(s) are in the outbox" in offline.stdout and "python -m bench sync" in offline.stdout
+    assert time.monotonic() - started < 300
+    entries = outbox_entries(workdir)
+    assert len(entries) == 2 and all((e / "artifacts" / "synthetic_sample.csv").exists() for e in entries)
+
+    again = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0-1", env=env)
+    assert "0 finished, 0 failed, 2 skipped" in again.stdout, again.stdout + again.stderr  # the outbox counts as done
+
+    down = run_cli("sync", env=env)
+    assert down.returncode == 2 and "unreachable" in down.stderr and len(outbox_entries(workdir)) == 2
+
+    server.start()
+    synced = run_cli("sync", env=env)
+    assert synced.returncode == 0 and "logged 2 of 2" in synced.stdout, synced.stdout + synced.stderr
+    assert outbox_entries(workdir) == []
+    runs = server.runs()
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
+    assert all("nll.mean" in r.data.metrics and r.data.params["method"] == "real" for r in runs)
+    assert len(list((server.folder / "server-artifacts").rglob("synthetic_sample.csv"))) == 2
+
+    assert run_cli("sync", env=env).stdout.strip().endswith("is empty")
+    resumed = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0-1", env=env)
+    assert "0 finished, 0 failed, 2 skipped" in resumed.stdout  # logged once, found on the server
+    assert len(server.runs()) == 2
+
+
+def test_a_server_that_dies_mid_run_loses_nothing(workdir, server):
+    env = {"MLFLOW_TRACKING_URI": server.url, "PAUSE_S": "25"}
+    server.start()
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "bench", "run", "--methods", "test-pausing", *SMOKE],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env},
+    )
+    deadline = time.monotonic() + 300
+    while not [r for r in server.runs() if r.info.status == "RUNNING"]:  # claimed: the cell computes
+        assert time.monotonic() < deadline and runner.poll() is None, runner.stderr.read() if runner.poll() is not None else ""
+        time.sleep(1)
+    server.stop()
+    out, err = runner.communicate(timeout=600)
+    assert runner.returncode == 0, out + err
+    assert "Traceback" not in out + err
+    assert "1 result(s) are in the outbox" in out
+    (entry,) = outbox_entries(workdir)
+
+    server.start()
+    # the next run logs the waiting result into the run it claimed, then finds the cell done
+    resumed = run_cli("run", "--methods", "test-pausing", *SMOKE, env={**env, "PAUSE_S": "0"})
+    assert "outbox: logged 1" in resumed.stderr and "0 finished, 0 failed, 1 skipped" in resumed.stdout, resumed.stdout + resumed.stderr
+    (run,) = server.runs()
+    assert run.info.status == "FINISHED" and "lease.pid" in run.data.tags
