@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="change an evaluator's setting; repeatable, e.g. --eval-set fid.n_samples=1000 "
         "(`list evaluators` shows them); recorded with the run as eval.EVALUATOR.SETTING",
     )
-    run.add_argument("--profile", default="paper", choices=PROFILES, help="paper settings, or smoke (seconds)")
+    run.add_argument("--profile", default="paper", choices=PROFILES, help="paper settings, smoke (seconds), or cpu (methods that declare it: a 2-core CPU cell)")
     run.add_argument(
         "--calibrator", default="tight", choices=CALIBRATORS,
         help="noise calibration: tight (exact Gaussian) or paper (the seeds' RDP calibrator)",

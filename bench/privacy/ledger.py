@@ -383,6 +383,21 @@ class PrivacyLedger:
                 )
         self.releases.append(release)
 
+    def gaussian(self, value: Any, *, sensitivity: float, noise_multiplier: float, what: str, rng: Any) -> Any:
+        """TEMPORARY shim of main's ``gaussian`` (same signature), replaced at merge: records the
+        release, then returns value + N(0, (noise_multiplier·sensitivity)²) elementwise; a torch
+        value takes CPU float64 noise from ``rng`` (a torch.Generator) moved to its device/dtype."""
+        self.record(GaussianRelease(what, sensitivity=sensitivity, noise_multiplier=noise_multiplier))
+        if noise_multiplier == 0:
+            return value
+        std = noise_multiplier * sensitivity
+        if type(value).__module__.startswith("torch"):
+            import torch
+
+            noise = torch.randn(tuple(value.shape), generator=rng, dtype=torch.float64) * std
+            return value + noise.to(device=value.device, dtype=value.dtype)
+        return value + rng.normal(0.0, std, np.shape(value))
+
     def use_public_fact(self, name: str, value: Any, why: str) -> None:
         self.public_facts.append(PublicFactUse(name, value, why))
 
