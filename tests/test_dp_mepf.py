@@ -277,6 +277,19 @@ def test_vgg19_taps_post_relu_features_from_a_local_file(tmp_path):
     assert len(encoder.features) == 7  # truncated after the last ReLU used (features[6])
 
 
+def test_fid_inception_encoder_is_post_relu_and_flagged(data_dir, monkeypatch):
+    from methods.encoders import get_encoder_spec
+
+    monkeypatch.setenv("DPBENCH_DATA_DIR", str(data_dir))  # where evaluators/fid.py finds the weights
+
+    if not (data_dir / "fid-inception").is_dir():
+        pytest.skip("the FID Inception weights are not in the data directory")
+    spec, encoder = build_encoder("inception-fid-imagenet", "block0,pool3")
+    features = encoder(torch.rand(2, 1, 28, 28))
+    assert features.shape == (2, 64 * 73 * 73 + 2048) and features.min() >= 0
+    assert spec.shares_fid_space and not get_encoder_spec("efficientnet-lite0-imagenet").shares_fid_space
+
+
 # --- hyperparameters -------------------------------------------------------------------------------
 
 
