@@ -21,6 +21,8 @@ downloaded:
   ending in ReLU + max-pool or a ReLU'd Inception mixture) and ``pool3`` (2048-d). FID is then
   measured in the encoder's own feature space: the generator was trained to match it, so a low
   FID is expected and says less than with an independent network — flagged in the ledger.
+  Weights are found as FID finds them (``weights``, ``$DPBENCH_FID_WEIGHTS``, then
+  ``$DPBENCH_DATA_DIR/fid-inception/``).
 * ``vgg19-imagenet`` — torchvision's VGG19 (no BN), ImageNet-1k, the paper's encoder for
   CIFAR-10 and CelebA (seed-dpmepf.md §1.3). Layers ``c0`` … ``c15``: the ReLU after each of the
   16 conv layers (``features[1, 3, 6, …, 35]``). Input: ImageNet mean/std normalisation. The
