@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {run,list,table,plot,show}``.
+"""Command line: ``python -m bench {run,list,table,plot,show,pretrain-encoder}``.
 
 Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options).
 """
@@ -145,6 +145,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
+
+    pretrain = commands.add_parser(
+        "pretrain-encoder",
+        help="train a CIFAR-style ResNet18 on public images for dp-mepf's resnet18-cifar encoder",
+        description="Train the paper's MNIST/FashionMNIST encoder shape on a PUBLIC image dataset (never the "
+        "private one) and save a checkpoint that records it; see methods/pretrain.py for the recipe.",
+        formatter_class=_Formatter,
+    )
+    pretrain.add_argument("--arch", default="resnet18-cifar", choices=["resnet18-cifar"], help="network")
+    pretrain.add_argument("--public", default="cifar10", help="registered colour image dataset used as public data")
+    pretrain.add_argument("--epochs", type=int, default=30, help="training epochs")
+    pretrain.add_argument("--limit", type=int, help="use only the first N train and test images (quick checks)")
+    pretrain.add_argument("--out", type=Path, default=Path("encoders/resnet18-cifar.pt"), help="checkpoint path")
+    pretrain.add_argument("--data-dir", help="dataset folder (default: $%s)" % DATA_DIR_VARIABLE)
+    pretrain.add_argument("--device", default="cpu", help="torch device")
     return parser
 
 
@@ -265,7 +280,27 @@ def command_show(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": command_run, "list": command_list, "table": command_table, "plot": command_plot, "show": command_show}
+def command_pretrain_encoder(args: argparse.Namespace) -> int:
+    from methods.pretrain import run_pretraining
+
+    if args.epochs < 1:
+        raise GridError("--epochs must be at least 1")
+    dataset = DATASETS.get(args.public)  # RegistryError (exit 2) for an unknown name
+    if dataset.kind.value != "image":
+        raise GridError(f"--public {args.public} is not an image dataset")
+    from datasets.files import DataFileError
+    from datasets.tabular_io import DataFormatError
+
+    try:
+        run_pretraining(args.public, Path(args.data_dir) if args.data_dir else None, args.out, args.epochs, args.limit, args.device)
+    except (DataFileError, DataFormatError, ValueError) as error:  # missing files, non-colour data: one line
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+COMMANDS = {"run": command_run, "list": command_list, "table": command_table, "plot": command_plot, "show": command_show,
+            "pretrain-encoder": command_pretrain_encoder}
 
 
 def main(argv: list[str] | None = None) -> int:

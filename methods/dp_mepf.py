@@ -383,7 +383,8 @@ class DPMepf:
         # --- step 1: the public encoder
         spec, encoder = build_encoder(str(p["encoder"]), str(p["layers"]), str(p["weights"]), int(p["input_size"]))
         encoder = encoder.to(device)
-        ledger.use_public_fact(f"encoder {spec.name}", str(p["layers"]), f"pretrained on public data: {spec.public_data}")
+        public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
+        ledger.use_public_fact(f"encoder {spec.name}", str(p["layers"]), f"pretrained on public data: {public}")
         if spec.shares_fid_space:
             ledger.caveats.append(
                 f"dp-mepf trained on the features of {spec.name}, the network FID uses: its FID is measured in the "

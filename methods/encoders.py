@@ -28,6 +28,10 @@ downloaded:
   16 conv layers (``features[1, 3, 6, …, 35]``). Input: ImageNet mean/std normalisation. The
   weights file is torchvision's ``vgg19-dcbb9e9d.pth``, read from ``--set dp-mepf.weights=PATH``
   or ``$TORCH_HOME/hub/checkpoints/``; absent, a one-line error says where to put it.
+* ``resnet18-cifar`` — the paper's MNIST/FashionMNIST encoder shape (CIFAR-style ResNet18), from a
+  checkpoint written by ``python -m bench pretrain-encoder`` (``methods/pretrain.py``), which
+  records the public dataset it was trained on. Layers ``stem``, ``r0`` … ``r15`` (the stem ReLU,
+  then both ReLUs of each of the 8 blocks, as the authors' 16 matching layers). Input: [−1, 1].
 
 Greyscale images are replicated to three channels (the authors' ``x.expand(-1, 3, -1, -1)``).
 ``input_size`` > 0 resizes bilinearly first (an encoder-side choice; the paper feeds native
@@ -281,6 +285,44 @@ def _build_vgg19(layers: tuple[str, ...], weights: str, input_size: int = 0) -> 
     return Vgg19Encoder(layers, weights, input_size)
 
 
+# --- ResNet18, CIFAR style, trained by `python -m bench pretrain-encoder` ------------------------------
+
+RESNET_TAPS = ("stem", *(f"r{i}" for i in range(16)))  # the stem ReLU, then relu1/relu2 of the 8 blocks
+
+
+class ResNet18CifarEncoder(FeatureEncoder):
+    """The paper's MNIST/FashionMNIST encoder shape (seed-dpmepf.md §1.3): a checkpoint written
+    by ``python -m bench pretrain-encoder``, which names the public data it was trained on."""
+
+    def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0) -> None:
+        super().__init__(layers, input_size)
+        from methods.pretrain import ResNet18Cifar
+
+        if not weights or not Path(weights).is_file():
+            raise EncoderError(
+                "resnet18-cifar needs a checkpoint from `python -m bench pretrain-encoder --arch resnet18-cifar "
+                f"--public DATASET --out PATH`; pass it with --set dp-mepf.weights=PATH (got {weights or 'none'})"
+            )
+        try:
+            checkpoint = torch.load(weights, map_location="cpu", weights_only=True)
+            net = ResNet18Cifar(checkpoint["state_dict"]["head.weight"].shape[0])
+            net.load_state_dict(checkpoint["state_dict"], strict=True)
+        except Exception as error:  # unpickling and key errors come in many types
+            raise EncoderError(f"{weights} is not a pretrain-encoder checkpoint ({type(error).__name__}); write one with pretrain-encoder") from None
+        self.public_data = f"{checkpoint['public_data']} (pretrain-encoder checkpoint, test accuracy {checkpoint['test_accuracy']:.3f})"
+        self.net = net
+        self.n_taps = 1 + max(RESNET_TAPS.index(name) for name in layers)
+        self.freeze()
+
+    def activations(self, images: torch.Tensor) -> list[torch.Tensor]:
+        taps = self.net.taps(images * 2 - 1, self.n_taps)  # [−1, 1], as it was trained
+        return [taps[RESNET_TAPS.index(name)] for name in self.layers]
+
+
+def _build_resnet18(layers: tuple[str, ...], weights: str, input_size: int = 0) -> FeatureEncoder:
+    return ResNet18CifarEncoder(layers, weights, input_size)
+
+
 ENCODERS: dict[str, EncoderSpec] = {
     spec.name: spec
     for spec in (
@@ -305,6 +347,13 @@ ENCODERS: dict[str, EncoderSpec] = {
             "VGG19, the ReLU after each of the 16 conv layers (the paper's encoder, seed-dpmepf.md §1.3)",
             tuple(f"c{i}" for i in range(16)),
             _build_vgg19,
+        ),
+        EncoderSpec(
+            "resnet18-cifar",
+            "the public dataset named in the pretrain-encoder checkpoint",
+            "CIFAR-style ResNet18 (the paper's MNIST/FashionMNIST encoder shape), post-ReLU taps",
+            RESNET_TAPS,
+            _build_resnet18,
         ),
     )
 }

@@ -341,3 +341,28 @@ def test_a_grid_cell_runs_end_to_end(data_dir, tmp_path):
     ledger = json.loads((tmp_path / "ledger.json").read_text())
     assert 0 < ledger["spent"]["epsilon"] <= 1.0 + 1e-9 and len(ledger["releases"]) == 1
     assert (tmp_path / "samples.png").stat().st_size > 1000
+
+
+def test_pretrain_encoder_writes_a_checkpoint_the_encoder_reads(tmp_path):
+    from methods.pretrain import pretrain_resnet18, save_checkpoint
+
+    gen = np.random.default_rng(0)
+    x = gen.random((40, 3 * 32 * 32), dtype=np.float32)
+    y = np.arange(40) % 10
+    net, accuracy = pretrain_resnet18(x, y, x[:20], y[:20], (3, 32, 32), epochs=1, batch=20, log=lambda line: None)
+    assert 0 <= accuracy <= 1
+    path = tmp_path / "resnet18.pt"
+    save_checkpoint(net, path, "cifar10 (test stand-in)", accuracy, 1)
+    _, encoder = build_encoder("resnet18-cifar", "stem,r5", str(path))  # r5: the first 128-channel block
+    features = encoder(torch.rand(2, 1, 28, 28))
+    assert features.shape == (2, 64 * 28 * 28 + 128 * 14 * 14) and features.min() >= 0
+    assert "cifar10 (test stand-in)" in encoder.public_data
+    with pytest.raises(EncoderError, match="pretrain-encoder"):
+        build_encoder("resnet18-cifar", "stem")
+
+
+def test_pretrain_encoder_command_rejects_bad_input(tmp_path):
+    from bench.cli import main
+
+    assert main(["pretrain-encoder", "--public", "no-such-data", "--out", str(tmp_path / "x.pt")]) == 2
+    assert main(["pretrain-encoder", "--epochs", "0", "--out", str(tmp_path / "x.pt")]) == 2
