@@ -50,7 +50,7 @@ from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.core.images import image_shape
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.ledger import BudgetShare
-from methods.encoders import FeatureEncoder, build_encoder
+from methods.encoders import build_encoder
 from methods.mean_embedding import TrainedConditionalGenerator, release_proportions
 from methods.nets import ConvolutionalConditionalGenerator, ResnetConditionalGenerator, parse_widths
 from methods.space import ModelSpace
