@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench {run,list,table,plot,report,show,audit}``.
+"""Command line: ``python -m bench {run,list,table,plot,report,show,audit,sync,pretrain-encoder}``.
 
 Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options, data
 files, an unusable tracking store), 3 an unexpected error (``DPBENCH_DEBUG=1`` shows its traceback),
@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="change an evaluator's setting; repeatable, e.g. --eval-set fid.n_samples=1000 "
         "(`list evaluators` shows them); recorded with the run as eval.EVALUATOR.SETTING",
     )
-    run.add_argument("--profile", choices=PROFILES, help="paper settings (default), or smoke (seconds)")
+    run.add_argument("--profile", choices=PROFILES, help="paper settings (default), smoke (seconds), or cpu (methods that declare it: a 2-core CPU cell)")
     run.add_argument(
         "--calibrator", choices=CALIBRATORS,
         help="noise calibration: tight (exact Gaussian, default) or paper (the seeds' RDP calibrator)",
@@ -230,6 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     audit.add_argument("--data-dir", default=os.environ.get(DATA_DIR_VARIABLE), help=f"dataset files (default ${DATA_DIR_VARIABLE})")
     audit.add_argument("--experiment", default="audit", help="MLflow experiment the result is logged to")
+    pretrain = commands.add_parser(
+        "pretrain-encoder",
+        help="train a CIFAR-style ResNet18 on public images for dp-mepf's resnet18-cifar encoder",
+        description="Train the paper's MNIST/FashionMNIST encoder shape on a PUBLIC image dataset (never the "
+        "private one) and save a checkpoint that records it; see methods/pretrain.py for the recipe.",
+        formatter_class=_Formatter,
+    )
+    pretrain.add_argument("--arch", default="resnet18-cifar", choices=["resnet18-cifar"], help="network")
+    pretrain.add_argument("--public", default="cifar10", help="registered colour image dataset used as public data")
+    pretrain.add_argument("--epochs", type=int, default=30, help="training epochs")
+    pretrain.add_argument("--limit", type=int, help="use only the first N train and test images (quick checks)")
+    pretrain.add_argument("--out", type=Path, default=Path("encoders/resnet18-cifar.pt"), help="checkpoint path")
+    pretrain.add_argument("--data-dir", help="dataset folder (default: $%s)" % DATA_DIR_VARIABLE)
+    pretrain.add_argument("--device", default="cpu", help="torch device")
     return parser
 
 
@@ -474,6 +488,27 @@ def command_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_pretrain_encoder(args: argparse.Namespace) -> int:
+    from methods.pretrain import run_pretraining
+
+    if args.epochs < 1:
+        raise GridError("--epochs must be at least 1")
+    dataset = DATASETS.get(args.public)  # RegistryError (exit 2) for an unknown name
+    if dataset.kind.value != "image":
+        raise GridError(f"--public {args.public} is not an image dataset")
+    from datasets.files import DataFileError
+    from datasets.tabular_io import DataFormatError
+
+    try:
+        run_pretraining(args.public, Path(args.data_dir) if args.data_dir else None, args.out, args.epochs, args.limit, args.device)
+    except (DataFileError, DataFormatError, ValueError) as error:  # missing files, non-colour data: one line
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+
+
 def command_audit(args: argparse.Namespace) -> int:
     from bench.harness.auditing import audit_dp_sgd, audit_method
 
@@ -518,6 +553,7 @@ def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
 COMMANDS = {
     "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
     "report": command_report, "show": command_show, "audit": command_audit, "sync": command_sync,
+    "pretrain-encoder": command_pretrain_encoder,
 }
 
 

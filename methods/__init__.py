@@ -6,6 +6,7 @@ from methods.baselines import Independent, Uniform
 from methods.dp_gan import DPGan, dp_cgan
 from methods.dp_hp import DPHermite
 from methods.dp_merf import DPMerf
+from methods.dp_mepf import DPMepf
 from methods.full_mmd import FullMMD
 from methods.mst import MST
 from methods.privbayes import PrivBayes
@@ -14,6 +15,7 @@ from methods.real import Real
 METHODS.register(Real())
 METHODS.register(DPMerf())
 METHODS.register(DPHermite())
+METHODS.register(DPMepf())
 METHODS.register(DPGan())
 METHODS.register(dp_cgan())
 METHODS.register(MST())

@@ -88,6 +88,53 @@ class ConvolutionalConditionalGenerator(nn.Module):
         return self.head(self.conv(start).flatten(1))
 
 
+class ResidualBlockUp(nn.Module):
+    """DP-MEPF's ``ResidualBlockG`` (seed-dpmepf.md §1.5): main path BN → ReLU → nearest ×2 →
+    Conv3×3 → BN → ReLU → Conv3×3; skip path Conv1×1 → nearest ×2; the sum of the two."""
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.BatchNorm2d(in_channels), nn.ReLU(), nn.Upsample(scale_factor=2, mode="nearest"),
+            nn.Conv2d(in_channels, out_channels, 3, padding=1), nn.BatchNorm2d(out_channels), nn.ReLU(),
+            nn.Conv2d(out_channels, out_channels, 3, padding=1),
+        )
+        self.skip = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1), nn.Upsample(scale_factor=2, mode="nearest"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.main(x) + self.skip(x)
+
+
+class ResnetConditionalGenerator(nn.Module):
+    """DP-MEPF's ``ResnetG`` (seed-dpmepf.md §1.5) for square images of side 4·2^k:
+    [one-hot(y); z] (z_dim in all) → ConvTranspose(4×4, no bias) → k residual up-blocks
+    (channels ngf·2^(k−1) … ngf) → BN → ReLU → Conv3×3 → tanh → (x + 1)/2 ∈ [0, 1], flattened
+    channel-first. 32×32: 512 → 256 → 128 → 64 channels, ≈ 3.3 M parameters. Xavier-uniform
+    init of every conv, as the authors'."""
+
+    def __init__(self, noise_dim: int, n_classes: int, image_shape: tuple[int, int, int], ngf: int = 64) -> None:
+        super().__init__()
+        channels, height, width = image_shape
+        blocks = (height // 4).bit_length() - 1
+        if height != width or height < 8 or 4 * 2**blocks != height:
+            raise ValueError(f"the resnet generator needs square images of side 4·2^k ≥ 8 (got {height}×{width}); use architecture=conv")
+        self.noise_dim, self.n_classes = noise_dim, n_classes
+        widths = [ngf * 2 ** (blocks - 1 - i) for i in range(blocks)]
+        self.start = nn.ConvTranspose2d(noise_dim + n_classes, widths[0] * 2 if blocks else ngf, 4, 1, 0, bias=False)
+        ins = [widths[0] * 2, *widths[:-1]]
+        self.blocks = nn.Sequential(*(ResidualBlockUp(i, o) for i, o in zip(ins, widths)))
+        self.out = nn.Sequential(nn.BatchNorm2d(widths[-1]), nn.ReLU(), nn.Conv2d(widths[-1], channels, 3, padding=1), nn.Tanh())
+        for module in self.modules():
+            if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):
+                nn.init.xavier_uniform_(module.weight)
+
+    def forward(self, labels: torch.Tensor) -> torch.Tensor:
+        z = torch.randn(len(labels), self.noise_dim, device=labels.device)
+        one_hot = nn.functional.one_hot(labels, self.n_classes).to(z.dtype)
+        code = torch.cat([one_hot, z], dim=1)[:, :, None, None]
+        return ((self.out(self.blocks(self.start(code))) + 1) / 2).flatten(1)
+
+
 ARCHITECTURES = ("fc", "conv")
 
 

@@ -2,7 +2,8 @@
 
 Resolution order (later wins): method defaults → the dataset's paper values → the dataset's
 non-private paper values (only for ε = ∞ runs, where a seed tabulates them separately) → the
-profile (``paper`` adds nothing; ``smoke`` shrinks the run to seconds) → ``--set METHOD.PARAM=VALUE``.
+profile (``paper`` adds nothing; ``smoke`` shrinks the run to seconds; ``cpu`` — where a method
+declares it — fits a cell on a 2-core CPU, each value naming its deviation) → ``--set METHOD.PARAM=VALUE``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-PROFILES: tuple[str, ...] = ("paper", "smoke")
+PROFILES: tuple[str, ...] = ("paper", "smoke", "cpu")
 
 
 class HyperParameterError(ValueError):
@@ -128,7 +129,10 @@ class HyperParameters:
             for name, setting in layer.items():
                 values[name], sources[name] = setting.value, setting.source
         for name, value in self.profiles.get(profile, {}).items():
-            values[name], sources[name] = value, f"profile {profile}"
+            if isinstance(value, Setting):  # a profile value that names its deviation
+                values[name], sources[name] = value.value, f"profile {profile}: {value.source}"
+            else:
+                values[name], sources[name] = value, f"profile {profile}"
         for name, text in (overrides or {}).items():
             if name not in values:
                 raise HyperParameterError(

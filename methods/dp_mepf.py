@@ -1,0 +1,453 @@
+"""``dp-mepf``: DP mean embeddings of pretrained perceptual features (Harder, Jalali Asadabadi,
+Sutherland & Park, TMLR 2023, arXiv 2205.12900; seed-dpmepf.md, the TMLR version [T]).
+
+Algorithm (seed-dpmepf.md §1.1–§1.7):
+
+1. A frozen encoder pretrained on PUBLIC data (``methods/encoders.py``) gives e(x) ∈ R^D, the
+   post-ReLU activations of the chosen layers, concatenated. Its public training data is
+   recorded in the ledger.
+2. φ1(x) = e/‖e‖, φ2(x) = e²/‖e²‖ (elementwise square; §1.4). An all-zero e (all activations
+   dead) maps to the zero vector — the authors' code divides by zero there — so ‖φ_t(x)‖ ≤ 1
+   always, and every entry is ≥ 0.
+3. ONE streaming pass over the private images accumulates the (per-class, when labelled) SUMS
+   of φ1 and φ2 in batches of ``batch_size``; per-image features are never stored (CIFAR-10 with
+   VGG19 would be 60 GB, §7). Each moment is released once through ``ledger.gaussian`` as
+   S_t/m (m public), then divided by the class proportions (uniform: the paper's eq. 6 with its
+   1/m normalisation and a balanced generator; or released: ``labels=released``).
+4. A generator (conv for 28×28, ResNet for 32×32) is trained on the released embedding only,
+   with the authors' GFMN moving-average estimate of the embedding difference (§1.4).
+5. Optional DP early stopping (``early_stopping=true``; the paper's CIFAR-10/CelebA runs): the
+   first and second moments of FID-Inception pool3 features of the private TRAINING set are
+   released with noise multiplier σ_stop = 10σ (§2.4), and the generator checkpoint with the
+   smallest proxy distance to that noisy release is returned. Selection reads nothing else.
+
+Sensitivity (replace-one, m public) — :func:`embedding_sensitivity`. For a ≥ 0, b ≥ 0 with
+‖a‖, ‖b‖ ≤ 1: ‖a − b‖² = ‖a‖² + ‖b‖² − 2⟨a, b⟩ ≤ 2, since ⟨a, b⟩ ≥ 0. Unlabelled: replacing
+x by x′ moves S = Σᵢ φ(xᵢ) by φ(x′) − φ(x), so ‖ΔS/m‖ ≤ √2/m. Labelled (S is the K × D matrix
+of class sums): if the label stays, one row moves by φ(x′) − φ(x) (≤ √2 as before); if the
+label changes from k to k′, row k moves by −φ(x) and row k′ by +φ(x′), so
+‖ΔS‖²_F = ‖φ(x)‖² + ‖φ(x′)‖² ≤ 2. Either way ‖ΔS/m‖_F ≤ √2/m per moment. The paper states 2/m
+(eq. 4, valid but loose by √2); the authors' code uses 1/m for φ2 (``second_moment_sens =
+var_bound / 2``, §2.1) — an UNDER-estimate (two orthogonal non-negative unit vectors are √2
+apart), so their φ2 release is under-noised. This module never does that: both moments use √2/m.
+
+Deviations from the authors' code, on purpose (and in the README): the proxy release really
+adds its noise (their code charges σ_stop in the accountant but never adds it, §2.5), and a
+(φ1)-only run composes both proxy moments (their accounting counted one).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.images import image_shape
+from bench.core.params import HyperParameters, Setting
+from bench.privacy.ledger import BudgetShare
+from methods.encoders import build_encoder
+from methods.mean_embedding import TrainedConditionalGenerator, release_proportions
+from methods.nets import ConvolutionalConditionalGenerator, ResnetConditionalGenerator, parse_widths
+from methods.space import ModelSpace
+
+SQRT2 = math.sqrt(2.0)
+NORM_FLOOR = 1e-12  # ‖e‖ below this is treated as an all-zero e: φ stays ≤ 1 in norm, no 0/0
+T7 = "seed-dpmepf.md §3.1 Table 7"
+T8 = "seed-dpmepf.md §3.2 Table 8"
+
+
+# --- feature moments and the private release -------------------------------------------------------
+
+
+def unit_rows(v: torch.Tensor) -> torch.Tensor:
+    """Each row divided by its L2 norm; a zero row stays zero (norm floor instead of 0/0)."""
+    return v / v.norm(dim=1, keepdim=True).clamp_min(NORM_FLOOR)
+
+
+def feature_moments(e: torch.Tensor, moments: int) -> list[torch.Tensor]:
+    """[φ1] or [φ1, φ2] of each row of e (non-negative features): unit-norm (or zero) rows."""
+    if moments not in (1, 2):
+        raise ValueError(f"moments must be 1 (φ1) or 2 (φ1, φ2), got {moments}")
+    out = [unit_rows(e)]
+    if moments == 2:
+        out.append(unit_rows(e * e))
+    return out
+
+
+def embedding_sensitivity(m: int) -> float:
+    """L2 sensitivity of S_t/m (S_t the sum, or the K × D class sums, of one moment) under
+    replace-one: √2/m — see the module docstring. Not the code's 1/m for φ2 (under-noised)."""
+    return SQRT2 / m
+
+
+def class_sums(phi: torch.Tensor, labels: torch.Tensor, n_rows: int) -> torch.Tensor:
+    """Σ_{i: yᵢ = k} φ(xᵢ) for every k (n_rows × D); unlabelled: labels all 0, n_rows = 1."""
+    return phi.new_zeros(n_rows, phi.shape[1]).index_add_(0, labels, phi)
+
+
+def as_image_tensor(rows: np.ndarray, shape: tuple[int, int, int]) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(rows, dtype=np.float32)).view(len(rows), *shape)
+
+
+@torch.no_grad()
+def streaming_moment_sums(
+    encoder: nn.Module, x: np.ndarray, y: np.ndarray, n_rows: int, moments: int, shape: tuple[int, int, int],
+    batch: int, device: torch.device, progress=lambda done, total: None,
+) -> list[torch.Tensor]:
+    """One pass over the rows: the class sums (float64, on CPU) of each moment, batch by batch.
+    ``y`` is all zeros with ``n_rows`` = 1 for the unlabelled embedding."""
+    totals: list[torch.Tensor] | None = None
+    for start in range(0, len(x), batch):
+        images = as_image_tensor(x[start : start + batch], shape).to(device)
+        labels = torch.as_tensor(y[start : start + batch], dtype=torch.long, device=device)
+        phis = feature_moments(encoder(images).double(), moments)
+        parts = [class_sums(phi, labels, n_rows).cpu() for phi in phis]
+        totals = parts if totals is None else [t + p for t, p in zip(totals, parts)]
+        progress(min(start + batch, len(x)), len(x))
+    if totals is None:
+        raise ValueError("dp-mepf needs at least one training image")
+    return totals
+
+
+def release_embedding(
+    sums: list[torch.Tensor], m: int, sigma: float, context: FitContext, rng: torch.Generator, what: str
+) -> list[torch.Tensor]:
+    """Each moment's S_t/m released once through the ledger at sensitivity √2/m."""
+    return [
+        context.ledger.gaussian(
+            s / m, sensitivity=embedding_sensitivity(m), noise_multiplier=sigma, what=f"φ{t + 1} {what}", rng=rng
+        )
+        for t, s in enumerate(sums)
+    ]
+
+
+# --- the moving-average generator loss (GFMN, the authors' code) ------------------------------------
+
+
+@dataclass
+class MovingAverageLoss:
+    """seed-dpmepf.md §1.2/§1.4: per moment a parameter v_t (U(−1/√D, 1/√D), the code's
+    ``kaiming_uniform_(a=√5)``) tracks d_t = μ̃_t − m_t(fake) by an Adam step on mean((v_t − d_t)²);
+    the generator then minimises −Σ_t ⟨v_t, m_t(fake)⟩ with the updated v_t held constant, whose
+    gradient is that of ½‖μ̃_t − m_t‖² once v_t ≈ d_t, with the batch noise averaged out."""
+
+    targets: list[torch.Tensor]
+    lr: float
+    generator: torch.Generator
+    averages: list[nn.Parameter] = field(init=False)
+    optimiser: torch.optim.Optimizer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.averages = []
+        for target in self.targets:
+            bound = 1.0 / math.sqrt(target.shape[1])
+            init = (torch.rand(target.shape, generator=self.generator) * 2 - 1) * bound
+            self.averages.append(nn.Parameter(init.to(target.device, target.dtype)))
+        self.optimiser = torch.optim.Adam(self.averages, lr=self.lr, betas=(0.5, 0.999))
+
+    def generator_loss(self, fakes: list[torch.Tensor]) -> torch.Tensor:
+        self.optimiser.zero_grad(set_to_none=True)
+        tracking = sum(
+            nn.functional.mse_loss(v, (target - fake).detach()) for v, target, fake in zip(self.averages, self.targets, fakes)
+        )
+        tracking.backward()
+        self.optimiser.step()
+        return -sum((v.detach() * fake).sum() for v, fake in zip(self.averages, fakes))
+
+
+def balanced_labels(batch: int, n_classes: int, generator: torch.Generator) -> torch.Tensor:
+    """batch // K of every class plus batch mod K random ones (the code's balanced batches, §1.6)."""
+    labels = torch.arange(n_classes).repeat(batch // n_classes)
+    extra = torch.randint(0, n_classes, (batch % n_classes,), generator=generator)
+    return torch.cat([labels, extra])
+
+
+def fake_class_means(phi: torch.Tensor, labels: torch.Tensor, n_rows: int) -> torch.Tensor:
+    counts = torch.bincount(labels, minlength=n_rows).clamp_min(1).to(phi.dtype)
+    return class_sums(phi, labels, n_rows) / counts[:, None]
+
+
+# --- DP early stopping -----------------------------------------------------------------------------
+
+
+@dataclass
+class ReleasedProxy:
+    """The noisy first and second moments of the proxy features of the private training set."""
+
+    means: list[torch.Tensor]
+    encoder: nn.Module
+
+    @torch.no_grad()
+    def score(self, images: torch.Tensor, batch: int) -> float:
+        """Σ_t ‖ν̃_t − mean φ_t(generated)‖²: uses the released ν̃ only, never the private rows."""
+        totals = None
+        for start in range(0, len(images), batch):
+            phis = feature_moments(self.encoder(images[start : start + batch]).double(), 2)
+            parts = [phi.sum(0, keepdim=True).cpu() for phi in phis]
+            totals = parts if totals is None else [t + p for t, p in zip(totals, parts)]
+        return float(sum(((nu.cpu() - t / len(images)) ** 2).sum() for nu, t in zip(self.means, totals)))
+
+
+def release_proxy(
+    encoder: nn.Module, train: LabelledData, sigma_stop: float, context: FitContext, rng: torch.Generator,
+    batch: int, device: torch.device,
+) -> ReleasedProxy:
+    """ν̃_t = (1/m) Σᵢ φ_t^proxy(xᵢ) + N(0, (σ_stop·√2/m)²), t = 1, 2, unlabelled, over the private
+    training set (the paper's proxy, §2.4, with its noise actually added: the authors' code
+    forgets it, §2.5). Two releases, both charged."""
+    shape = image_shape(train.schema)
+    m = len(train)
+    sums = streaming_moment_sums(encoder, train.x, np.zeros(m, dtype=np.int64), 1, 2, shape, batch, device)
+    noisy = release_embedding(sums, m, sigma_stop, context, rng, "DP early-stopping proxy (Inception pool3)")
+    return ReleasedProxy([n.float() for n in noisy], encoder)
+
+
+# --- hyperparameters -------------------------------------------------------------------------------
+
+
+def cifar10_lr_mavg(labelled: bool, moments: int, epsilon: float) -> float:
+    """Table 7's LR_mavg for CIFAR-10 by setting, variant and ε group (seed-dpmepf.md §3.1)."""
+    if not labelled:
+        return 1e-3  # unlabelled: 1e-3 at every ε
+    if epsilon >= 5:  # {∞, 10, 5}
+        return 3e-4 if moments == 2 else 1e-4
+    return 1e-2  # {2, 1} and {0.5, 0.2}
+
+
+def _mnist_like(name: str, lr_gen: float, lr_mavg: float) -> dict[str, Setting]:
+    return {
+        "encoder": Setting(
+            "efficientnet-lite0-imagenet",
+            f"deviation: the paper's {('SVHN' if name == 'MNIST' else 'CIFAR-10')}-trained ResNet18 (seed-dpmepf.md §1.3) "
+            "is not published (§8 item 5); an ImageNet encoder shipped on PyPI instead",
+        ),
+        "iterations": Setting(100_000, f"{T8}: 100,000 iterations ({name})"),
+        "batch_size": Setting(100, f"{T8}: batch size 100 ({name})"),
+        "lr_gen": Setting(lr_gen, f"{T7}: {name}, ε < ∞, LR_gen"),
+        "lr_mavg": Setting(lr_mavg, f"{T7}: {name}, ε < ∞, LR_mavg"),
+        "architecture": Setting("conv", "seed-dpmepf.md §1.5: ConvCondGen (FC → bilinear upsampling conv)"),
+    }
+
+
+def _cifar10() -> dict[str, Setting]:
+    return {
+        "encoder": Setting("vgg19-imagenet", "seed-dpmepf.md §1.3: VGG19 pretrained on ImageNet, all 16 conv layers"),
+        "iterations": Setting(200_000, f"{T8}: 200,000 iterations (CIFAR-10)"),
+        "batch_size": Setting(128, f"{T8}: batch size 128 (CIFAR-10)"),
+        "lr_gen": Setting(1e-3, f"{T7}: CIFAR-10, LR_gen 1e-3 in every row"),
+        "lr_mavg": Setting(0.0, f"0 = {T7} by setting, variant and ε group (cifar10_lr_mavg)"),
+        "architecture": Setting("resnet", "seed-dpmepf.md §1.5: ResnetG (3 residual blocks at 32×32)"),
+        "early_stopping": Setting(True, "seed-dpmepf.md §1.7/§2.4: DP proxy checkpoint selection on CIFAR-10"),
+    }
+
+
+HYPERPARAMETERS = HyperParameters(
+    defaults={
+        "moments": Setting(2, "seed-dpmepf.md §1.1: (φ1, φ2), the first row of Tables 1, 2, 14–16; 1 = (φ1)"),
+        "labelled": Setting(True, "seed-dpmepf.md §1.6: labelled generation (MNIST, FashionMNIST, CIFAR-10 'labeled')"),
+        "encoder": Setting("efficientnet-lite0-imagenet", "methods/encoders.py: the encoder available offline"),
+        "layers": Setting("all", "seed-dpmepf.md §1.3: every layer of the encoder (VGG19: all 16 convs)"),
+        "input_size": Setting(0, "seed-dpmepf.md §1.3: native resolution, no upsampling"),
+        "weights": Setting("", "empty = the encoder's default local file (methods/encoders.py)"),
+        "iterations": Setting(100_000, f"{T8}: 100,000 (MNIST, FashionMNIST)"),
+        "batch_size": Setting(100, f"{T8}: batch size 100 (MNIST, FashionMNIST)"),
+        "lr_gen": Setting(1e-5, f"{T7}: MNIST, ε < ∞"),
+        "lr_mavg": Setting(1e-4, f"{T7}: MNIST, ε < ∞"),
+        "z_dim": Setting(100, "seed-dpmepf.md §3.2 [C]: z_dim 100 (labelled: 10 one-hot + 90 Gaussian)"),
+        "architecture": Setting("conv", "seed-dpmepf.md §1.5: conv for 28×28, resnet for 32×32"),
+        "hidden": Setting("500", "seed-dpmepf.md §1.5 ConvCondGen: FC(100 → 500)"),
+        "conv_channels": Setting("16-8", "seed-dpmepf.md §1.5 ConvCondGen: 16×7×7 → 8 → 1 channels"),
+        "conv_kernel": Setting(5, "seed-dpmepf.md §1.5 ConvCondGen: 5×5 convolutions"),
+        "ngf": Setting(64, "seed-dpmepf.md §1.5 ResnetG: ngf = 64"),
+        "labels": Setting(
+            "uniform",
+            "seed-dpmepf.md §1.6 eq. 6: class blocks normalised by 1/m with balanced generated labels "
+            "(counts not released); 'released' releases and charges the proportions",
+        ),
+        "early_stopping": Setting(False, "seed-dpmepf.md §2.4: used for CIFAR-10 and CelebA only"),
+        "stop_noise_ratio": Setting(10.0, "seed-dpmepf.md §2.4 / Table 8: σ_stop = 10σ"),
+        "eval_every": Setting(5_000, "seed-dpmepf.md §1.7: proxy every 5,000 iterations (CIFAR-10)"),
+        "proxy_samples": Setting(5_000, "seed-dpmepf.md §2.4: 5,000 generated samples per proxy evaluation"),
+    },
+    per_dataset={
+        "mnist": _mnist_like("MNIST", 1e-5, 1e-4),
+        "fashion-mnist": _mnist_like("FashionMNIST", 1e-4, 1e-3),
+        "cifar10": _cifar10(),
+        "cifar10-jpeg": _cifar10(),
+    },
+    per_dataset_non_private={
+        "mnist": {"lr_mavg": Setting(1e-3, f"{T7}: MNIST, ε = ∞, LR_mavg")},
+        "fashion-mnist": {
+            "lr_gen": Setting(1e-5, f"{T7}: FashionMNIST, ε = ∞, LR_gen"),
+            "lr_mavg": Setting(1e-3, f"{T7}: FashionMNIST, ε = ∞, LR_mavg"),
+        },
+    },
+    profiles={
+        "smoke": {"iterations": 3, "batch_size": 20, "layers": "stem,b0", "encoder": "efficientnet-lite0-imagenet",
+                  "eval_every": 2, "proxy_samples": 20, "hidden": "64", "early_stopping": False},
+        "cpu": {
+            "encoder": Setting("efficientnet-lite0-imagenet", "deviation: a 0.4-GFLOP ImageNet encoder instead of ResNet18/VGG19"),
+            "layers": Setting("stem,b0,b1,b2,b3,b4,b5", "deviation: the first 7 of 17 layers (D = 31,408 at 28×28), ≈ 5× cheaper per step than all"),
+            "iterations": Setting(4_000, "deviation: 4,000 instead of 100,000 iterations (Table 8)"),
+            "lr_gen": Setting(1e-3, "deviation: 1e-3 instead of Table 7's 1e-5/1e-4, for 25× fewer steps"),
+            "lr_mavg": Setting(1e-3, "deviation: Table 7's non-private MNIST value 1e-3, for fewer steps"),
+            "early_stopping": Setting(False, "deviation: no Inception pass over the private set on a CPU"),
+        },
+    },
+)
+
+
+# --- the adapter -----------------------------------------------------------------------------------
+
+
+class IgnoreLabels(nn.Module):
+    """An unlabelled generator behind the label-conditional sampling interface: every image
+    comes from the single-class generator, and the labels attached to it are the uniform draws
+    the sampler made — they carry no information (score unlabelled runs with FID)."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, labels: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.zeros_like(labels))
+
+
+def build_mepf_generator(p, n_rows: int, space: ModelSpace) -> nn.Module:
+    shape = space.image_shape
+    z_dim = int(p["z_dim"])
+    noise_dim = z_dim - n_rows if n_rows > 1 else z_dim  # labelled: one-hot + Gaussian = z_dim
+    if noise_dim < 1:
+        raise ValueError(f"z_dim={z_dim} leaves no Gaussian noise after the {n_rows}-class one-hot; raise z_dim")
+    architecture = str(p["architecture"])
+    if architecture == "conv":
+        (fc_width,) = parse_widths(str(p["hidden"]), 1)[:1]
+        channels = parse_widths(str(p["conv_channels"]), 1)
+        return ConvolutionalConditionalGenerator(noise_dim, n_rows, fc_width, channels, int(p["conv_kernel"]), shape, space.output_head())
+    if architecture == "resnet":
+        return ResnetConditionalGenerator(noise_dim, n_rows, shape, int(p["ngf"]))
+    raise ValueError(f"dp-mepf architecture must be conv or resnet (got {architecture!r})")
+
+
+@dataclass(frozen=True)
+class DPMepf:
+    name: str = "dp-mepf"
+    description: str = (
+        "DP-MEPF: mean embeddings (φ1[, φ2]) of a public-data-pretrained encoder's features, released once; "
+        "generator trained to match"
+    )
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.IMAGE})
+    private: bool = True
+    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+
+    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
+        p = context.params
+        device = context.device
+        ledger = context.ledger
+        moments, labelled = int(p["moments"]), bool(p["labelled"])
+        if moments not in (1, 2):
+            raise ValueError(f"dp-mepf.moments must be 1 (φ1) or 2 (φ1, φ2), got {moments}")
+        space = ModelSpace.for_data(DataKind.IMAGE, train.schema, context.protocol)
+        shape = space.image_shape
+        if shape is None:
+            raise ValueError("dp-mepf needs image data (a schema with an image_shape public fact)")
+        m, n_classes = len(train), train.schema.n_classes
+        n_rows = n_classes if labelled else 1
+        batch = int(p["batch_size"])
+        if labelled and batch < n_classes:
+            raise ValueError(f"dp-mepf.batch_size={batch} must be at least the {n_classes} classes for balanced batches")
+
+        labels_mode = str(p["labels"])
+        if labels_mode not in ("uniform", "released"):
+            raise ValueError(f"dp-mepf.labels must be uniform or released (got {labels_mode!r})")
+        release_counts = labelled and labels_mode == "released" and train.schema.public_fact("class_proportions") is None
+        early = bool(p["early_stopping"])
+
+        # --- budget: k moment releases (+ proportions) at σ, two proxy releases at ratio·σ
+        k = moments + int(release_counts)
+        ratio = float(p["stop_noise_ratio"])
+        if early:
+            proxy_weight = 2.0 / ratio**2  # precision of the proxy releases, in units of one σ release
+            sigma, sigma_proxy = ledger.calibrate_shares(
+                [BudgetShare(k / (k + proxy_weight), k), BudgetShare(proxy_weight / (k + proxy_weight), 2)]
+            )
+        else:
+            sigma, sigma_proxy = ledger.calibrate_gaussian(compositions=k), 0.0
+        noise_rng = torch.Generator().manual_seed(context.seed)
+
+        # --- step 1: the public encoder
+        spec, encoder = build_encoder(str(p["encoder"]), str(p["layers"]), str(p["weights"]), int(p["input_size"]))
+        encoder = encoder.to(device)
+        public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
+        ledger.use_public_fact(f"encoder {spec.name}", str(p["layers"]), f"pretrained on public data: {public}")
+        if spec.shares_fid_space:
+            ledger.caveats.append(
+                f"dp-mepf trained on the features of {spec.name}, the network FID uses: its FID is measured in the "
+                "space the generator matched and is not comparable with other methods' FID"
+            )
+
+        # --- step 2: one private pass, one release per moment
+        if labelled:
+            if release_counts:
+                counts = torch.as_tensor(train.class_counts(), dtype=torch.float64) / m
+                proportions = ledger.gaussian(
+                    counts, sensitivity=SQRT2 / m, noise_multiplier=sigma, what="class proportions", rng=noise_rng
+                ).clamp(min=1e-3)  # the authors' clamp of negative noisy proportions
+            else:  # public, or uniform by assumption: nothing released (release_proportions draws no noise here)
+                proportions = release_proportions(train, context, sigma)
+            y = train.y
+        else:
+            proportions = torch.ones(1, dtype=torch.float64)
+            y = np.zeros(m, dtype=np.int64)
+        sums = streaming_moment_sums(encoder, train.x, y, n_rows, moments, shape, batch, device)
+        what = f"{'class-wise ' if labelled else ''}mean embedding ({spec.name}, D = {sums[0].shape[1]:,})"
+        noisy = release_embedding(sums, m, sigma, context, noise_rng, what)
+        targets = [(n / proportions[:, None]).float().to(device) for n in noisy]  # per-class means
+
+        proxy = None
+        if early:
+            _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3")
+            proxy = release_proxy(proxy_encoder.to(device), train, sigma_proxy, context, noise_rng, 50, device)
+
+        # --- step 3: generator training on the released embedding only
+        net = build_mepf_generator(p, n_rows, space).to(device)
+        lr_mavg = float(p["lr_mavg"]) or cifar10_lr_mavg(labelled, moments, context.budget.epsilon)
+        optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr_gen"]), betas=(0.5, 0.999))
+        tracker = MovingAverageLoss(targets, lr_mavg, torch.Generator().manual_seed(context.seed + 1))
+        label_rng = torch.Generator().manual_seed(context.seed + 2)
+        iterations, eval_every = int(p["iterations"]), max(1, int(p["eval_every"]))
+        best = (math.inf, None)
+        for step in range(iterations):
+            net.train()
+            labels = balanced_labels(batch, n_rows, label_rng).to(device)
+            images = net(labels).view(batch, *shape)
+            fakes = [fake_class_means(phi, labels, n_rows) for phi in feature_moments(encoder(images), moments)]
+            loss = tracker.generator_loss(fakes)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            context.progress(step + 1, iterations)
+            if proxy is not None and ((step + 1) % eval_every == 0 or step + 1 == iterations):
+                score = self._proxy_score(net, proxy, int(p["proxy_samples"]), n_rows, shape, device, label_rng)
+                if score < best[0]:
+                    best = (score, copy.deepcopy(net.state_dict()))
+        if best[1] is not None:
+            net.load_state_dict(best[1])
+
+        sampler_net = net if labelled else IgnoreLabels(net)
+        uniform = torch.full((n_classes,), 1.0 / n_classes, dtype=torch.float64)
+        weights = proportions.float() if labelled else uniform.float()
+        return TrainedConditionalGenerator(sampler_net, weights, space, device, torch.Generator().manual_seed(context.seed + 3))
+
+    @staticmethod
+    @torch.no_grad()
+    def _proxy_score(net, proxy: ReleasedProxy, n: int, n_rows: int, shape, device, label_rng) -> float:
+        net.eval()  # evaluated as it would be sampled (running BN statistics)
+        labels = balanced_labels(n, n_rows, label_rng).to(device)
+        images = torch.cat([net(labels[s : s + 500]) for s in range(0, n, 500)]).view(n, *shape)
+        return proxy.score(images, 50)

@@ -1,0 +1,161 @@
+"""``python -m bench pretrain-encoder``: train a CIFAR-style ResNet18 on PUBLIC images, for
+``dp-mepf``'s ``resnet18-cifar`` encoder (the paper's MNIST/FashionMNIST encoders are ResNet18s
+trained on SVHN / CIFAR-10, whose checkpoints and recipe are not published: seed-dpmepf.md §1.3,
+§8 item 5).
+
+Architecture (the authors' code, §1.3): 3×3 stem conv with stride 1, no max-pool, BasicBlocks
+[2, 2, 2, 2] with 64/128/256/512 channels, global average pool, 10-way head. Input: 28×28, scaled
+to [−1, 1] (their ``Normalize(0.5, 0.5)`` on centre-cropped 28×28 colour images; greyscale private
+images are replicated to 3 channels by the encoder).
+
+Recipe — a documented choice, the paper gives none: SGD (momentum 0.9, weight decay 5e-4),
+learning rate 0.1 with a cosine schedule, batch 128, random 28×28 crops of the 32×32 training
+images and horizontal flips; test accuracy on the centre crops of the public test split is
+stored with the weights. The public data must be a dataset that is *public for the private
+task*: CIFAR-10 for FashionMNIST as the paper; never the private dataset itself.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CROP = 28
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or in_channels != out_channels:
+            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride, bias=False), nn.BatchNorm2d(out_channels))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The block's output and its first ReLU (both post-ReLU: the encoder's two taps)."""
+        relu1 = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(relu1)) + self.shortcut(x)), relu1
+
+
+class ResNet18Cifar(nn.Module):
+    """CIFAR-style ResNet18; ``taps(x)`` gives the 17 post-ReLU tensors (stem, then relu1 and relu2
+    of each of the 8 blocks) in forward order, ``forward`` the logits."""
+
+    def __init__(self, n_classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64))
+        blocks, width = [], 64
+        for out, stride in ((64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)):
+            blocks.append(BasicBlock(width, out, stride))
+            width = out
+        self.blocks = nn.ModuleList(blocks)
+        self.head = nn.Linear(512, n_classes)
+
+    def taps(self, x: torch.Tensor, n_taps: int = 17) -> list[torch.Tensor]:
+        out = [F.relu(self.stem(x))]
+        x = out[0]
+        for block in self.blocks:
+            if len(out) >= n_taps:
+                break
+            x, relu1 = block(x)
+            out += [relu1, x]
+        return out[:n_taps]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.stem(x))
+        for block in self.blocks:
+            x, _ = block(x)
+        return self.head(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def _scale(images: torch.Tensor) -> torch.Tensor:
+    return images * 2 - 1  # [0, 1] → [−1, 1], the authors' Normalize(0.5, 0.5)
+
+
+def _centre(images: torch.Tensor) -> torch.Tensor:
+    top = (images.shape[-1] - CROP) // 2
+    return images[..., top : top + CROP, top : top + CROP]
+
+
+def pretrain_resnet18(
+    train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, shape: tuple[int, int, int],
+    epochs: int, batch: int = 128, lr: float = 0.1, seed: int = 0, device: str = "cpu", log=print,
+) -> tuple[ResNet18Cifar, float]:
+    """Train on the public images (n × C·H·W in [0, 1]); returns the network and its test accuracy."""
+    if shape[0] != 3 or shape[1] < CROP or shape[2] < CROP:
+        raise ValueError(f"pretrain-encoder needs colour images of at least {CROP}×{CROP} (got {shape})")
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    net = ResNet18Cifar(int(max(train_y.max(), test_y.max())) + 1).to(device)
+    steps = epochs * math.ceil(len(train_x) / batch)
+    optimiser = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, max(steps, 1))
+    images = torch.from_numpy(np.ascontiguousarray(train_x, dtype=np.float32)).view(len(train_x), *shape)
+    labels = torch.as_tensor(train_y, dtype=torch.long)
+    started = time.time()
+    for epoch in range(epochs):
+        net.train()
+        order = torch.randperm(len(images), generator=generator)
+        for start in range(0, len(order), batch):
+            index = order[start : start + batch]
+            x = images[index]
+            dy, dx = (int(v) for v in torch.randint(0, shape[1] - CROP + 1, (2,), generator=generator))
+            x = x[..., dy : dy + CROP, dx : dx + CROP]
+            if torch.rand(1, generator=generator) < 0.5:
+                x = x.flip(-1)
+            loss = F.cross_entropy(net(_scale(x).to(device)), labels[index].to(device))
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+        log(f"epoch {epoch + 1}/{epochs}: last loss {loss.item():.3f} ({time.time() - started:.0f} s)")
+    return net, test_accuracy(net, test_x, test_y, shape, device)
+
+
+@torch.no_grad()
+def test_accuracy(net: nn.Module, x: np.ndarray, y: np.ndarray, shape, device: str) -> float:
+    net.eval()
+    correct = 0
+    for start in range(0, len(x), 500):
+        batch = torch.from_numpy(np.ascontiguousarray(x[start : start + 500], dtype=np.float32)).view(-1, *shape)
+        correct += int((net(_scale(_centre(batch)).to(device)).argmax(1).cpu() == torch.as_tensor(y[start : start + 500])).sum())
+    return correct / max(len(x), 1)
+
+
+def save_checkpoint(net: ResNet18Cifar, path: Path, public: str, accuracy: float, epochs: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(
+        {"arch": "resnet18-cifar", "public_data": public, "test_accuracy": accuracy, "epochs": epochs,
+         "state_dict": net.state_dict()},
+        path,
+    )
+
+
+def run_pretraining(public: str, data_dir: Path | None, out: Path, epochs: int, limit: int | None, device: str, log=print) -> float:
+    """Load the public dataset from the registry, train, save; returns the test accuracy."""
+    from bench.core.registry import DATASETS
+
+    split = DATASETS.get(public).load(data_dir, 0)
+    shape = tuple(int(v) for v in split.train.schema.public_fact("image_shape").value)
+    train, test = split.train, split.test
+    rng = np.random.default_rng(0)
+    # a random subset for --limit: some loaders order the rows by class (cifar10-jpeg)
+    rows = np.sort(rng.permutation(len(train))[:limit]) if limit else slice(None)
+    test_rows = np.sort(rng.permutation(len(test))[:limit]) if limit else slice(None)
+    net, accuracy = pretrain_resnet18(
+        train.x[rows], train.y[rows], test.x[test_rows], test.y[test_rows], shape, epochs, device=device, log=log
+    )
+    save_checkpoint(net, out, public, accuracy, epochs)
+    log(f"saved {out} (public data {public}, test accuracy {accuracy:.3f}); use it with "
+        f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={out}")
+    return accuracy
+

