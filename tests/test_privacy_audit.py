@@ -156,7 +156,7 @@ def test_release_audit_catches_halved_noise(data_dir):
 # non-DP randomness the methods may draw themselves: generator latents, label sampling, random
 # features and coordinates, Kruskal's start — each line is checked by hand once and listed here
 ALLOWED_DRAWS = {
-    "methods/nets.py": 2,  # latent codes z of the two conditional generators
+    "methods/nets.py": 3,  # latent codes z of the three conditional generators (fc, conv, ResNet)
     "methods/dp_gan.py": 1,  # latent codes z of the GAN generator
     "methods/dp_merf.py": 1,  # random Fourier frequencies (data-independent)
 }
