@@ -48,7 +48,7 @@ from torch import nn
 
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.core.images import image_shape
-from bench.core.params import HyperParameters, Setting
+from bench.core.params import HyperParameters, Rule, Setting
 from bench.privacy.ledger import BudgetShare
 from methods.encoders import build_encoder
 from methods.mean_embedding import TrainedConditionalGenerator, release_proportions
@@ -57,6 +57,7 @@ from methods.space import ModelSpace
 
 SQRT2 = math.sqrt(2.0)
 NORM_FLOOR = 1e-12  # ‖e‖ below this is treated as an all-zero e: φ stays ≤ 1 in norm, no 0/0
+MEPF_ARCHITECTURE = Rule(choices=("conv", "resnet"))  # its own generators (methods/nets.py: conv, ResNet)
 T7 = "seed-dpmepf.md §3.1 Table 7"
 T8 = "seed-dpmepf.md §3.2 Table 8"
 
@@ -230,7 +231,7 @@ def _mnist_like(name: str, lr_gen: float, lr_mavg: float) -> dict[str, Setting]:
         "batch_size": Setting(100, f"{T8}: batch size 100 ({name})"),
         "lr_gen": Setting(lr_gen, f"{T7}: {name}, ε < ∞, LR_gen"),
         "lr_mavg": Setting(lr_mavg, f"{T7}: {name}, ε < ∞, LR_mavg"),
-        "architecture": Setting("conv", "seed-dpmepf.md §1.5: ConvCondGen (FC → bilinear upsampling conv)"),
+        "architecture": Setting("conv", "seed-dpmepf.md §1.5: ConvCondGen (FC → bilinear upsampling conv)", rule=MEPF_ARCHITECTURE),
     }
 
 
@@ -241,7 +242,7 @@ def _cifar10() -> dict[str, Setting]:
         "batch_size": Setting(128, f"{T8}: batch size 128 (CIFAR-10)"),
         "lr_gen": Setting(1e-3, f"{T7}: CIFAR-10, LR_gen 1e-3 in every row"),
         "lr_mavg": Setting(0.0, f"0 = {T7} by setting, variant and ε group (cifar10_lr_mavg)"),
-        "architecture": Setting("resnet", "seed-dpmepf.md §1.5: ResnetG (3 residual blocks at 32×32)"),
+        "architecture": Setting("resnet", "seed-dpmepf.md §1.5: ResnetG (3 residual blocks at 32×32)", rule=MEPF_ARCHITECTURE),
         "early_stopping": Setting(True, "seed-dpmepf.md §1.7/§2.4: DP proxy checkpoint selection on CIFAR-10"),
     }
 
@@ -259,7 +260,7 @@ HYPERPARAMETERS = HyperParameters(
         "lr_gen": Setting(1e-5, f"{T7}: MNIST, ε < ∞"),
         "lr_mavg": Setting(1e-4, f"{T7}: MNIST, ε < ∞"),
         "z_dim": Setting(100, "seed-dpmepf.md §3.2 [C]: z_dim 100 (labelled: 10 one-hot + 90 Gaussian)"),
-        "architecture": Setting("conv", "seed-dpmepf.md §1.5: conv for 28×28, resnet for 32×32"),
+        "architecture": Setting("conv", "seed-dpmepf.md §1.5: conv for 28×28, resnet for 32×32", rule=MEPF_ARCHITECTURE),
         "hidden": Setting("500", "seed-dpmepf.md §1.5 ConvCondGen: FC(100 → 500)"),
         "conv_channels": Setting("16-8", "seed-dpmepf.md §1.5 ConvCondGen: 16×7×7 → 8 → 1 channels"),
         "conv_kernel": Setting(5, "seed-dpmepf.md §1.5 ConvCondGen: 5×5 convolutions"),

@@ -43,7 +43,7 @@ ROWS = [
     Row("unknown profile", [*RUN, *GMM, "--profile", "fast"], "argument --profile: invalid choice: 'fast'"),
     Row("unknown calibrator", [*RUN, *GMM, "--calibrator", "loose"], "argument --calibrator: invalid choice"),
     Row("unknown command", ["runn"], "invalid choice: 'runn'"),
-    Row("missing --methods", ["run", "--datasets", "gmm2d"], "the following arguments are required: --methods"),
+    Row("missing --methods", ["run", "--datasets", "gmm2d"], "run needs --methods and --datasets, or --preset NAME"),
     Row("ε = 0", [*RUN, *MERF, "--eps", "0"], "error: ε must be > 0 (got 0)"),
     Row("ε < 0", [*RUN, *MERF, "--eps=-1,1"], "error: ε must be > 0 (got -1)"),
     Row("ε not a number", [*RUN, *MERF, "--eps", "one"], "error: ε value 'one' is not a number"),
