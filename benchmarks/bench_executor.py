@@ -1,6 +1,6 @@
 """Wall time of the local and Ray executors on the same grids (each in a fresh folder and store).
 
-    python benchmarks/bench_executor.py [--cells 8] [--skip-ray]
+    python benchmarks/bench_executor.py [--cells 8] [--only local|ray]
 
 1. per-cell overhead: ``--methods real --datasets gmm2d --profile smoke`` with ``--cells`` seeds,
    ``--jobs 1``: wall time / cells, local vs ``--executor ray`` (a local Ray instance started by
@@ -38,9 +38,9 @@ def timed(args: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cells", type=int, default=8)
-    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--only", choices=("local", "ray"), help="time one executor only")
     args = parser.parse_args()
-    executors = [("local", [])] + ([] if args.skip_ray else [("ray", ["--executor", "ray"])])
+    executors = [(name, extra) for name, extra in (("local", []), ("ray", ["--executor", "ray"])) if args.only in (None, name)]
 
     tiny = ["run", "--methods", "real", "--datasets", "gmm2d", "--profile", "smoke", "--seeds", f"0-{args.cells - 1}", "--jobs", "1"]
     for name, extra in executors:

@@ -51,6 +51,9 @@ class RayExecutor:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         self.ray = ray
         self.started_here = not ray.is_initialized()
+        # Without an address, ray.init() joins whatever cluster /tmp/ray/ray_current_cluster names
+        # (and waits for it even when that cluster is dead); "local" always starts a new instance.
+        address = address or os.environ.get("RAY_ADDRESS") or "local"
         try:
             ray.init(
                 address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
@@ -58,13 +61,13 @@ class RayExecutor:
             )
         except Exception as error:  # ConnectionError and Ray's own errors: no cluster at that address
             text = " ".join(str(error).split())[:200]
-            raise GridError(f"--executor ray: cannot connect to the Ray cluster at {address or 'a new local instance'} ({text})") from None
+            raise GridError(f"--executor ray: cannot connect to the Ray cluster at {'a new local instance' if address == 'local' else address} ({text})") from None
         resources = ray.cluster_resources()
         gpus = 1 if device == "cuda" else 0
         if gpus and resources.get("GPU", 0) < 1:
             self.close()
             raise GridError(
-                f"--device cuda: the Ray cluster at {address or 'the local instance'} has no GPU "
+                f"--device cuda: the Ray cluster at {'the local instance' if address == 'local' else address} has no GPU "
                 f"({resources.get('CPU', 0):g} CPUs); use --device cpu or add a GPU node"
             )
         if resources.get("CPU", 0) < cpus:
