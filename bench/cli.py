@@ -453,8 +453,15 @@ def command_plot(args: argparse.Namespace) -> int:
 
 
 def command_report(args: argparse.Namespace) -> int:
+    from bench.report.presets import PRESETS
     from bench.report.report import write_report
 
+    unknown = sorted(set(args.experiment or ()) - {preset.experiment for preset in PRESETS.values()})
+    if unknown:  # a name error first: it needs no store
+        raise TableError(
+            f"no preset logs to experiment {unknown[0]!r}; presets use "
+            f"{', '.join(sorted({preset.experiment for preset in PRESETS.values()}))}"
+        )
     tracking.check_tracking(for_writing=False)
     for path in write_report(args.out, args.experiment):
         print(path)
