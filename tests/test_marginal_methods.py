@@ -55,11 +55,11 @@ def test_exponential_mechanism_frequencies(source):
         secure_noise=source == "secure",
     )
     scores = np.array([0.0, 2.0, 4.0])
-    draws = Counter(ledger.exponential(scores, epsilon=1.0, sensitivity=1.0, what="pick", rng=rng) for _ in range(20_000))
+    draws = Counter(ledger.exponential(scores, epsilon=1.0, sensitivity=1.0, what="pick", rng=rng) for _ in range(6_000))
     weights = np.exp(scores / 2)
     for i, w in enumerate(weights / weights.sum()):
-        assert draws[i] / 20_000 == pytest.approx(w, abs=0.015)
-    assert len(ledger.releases) == 20_000 and ledger.releases[0].mechanism == "exponential"
+        assert draws[i] / 6_000 == pytest.approx(w, abs=0.025)  # 4 standard errors at most
+    assert len(ledger.releases) == 6_000 and ledger.releases[0].mechanism == "exponential"
 
 
 def test_spanning_tree_spans_every_attribute():

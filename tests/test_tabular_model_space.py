@@ -98,11 +98,13 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     assert sample.x[:, 0].min() >= 0 and sample.x[:, 0].max() <= 100
 
 
-def test_paper_protocol_splits_carry_their_privacy_caveat_and_sound_ones_none():
+def test_paper_protocol_splits_carry_their_privacy_caveat_and_sound_ones_only_the_tuned_rate():
     from datasets.tabular import Table, TabularDataset, Undersampling
 
     rng = np.random.default_rng(0)
     rows = Table(table(500).x, rng.integers(0, 2, 500))
     dataset = TabularDataset("toy", "toy", SCHEMA, lambda _: rows, 0.2, "test", Undersampling(0, 0.5, "test"))
-    assert dataset.load(None, 0, "sound").caveats == ()
-    assert "not a sound privacy claim" in dataset.load(None, 0, "paper").caveats[0]
+    (tuned,) = dataset.load(None, 0, "sound").caveats  # the undersampling rate was chosen on the data
+    assert tuned.startswith("tuned_on_private_data: undersampling rate 0.5")
+    paper = dataset.load(None, 0, "paper").caveats
+    assert "not a sound privacy claim" in paper[0] and tuned in paper
