@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -199,3 +203,56 @@ def data_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"no data mirror at {path} (set DPBENCH_DATA_DIR to the shared data folder)")
     return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class MlflowServer:
+    """A real ``mlflow server`` on 127.0.0.1 over a store in ``folder``: started, stopped and
+    started again on the same port and store (slow tests only)."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "mlflow", "server",
+                "--backend-store-uri", f"sqlite:///{self.folder / 'server.db'}",
+                "--artifacts-destination", str(self.folder / "server-artifacts"),
+                "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+            ],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                if self.process.poll() is not None:
+                    pytest.fail("mlflow server exited before answering")
+                time.sleep(1)
+        self.stop()
+        pytest.fail("mlflow server did not answer within 120 s")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=60)
+            self.process = None
+
+    def runs(self, experiment="ob"):
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=self.url)
+        found = client.get_experiment_by_name(experiment)
+        return [] if found is None else client.search_runs([found.experiment_id])

@@ -6,66 +6,22 @@ started again on the same port and store.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.test_remote_mlflow import free_port
+from tests.conftest import MlflowServer, run_cli
 
 pytestmark = pytest.mark.slow
 
 SMOKE = ["--datasets", "gmm2d", "--eps", "1", "--profile", "smoke", "--no-progress", "--experiment", "ob"]
 
 
-class Server:
-    def __init__(self, folder):
-        self.folder = folder
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                sys.executable, "-m", "mlflow", "server",
-                "--backend-store-uri", f"sqlite:///{self.folder / 'server.db'}",
-                "--artifacts-destination", str(self.folder / "server-artifacts"),
-                "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
-            ],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(1)
-        pytest.fail("mlflow server did not answer within 120 s")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=60)
-            self.process = None
-
-    def runs(self, experiment="ob"):
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=self.url)
-        found = client.get_experiment_by_name(experiment)
-        return [] if found is None else client.search_runs([found.experiment_id])
-
-
 @pytest.fixture
 def server(tmp_path):
-    control = Server(tmp_path)
+    control = MlflowServer(tmp_path)
     yield control
     control.stop()
 

@@ -14,7 +14,7 @@ import pytest
 
 from bench.harness import tracking
 from tests.conftest import run_cli
-from tests.test_remote_mlflow import free_port
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -2,57 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import MlflowServer, run_cli
 
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def mlflow_server(tmp_path):
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "mlflow", "server",
-            "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-            "--artifacts-destination", str(tmp_path / "server-artifacts"),
-            "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            if server.poll() is not None:
-                pytest.fail(f"mlflow server exited: {server.stderr.read().decode()[-2000:]}")
-            time.sleep(1)
-    else:
-        server.kill()
-        pytest.fail("mlflow server did not answer within 120 s")
-    yield url, tmp_path
-    os.killpg(server.pid, 15)
-    server.wait(timeout=30)
+    server = MlflowServer(tmp_path)
+    server.start()
+    yield server.url, tmp_path
+    server.stop()
 
 
 def test_grid_logs_to_a_remote_tracking_server(workdir, mlflow_server):
