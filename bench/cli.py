@@ -15,25 +15,19 @@ import sys
 import warnings
 from pathlib import Path
 
-from bench.harness import tracking
-from bench.core.contracts import DataError
-from bench.harness.auditing import AuditError
-from bench.privacy.budget import DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
-from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
-from bench.core.params import PROFILES, HyperParameterError, parse_overrides
-from bench.privacy.ledger import CALIBRATORS, format_ledger
-from bench.core.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+# Only light modules at the top: `list`, `--help` and argument errors must not import torch, jax,
+# pandas or matplotlib (each command imports what it needs).
 from bench.core.contracts import PROTOCOLS
-from bench.report.plots import LAYOUTS as PLOT_LAYOUTS
-from bench.report.presets import PresetError
-from bench.report.tables import FORMATS, LAYOUTS as TABLE_LAYOUTS, TableError
+from bench.core.errors import UsageError
+from bench.core.params import PROFILES, parse_overrides
+from bench.core.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS
+from bench.harness import tracking
+from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
+from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
+from bench.report.layouts import PLOT_LAYOUTS, TABLE_FORMATS, TABLE_LAYOUTS
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
-USAGE_ERRORS = (
-    BudgetError, RegistryError, GridError, HyperParameterError, TableError, PresetError, AuditError, DataError,
-    tracking.TrackingError,
-)
 DEBUG_VARIABLE = "DPBENCH_DEBUG"  # set to show the traceback of an unexpected error
 
 EPILOG = """examples:
@@ -172,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fig6: the seeds' Fig. 6 (image-downstream accuracy per classifier, each setup followed by the seeds' row); "
         "fig3: the seeds' Fig. 3 (effective-size mean accuracy per training-set size, ours vs the seeds')",
     )
-    table.add_argument("--format", default="md", choices=FORMATS, help="output format")
+    table.add_argument("--format", default="md", choices=TABLE_FORMATS, help="output format")
     table.add_argument("--out", type=Path, help="also write the table to this file")
 
     plot = commands.add_parser(
@@ -237,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         "private one) and save a checkpoint that records it; see methods/pretrain.py for the recipe.",
         formatter_class=_Formatter,
     )
-    pretrain.add_argument("--arch", default="resnet18-cifar", choices=["resnet18-cifar"], help="network")
+    pretrain.add_argument("--arch", default="resnet18-cifar", help="network (registered encoder pretrainers: resnet18-cifar)")
     pretrain.add_argument("--public", default="cifar10", help="registered colour image dataset used as public data")
     pretrain.add_argument("--epochs", type=int, default=30, help="training epochs")
     pretrain.add_argument("--limit", type=int, help="use only the first N train and test images (quick checks)")
@@ -380,14 +374,6 @@ def _setting_text(value: object) -> str:
     return ",".join(f"{v:g}" for v in value) if isinstance(value, tuple) else str(value)
 
 
-def _privacy_kind(method: object) -> str:
-    """How a method touches the rows: private (through its ledger), data-independent (reads no
-    row, so it spends ε = 0 at every target), or non-private (the real-data upper bound)."""
-    if getattr(method, "data_independent", False):
-        return "data-independent (ε spent 0)"
-    return "private" if getattr(method, "private", False) else "non-private"
-
-
 def _preset_rows() -> list[tuple[str, str]]:
     from bench.report.presets import PRESETS, estimate_cost, logged_seconds
 
@@ -398,18 +384,35 @@ def _preset_rows() -> list[tuple[str, str]]:
     ]
 
 
+TAG_TEXT = {
+    "data-independent": "data-independent (ε spent 0)",  # reads no row, so it spends ε = 0 at every target
+    "named-only": "[named only: run when --evaluators names it]",
+}
+
+
+def _card_row(card) -> tuple[str, str]:
+    tags = [TAG_TEXT.get(tag, tag) for tag in card.tags]
+    leading = [t for t in tags if not t.startswith("[")]
+    trailing = [t for t in tags if t.startswith("[")]
+    return card.name, "; ".join([*leading, ",".join(card.kinds), card.description]) + "".join(f" {t}" for t in trailing)
+
+
 def command_list(args: argparse.Namespace) -> int:
+    """Names and descriptions come from the registries' cards, so listing imports no plugin code;
+    ``list evaluators`` also loads the evaluators to show their ``--eval-set`` settings."""
     sections = {
-        "methods": [(m.name, f"{_privacy_kind(m)}; "
-                     f"{','.join(sorted(k.value for k in m.data_kinds))}; {m.description}") for m in METHODS],
-        "datasets": [(d.name, f"{d.kind.value}; {d.description}") for d in DATASETS],
-        "evaluators": [
-            (e.name, f"{','.join(sorted(k.value for k in e.data_kinds))}; {e.description}"
-             + ("" if getattr(e, "run_by_default", True) else " [named only: run when --evaluators names it]")
-             + "".join(f"\n      --eval-set {e.name}.{k}={_setting_text(v)}" for k, v in settable_fields(e).items()))
-            for e in EVALUATORS
-        ],
+        "methods": [_card_row(card) for card in METHODS.cards()],
+        "datasets": [_card_row(card) for card in DATASETS.cards()],
+        "evaluators": [_card_row(card) for card in EVALUATORS.cards()],
     }
+    if args.what == "evaluators":
+        sections["evaluators"] = [
+            (name, text + "".join(
+                f"\n      --eval-set {name}.{key}={_setting_text(value)}"
+                for key, value in settable_fields(EVALUATORS.get(name)).items()
+            ))
+            for name, text in sections["evaluators"]
+        ]
     if args.what == "presets":  # costs read the store, so only when asked for
         sections = {"presets": _preset_rows()}
     for section, rows in sections.items():
@@ -437,6 +440,7 @@ def command_table(args: argparse.Namespace) -> int:
 
 def command_plot(args: argparse.Namespace) -> int:
     from bench.report.plots import plot_effective_size, plot_experiment
+    from bench.report.tables import TableError
 
     tracking.check_tracking(for_writing=False)
     if args.layout == "effective-size":
@@ -455,6 +459,7 @@ def command_plot(args: argparse.Namespace) -> int:
 def command_report(args: argparse.Namespace) -> int:
     from bench.report.presets import PRESETS
     from bench.report.report import write_report
+    from bench.report.tables import TableError
 
     unknown = sorted(set(args.experiment or ()) - {preset.experiment for preset in PRESETS.values()})
     if unknown:  # a name error first: it needs no store
@@ -470,6 +475,9 @@ def command_report(args: argparse.Namespace) -> int:
 
 def command_show(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
+
+    from bench.privacy.ledger import format_ledger
+    from bench.report.tables import TableError
 
     tracking.check_tracking(for_writing=False)  # "unreachable", not "no run"
     mlflow_client = tracking.client()
@@ -496,24 +504,17 @@ def command_show(args: argparse.Namespace) -> int:
 
 
 def command_pretrain_encoder(args: argparse.Namespace) -> int:
-    from methods.pretrain import run_pretraining
-
     if args.epochs < 1:
         raise GridError("--epochs must be at least 1")
-    dataset = DATASETS.get(args.public)  # RegistryError (exit 2) for an unknown name
-    if dataset.kind.value != "image":
+    pretrainer = PRETRAINERS.get(args.arch)  # RegistryError (exit 2) for an unknown name
+    if DATASETS.card(args.public).kinds != ("image",):  # RegistryError for an unknown name
         raise GridError(f"--public {args.public} is not an image dataset")
-    from datasets.files import DataFileError
-    from datasets.tabular_io import DataFormatError
-
     try:
-        run_pretraining(args.public, Path(args.data_dir) if args.data_dir else None, args.out, args.epochs, args.limit, args.device)
-    except (DataFileError, DataFormatError, ValueError) as error:  # missing files, non-colour data: one line
+        pretrainer.pretrain(args.public, Path(args.data_dir) if args.data_dir else None, args.out, args.epochs, args.limit, args.device)
+    except ValueError as error:  # e.g. non-colour data: one line (missing files are DataErrors)
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
-
-
 
 
 def command_audit(args: argparse.Namespace) -> int:
@@ -577,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = one_line_warning
     try:
         return COMMANDS[args.command](args)
-    except USAGE_ERRORS as error:
+    except UsageError as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

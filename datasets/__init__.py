@@ -1,35 +1,118 @@
-"""Built-in datasets; each module defines one and registers it here."""
+"""Built-in datasets: their cards (see ``methods/__init__.py``); each loader module is imported only
+when the dataset is used. Tabular datasets are read from the publishers' original files; ``*-sample``
+and ``*-subset`` are real samples of datasets whose full files are not in the local mirror; the
+mirror's JPEG copy of CIFAR-10 has its own name so results on it are labelled as the copy.
+"""
 
-from bench.core.registry import DATASETS
-from datasets.adult import ADULT
-from datasets.adult_discrete import ADULT_DISCRETE
-from datasets.census import CENSUS
-from datasets.census_discrete import CENSUS_DISCRETE
-from datasets.cervical import CERVICAL
-from datasets.cifar10 import CIFAR10, CIFAR10_JPEG
-from datasets.covtype import COVTYPE, COVTYPE_SUBSET
-from datasets.credit import CREDIT, CREDIT_SAMPLE
-from datasets.epileptic import EPILEPTIC
-from datasets.gmm2d import GaussianMixture2D
-from datasets.intrusion import INTRUSION
-from datasets.isolet import ISOLET, ISOLET_SUBSET
-from datasets.mnist import FASHION_MNIST, MNIST
+from bench.core.registry import Plugin
 
-DATASETS.register(GaussianMixture2D())
-
-# Tabular datasets read from the publishers' original files (seed-dphp.md §4.1, seed-dpmerf.md §4).
-for _dataset in (ADULT, CENSUS, CERVICAL, CREDIT, EPILEPTIC, ISOLET, COVTYPE, INTRUSION):
-    DATASETS.register(_dataset)
-
-# Real samples of datasets whose full files are not in the local mirror; never the full name.
-for _dataset in (CREDIT_SAMPLE, COVTYPE_SUBSET, ISOLET_SUBSET):
-    DATASETS.register(_dataset)
-
-# Discretized tables for α-way marginal benchmarks (seed-dphp.md Table 1).
-for _dataset in (ADULT_DISCRETE, CENSUS_DISCRETE):
-    DATASETS.register(_dataset)
-
-# Image datasets with their published train/test splits (seed-dpmepf.md §4, seed-dphp.md §4.3);
-# the mirror's JPEG copy of CIFAR-10 has its own name so results on it are labelled as the copy.
-for _dataset in (MNIST, FASHION_MNIST, CIFAR10, CIFAR10_JPEG):
-    DATASETS.register(_dataset)
+DATASET_PLUGINS = (
+    Plugin(
+        "adult",
+        "datasets.adult:ADULT",
+        "UCI Adult, income >50K: 48,842 rows (adult.data + adult.test), 14 features (6 numerical, 8 categorical)",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "adult-discrete",
+        "datasets.adult_discrete:ADULT_DISCRETE",
+        "Adult discretized as the seeds' Table 1 ('simple'): 22,561 rows × 15 columns incl. income",
+        kinds=("discrete",),
+    ),
+    Plugin(
+        "census",
+        "datasets.census:CENSUS",
+        "UCI Census-Income (KDD), income >50K: 299,285 rows (data + test), 40 features (7 numerical, 33 categorical)",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "census-discrete",
+        "datasets.census_discrete:CENSUS_DISCRETE",
+        "Census-Income discretized by the seeds' rule on public maxima: 199,523 rows × 41 columns incl. income",
+        kinds=("discrete",),
+    ),
+    Plugin(
+        "cervical",
+        "datasets.cervical:CERVICAL",
+        "UCI Cervical cancer risk factors, label Biopsy: 753 rows (858 minus rows with >=10 missing), 34 features (12 numerical, 22 binary)",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "cifar10",
+        "datasets.cifar10:CIFAR10",
+        "CIFAR-10, 32×32 colour, 10 classes, original python batches: 50,000 train / 10,000 test (the published split, under both protocols)",
+        kinds=("image",),
+    ),
+    Plugin(
+        "cifar10-jpeg",
+        "datasets.cifar10:CIFAR10_JPEG",
+        "JPEG COPY of CIFAR-10 (quality about 75, pixels differ slightly from the original): 50,000 train / 10,000 test, 32×32 colour, 10 classes (the published split, under both protocols)",
+        kinds=("image",),
+    ),
+    Plugin(
+        "covtype",
+        "datasets.covtype:COVTYPE",
+        "UCI Covertype, 7 cover types: 581,012 rows, 54 features (10 numerical, 44 binary)",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "covtype-subset",
+        "datasets.covtype:COVTYPE_SUBSET",
+        "SUBSET of UCI Covertype: 286,048 rows of cover types 2 vs 4 (Lodgepole Pine vs Cottonwood/Willow), 10 numerical features",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "credit",
+        "datasets.credit:CREDIT",
+        "Kaggle credit-card fraud (creditcard.csv): 284,807 rows, 29 numerical features (Time dropped)",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "credit-sample",
+        "datasets.credit:CREDIT_SAMPLE",
+        "SAMPLE of Kaggle credit-card fraud: 1,722 real rows (all 492 frauds + 1,230 normal), 29 numerical features",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "epileptic",
+        "datasets.epileptic:EPILEPTIC",
+        "UCI Epileptic Seizure Recognition, seizure vs. rest: 11,500 rows, 178 numerical EEG features",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "fashion-mnist",
+        "datasets.mnist:FASHION_MNIST",
+        "Fashion-MNIST clothing, 28×28 greyscale, 10 classes: 60,000 train / 10,000 test (the published split, under both protocols)",
+        kinds=("image",),
+    ),
+    Plugin(
+        "gmm2d",
+        "datasets.gmm2d:GaussianMixture2D",
+        "DP-HP's 2-D mixture: 25 Gaussians (σ=0.2) on a 5×5 grid, 5 classes, 90,000 train rows",
+        kinds=("2d",),
+    ),
+    Plugin(
+        "intrusion",
+        "datasets.intrusion:INTRUSION",
+        "KDD Cup 1999 intrusion detection (10% file), 5 classes: 494,021 rows, 40 features",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "isolet",
+        "datasets.isolet:ISOLET",
+        "UCI ISOLET, vowel vs. consonant: 7,797 rows (isolet1+2+3+4 + isolet5), 617 numerical features in [-1, 1]",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "isolet-subset",
+        "datasets.isolet:ISOLET_SUBSET",
+        "SUBSET of UCI ISOLET (speaker group isolet1): 1,560 rows, vowel vs. consonant, 617 numerical features",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "mnist",
+        "datasets.mnist:MNIST",
+        "MNIST handwritten digits, 28×28 greyscale, 10 classes: 60,000 train / 10,000 test (the published split, under both protocols)",
+        kinds=("image",),
+    ),
+)

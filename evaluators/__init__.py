@@ -1,17 +1,59 @@
-"""Built-in evaluators; each module defines one and registers it here."""
+"""Built-in evaluators: their cards (see ``methods/__init__.py``); each evaluator module is imported
+only when the evaluator is used. Tag ``named-only``: run only when ``--evaluators`` names it.
+"""
 
-from bench.core.registry import EVALUATORS
-from evaluators.downstream import DownstreamClassifiers
-from evaluators.effective_size import EffectiveSize
-from evaluators.fid import FrechetInceptionDistance
-from evaluators.image_downstream import registered as image_downstream_evaluators
-from evaluators.marginals import MarginalErrors
-from evaluators.nll import NegativeLogLikelihood
+from bench.core.registry import Plugin
 
-EVALUATORS.register(NegativeLogLikelihood())
-EVALUATORS.register(DownstreamClassifiers())
-EVALUATORS.register(MarginalErrors())
-EVALUATORS.register(FrechetInceptionDistance())
-for evaluator in image_downstream_evaluators():
-    EVALUATORS.register(evaluator)
-EVALUATORS.register(EffectiveSize())
+EVALUATOR_PLUGINS = (
+    Plugin(
+        "downstream",
+        "evaluators.downstream:DownstreamClassifiers",
+        "train 12 classifiers on synthetic rows, test on the real test split (ROC/PRC binary, F1 multi-class)",
+        kinds=("tabular",),
+    ),
+    Plugin(
+        "effective-size",
+        "evaluators.effective_size:EffectiveSize",
+        "mean accuracy of the 12 image classifiers vs the number of synthetic training images (the seeds' Fig. 3)",
+        kinds=("image",),
+        tags=("named-only",),
+    ),
+    Plugin(
+        "fid",
+        "evaluators.fid:FrechetInceptionDistance",
+        "Fréchet Inception Distance (pytorch-fid InceptionV3 pool3; 5,000 synthetic images vs the real test split, or the training split under --protocol paper); lower is better",
+        kinds=("image",),
+    ),
+    Plugin(
+        "image-downstream",
+        "evaluators.image_downstream:ImageDownstreamClassifiers",
+        "train the seeds' 12 image classifiers (DP-HP Table 10) on synthetic images, accuracy on the real test images",
+        kinds=("image",),
+    ),
+    Plugin(
+        "image-downstream-10pct",
+        "evaluators:image_downstream_10pct",
+        "image-downstream on a class-balanced 10% subset of the synthetic images (the seeds' --sampling-rate-synth check)",
+        kinds=("image",),
+        tags=("named-only",),
+    ),
+    Plugin(
+        "marginals",
+        "evaluators.marginals:MarginalErrors",
+        "mean TV distance of all α-way marginals (discretized data); lower is better",
+        kinds=("discrete",),
+    ),
+    Plugin(
+        "nll",
+        "evaluators.nll:NegativeLogLikelihood",
+        "NLL of generated samples under the true density (gmm2d); lower is better",
+        kinds=("2d",),
+    ),
+)
+
+
+def image_downstream_10pct():
+    """The image suite trained on a 10% sample of the synthetic images (DP-MEPF reports it)."""
+    from evaluators.image_downstream import with_fraction
+
+    return with_fraction(0.1, "image-downstream-10pct")

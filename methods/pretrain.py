@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,16 @@ def run_pretraining(public: str, data_dir: Path | None, out: Path, epochs: int, 
         f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={out}")
     return accuracy
 
+
+
+@dataclass(frozen=True)
+class EncoderPretrainer:
+    """The ``bench pretrain-encoder --arch resnet18-cifar`` entry (registry ``PRETRAINERS``)."""
+
+    name: str = "resnet18-cifar"
+
+    def pretrain(self, public: str, data_dir: Path | None, out: Path, epochs: int, limit: int | None, device: str) -> float:
+        return run_pretraining(public, data_dir, out, epochs, limit, device)
+
+
+RESNET18_CIFAR = EncoderPretrainer()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, ru
 
 import numpy as np
 
+from bench.core.errors import UsageError
 from bench.privacy.budget import PrivacyBudget
 from bench.core.params import HyperParameters
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # typing only: importing the contracts must not import torch 
 PROTOCOLS: tuple[str, ...] = ("sound", "paper")
 
 
-class DataError(RuntimeError):
+class DataError(UsageError, RuntimeError):
     """A dataset's files are missing, corrupt or unusable; the message says the fix. Datasets
     raise subclasses of it (``datasets.files.DataFileError``); the CLI prints it as one line."""  # --protocol: sound default, seeds' conventions
 

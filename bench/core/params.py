@@ -14,10 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from bench.core.errors import UsageError
+
 PROFILES: tuple[str, ...] = ("paper", "smoke", "cpu")
 
 
-class HyperParameterError(ValueError):
+class HyperParameterError(UsageError, ValueError):
     pass
 
 

@@ -1,19 +1,27 @@
-"""Name → object registries for methods, datasets and evaluators.
+"""Name → object registries for methods, datasets, evaluators and encoder pretrainers, loaded lazily.
 
-Built-ins register themselves when their package is imported. Third-party packages add entries
-through the entry-point groups ``dpbench.methods``, ``dpbench.datasets`` and ``dpbench.evaluators``
-(each entry point names an object, e.g. ``my_pkg.my_method:ADAPTER``), or, without packaging, by
-listing modules in ``DPBENCH_PLUGINS`` (comma-separated; each module calls ``register`` itself).
-No edit in ``bench/`` is needed to add a method.
+Every entry, built-in or third-party, arrives through the same door: an installed entry point of
+the group ``dpbench.methods`` (``dpbench.datasets``, ``dpbench.evaluators``,
+``dpbench.pretrainers``) naming either a :class:`Plugin` card, a sequence of cards, or the object
+itself (``my_pkg.my_method:ADAPTER``). A card carries what listing needs (name, description, data
+kinds, tags) and names its implementation as ``"module:attribute"``; the implementation module is
+imported only when the entry is first used by name, so ``python -m bench list`` and ``--help``
+import neither torch nor jax. The built-ins advertise their cards from ``methods/__init__.py``
+(and the other packages' ``__init__``) through this project's own ``pyproject.toml``. Modules
+named in ``DPBENCH_PLUGINS`` (comma-separated) are imported too and call :meth:`Registry.register`
+themselves. No edit in ``bench/`` is needed to add an entry, and nothing here names a plugin
+package.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Generic, Iterator, TypeVar
+from typing import Any, Generic, Iterator, TypeVar
 
+from bench.core.errors import UsageError
 from bench.core.contracts import Dataset, Evaluator, MethodAdapter
 
 T = TypeVar("T")
@@ -21,80 +29,138 @@ T = TypeVar("T")
 PLUGINS_VARIABLE = "DPBENCH_PLUGINS"
 
 
-class RegistryError(KeyError):
+class RegistryError(UsageError, KeyError):
     def __str__(self) -> str:  # KeyError quotes its message; show it plainly
         return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A registry entry that can be listed without importing its implementation.
+
+    ``target`` is ``"module:attribute"``; the attribute is the object itself, or a class or
+    function that makes it when called with no arguments. ``kinds`` are the data kinds it handles
+    and ``tags`` short facts shown by ``bench list`` (``private``, ``named-only``…); the
+    conformance check (:func:`bench.testing.check_method`) verifies both against the object."""
+
+    name: str
+    target: str
+    description: str
+    kinds: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    def load(self) -> Any:
+        module_name, _, attribute = self.target.partition(":")
+        try:
+            made = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as error:
+            raise RegistryError(f"{self.name!r}: cannot load {self.target} ({error})") from error
+        is_factory = isinstance(made, type) or (callable(made) and not hasattr(made, "name"))
+        return made() if is_factory else made
 
 
 class Registry(Generic[T]):
     def __init__(self, kind: str, entry_point_group: str) -> None:
         self.kind = kind
         self.entry_point_group = entry_point_group
-        self._entries: dict[str, T] = {}
+        self._plugins: dict[str, Plugin] = {}
+        self._objects: dict[str, T] = {}
+        self._discovered = False
 
-    def register(self, entry: T) -> T:
+    def register(self, entry: T | Plugin) -> T | Plugin:
+        """Add a card (loaded on first use) or a ready object under its ``name``."""
         name = getattr(entry, "name", None)
         if not isinstance(name, str) or not name:
             raise RegistryError(f"a {self.kind} needs a non-empty string attribute 'name'")
-        if name in self._entries:
+        if name in self._plugins:
+            if entry == self._plugins[name] or entry is self._objects.get(name):
+                return entry  # the same entry advertised again (entry points loaded twice)
             raise RegistryError(f"{self.kind} {name!r} is already registered; choose another name")
-        self._entries[name] = entry
+        if isinstance(entry, Plugin):
+            self._plugins[name] = entry
+        else:
+            self._plugins[name] = _card_of(entry)
+            self._objects[name] = entry
         return entry
 
     def get(self, name: str) -> T:
-        _load_all()
-        try:
-            return self._entries[name]
-        except KeyError:
-            raise RegistryError(
-                f"unknown {self.kind} {name!r}; valid: {', '.join(sorted(self._entries))}"
-            ) from None
+        self._discover()
+        if name not in self._objects:
+            card = self._plugins.get(name)
+            if card is None:
+                raise RegistryError(f"unknown {self.kind} {name!r}; valid: {', '.join(sorted(self._plugins))}")
+            made = card.load()
+            if getattr(made, "name", None) != name:
+                raise RegistryError(
+                    f"{card.target} made a {self.kind} named {getattr(made, 'name', None)!r}, but its card says {name!r}"
+                )
+            self._objects[name] = made
+        return self._objects[name]
+
+    def card(self, name: str) -> Plugin:
+        self._discover()
+        if name not in self._plugins:
+            raise RegistryError(f"unknown {self.kind} {name!r}; valid: {', '.join(sorted(self._plugins))}")
+        return self._plugins[name]
+
+    def cards(self) -> list[Plugin]:
+        """Every entry's card, by name, without importing any implementation."""
+        self._discover()
+        return [self._plugins[name] for name in sorted(self._plugins)]
 
     def names(self) -> list[str]:
-        _load_all()
-        return sorted(self._entries)
+        self._discover()
+        return sorted(self._plugins)
 
     def __iter__(self) -> Iterator[T]:
-        return iter(self._entries[name] for name in self.names())
+        return iter([self.get(name) for name in self.names()])
 
     def __contains__(self, name: str) -> bool:
-        _load_all()
-        return name in self._entries
+        self._discover()
+        return name in self._plugins
 
     def unregister(self, name: str) -> None:
         """For tests that register temporary entries."""
-        self._entries.pop(name, None)
+        self._plugins.pop(name, None)
+        self._objects.pop(name, None)
 
     def load_entry_points(self) -> None:
-        """Register the object each installed entry point of this registry's group names."""
+        """Register what each installed entry point of this registry's group names: a card, a
+        sequence of cards, or an object."""
         for entry_point in entry_points(group=self.entry_point_group):
             try:
-                entry = entry_point.load()
+                advertised = entry_point.load()
             except Exception as error:
                 raise RegistryError(
                     f"entry point {entry_point.name!r} ({entry_point.value}) of group "
                     f"{self.entry_point_group} failed to load: {error}"
                 ) from error
-            self.register(entry)
+            for entry in advertised if isinstance(advertised, (tuple, list)) else (advertised,):
+                self.register(entry)
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        self.load_entry_points()
+        _import_plugin_modules()
 
 
-METHODS: Registry[MethodAdapter] = Registry("method", "dpbench.methods")
-DATASETS: Registry[Dataset] = Registry("dataset", "dpbench.datasets")
-EVALUATORS: Registry[Evaluator] = Registry("evaluator", "dpbench.evaluators")
+def _card_of(entry: Any) -> Plugin:
+    """The card of an object registered directly (``DPBENCH_PLUGINS`` modules, tests)."""
+    kinds = getattr(entry, "data_kinds", None) or (getattr(entry, "kind", None),)
+    values = tuple(sorted(str(getattr(k, "value", k)) for k in kinds if k is not None))
+    return Plugin(entry.name, target="", description=str(getattr(entry, "description", "")), kinds=values)
 
-_loaded = False
+
+_plugin_modules_imported = False
 
 
-def _load_all() -> None:
-    """Import built-ins, entry points and ``DPBENCH_PLUGINS`` once, on first lookup."""
-    global _loaded
-    if _loaded:
+def _import_plugin_modules() -> None:
+    global _plugin_modules_imported
+    if _plugin_modules_imported:
         return
-    _loaded = True
-    for package in ("methods", "datasets", "evaluators"):
-        importlib.import_module(package)
-    for registry in (METHODS, DATASETS, EVALUATORS):
-        registry.load_entry_points()
+    _plugin_modules_imported = True
     for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_VARIABLE, "").split(","))):
         try:
             importlib.import_module(module)
@@ -103,3 +169,11 @@ def _load_all() -> None:
                 f"{PLUGINS_VARIABLE} names module {module!r}, which cannot be imported ({error}); "
                 "check PYTHONPATH"
             ) from None
+
+
+METHODS: Registry[MethodAdapter] = Registry("method", "dpbench.methods")
+DATASETS: Registry[Dataset] = Registry("dataset", "dpbench.datasets")
+EVALUATORS: Registry[Evaluator] = Registry("evaluator", "dpbench.evaluators")
+# Encoders the harness trains itself on a declared public dataset (``bench pretrain-encoder``):
+# objects with ``name`` and ``pretrain(public, data_dir, out, epochs, limit, device) -> accuracy``.
+PRETRAINERS: Registry[Any] = Registry("encoder architecture", "dpbench.pretrainers")

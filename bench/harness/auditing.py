@@ -11,13 +11,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from bench.core.errors import UsageError
 from bench.core.registry import DATASETS, METHODS
 from bench.privacy.audit import AuditResult, AuditSpec, StopAudit, audit_releases, capture_releases
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
 
 
-class AuditError(ValueError):
+class AuditError(UsageError, ValueError):
     """A bad audit request; the message says how to fix it."""
 
 

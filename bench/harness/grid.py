@@ -9,11 +9,12 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bench.core.errors import UsageError
 from bench.core.params import HyperParameterError, ResolvedParams, parse_like
 from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
 
-class GridError(ValueError):
+class GridError(UsageError, ValueError):
     pass
 
 

@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterator
 
+from bench.core.errors import UsageError
 from bench.harness.grid import Cell
 from bench.harness.worker import Outcome
 
@@ -30,7 +31,7 @@ HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TI
 PROBE_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
 
 
-class TrackingError(RuntimeError):
+class TrackingError(UsageError, RuntimeError):
     """The tracking store cannot be used (server unreachable, folder read-only); one line that
     says how to fix it."""
 

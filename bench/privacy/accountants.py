@@ -20,11 +20,11 @@ import math
 import warnings
 from typing import Literal, Sequence
 
+from bench.privacy.budget import CALIBRATORS
 from bench.privacy.releases import GaussianRelease, PureRelease, Release
 from bench.privacy.replace_one import ReplaceOneSubsampledGaussianPRV, prv_epsilon, rdp_epsilon
 
 Calibrator = Literal["tight", "paper"]
-CALIBRATORS: tuple[str, ...] = ("tight", "paper")
 
 
 def _autodp():

@@ -6,10 +6,15 @@ import math
 import warnings
 from dataclasses import dataclass
 
+from bench.core.errors import UsageError
+
+# How σ is calibrated to (ε, δ): tight (exact analysis) or paper (the seeds' RDP calibrator);
+# bench/privacy/accountants.py implements both.
+CALIBRATORS: tuple[str, ...] = ("tight", "paper")
 DEFAULT_DELTA = 1e-5  # every experiment of the seeds uses δ = 1e-5 (seed-dpmerf.md §2, seed-dphp.md §2)
 
 
-class BudgetError(ValueError):
+class BudgetError(UsageError, ValueError):
     """An invalid privacy target; the message says how to fix it."""
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-LAYOUTS = ("default", "effective-size")
+from bench.report.layouts import PLOT_LAYOUTS as LAYOUTS
 
 
 def pyplot() -> Any:

@@ -20,6 +20,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.core.errors import UsageError
 from bench.report.tables import SEEDS_FIG3, SEEDS_FIG6, FIG3_SIZES, FIG6_CLASSIFIERS, SEEDS_TABLE1
 
 INF = math.inf
@@ -287,7 +288,7 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-class PresetError(ValueError):
+class PresetError(UsageError, ValueError):
     pass
 
 

@@ -20,16 +20,17 @@ from typing import Iterable
 
 import pandas as pd
 
+from bench.core.errors import UsageError
+from bench.report.layouts import TABLE_FORMATS as FORMATS, TABLE_LAYOUTS as LAYOUTS
 from bench.harness import tracking
 from bench.core.contracts import Direction, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
 from bench.core.registry import EVALUATORS, METHODS, RegistryError
 from bench.privacy.budget import DEFAULT_DELTA
 
-FORMATS = ("md", "latex", "csv")
 
 
-class TableError(ValueError):
+class TableError(UsageError, ValueError):
     pass
 
 
@@ -570,8 +571,6 @@ def render_fig3(frame: pd.DataFrame, fmt: str) -> str:
              "ours: mean ± std over seeds (number of seeds)")
     return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 3", ".4f", title, fmt)
 
-
-LAYOUTS = ("default", "table1", "fig6", "fig3")
 
 
 def render_all(

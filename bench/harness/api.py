@@ -1,0 +1,76 @@
+"""The Python API: run one cell in this process, the same way the grid's worker does, without
+MLflow. ``bench.run_cell`` re-exports :func:`run_cell`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from bench.harness.grid import GridSpec, expand
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What a cell produced: ``status`` FINISHED or FAILED (then ``error`` says why), its metrics
+    and logged parameters, the privacy ledger as a dict, and the folder holding its artifacts
+    (``synthetic_sample.csv``, ``ledger.json``, plots)."""
+
+    status: str
+    error: str | None
+    metrics: dict[str, float]
+    params: dict[str, Any]
+    ledger: dict[str, Any] | None
+    folder: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "FINISHED"
+
+
+def run_cell(
+    method: str,
+    dataset: str,
+    *,
+    epsilon: float = 1.0,
+    seed: int = 0,
+    delta: str = "1e-05",
+    evaluators: Sequence[str] | None = None,
+    profile: str = "paper",
+    protocol: str = "sound",
+    overrides: Mapping[str, str] | None = None,
+    device: str = "cpu",
+    data_dir: str | Path | None = None,
+    out: str | Path | None = None,
+) -> CellResult:
+    """Fit ``method`` on ``dataset`` at (ε, δ) for one seed, sample and evaluate, in this process.
+
+    ``evaluators``: None runs every applicable default evaluator, ``()`` none. ``overrides`` are
+    the method's ``--set`` values (``{"epochs": "1"}``). Artifacts go to ``out`` (default: a new
+    temporary folder). Bad names and values raise the same errors as the command line."""
+    spec = GridSpec(
+        methods=[method], datasets=[dataset], epsilons=[float(epsilon)], seeds=[seed], delta=delta,
+        evaluators=list(evaluators) if evaluators else None, profile=profile, protocol=protocol,
+        overrides={method: dict(overrides)} if overrides else {}, device=device,
+        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
+    )
+    (cell,), _ = expand(spec)
+    if evaluators is not None and not evaluators:
+        cell = dataclasses.replace(cell, evaluators=(), evaluator_settings={})
+    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="dpbench-cell-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    from bench.harness.worker import execute  # imports torch
+
+    outcome = execute(cell.to_dict(), str(folder), lambda fraction: None)
+    ledger_file = folder / "ledger.json"
+    return CellResult(
+        status=outcome.status,
+        error=outcome.error,
+        metrics=dict(outcome.metrics),
+        params=dict(outcome.params),
+        ledger=json.loads(ledger_file.read_text()) if ledger_file.exists() else None,
+        folder=folder,
+    )

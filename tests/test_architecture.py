@@ -1,0 +1,110 @@
+"""The shape of the code: layers, import arrows, and the lazy registry behind ``bench list``."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.core.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS, Plugin, Registry, RegistryError
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN_PACKAGES = ("methods", "datasets", "evaluators")
+HEAVY = ("torch", "jax", "opacus", "sklearn", "pandas", "matplotlib", "mlflow", "scipy")
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function, and every string passed to
+    ``importlib.import_module``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return found
+
+
+def test_the_tree_shows_the_layers():
+    layers = sorted(p.name for p in (REPO / "bench").iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert layers == ["core", "harness", "privacy", "report"]
+    loose = sorted(p.name for p in (REPO / "bench").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "cli.py", "testing.py"]
+
+
+def test_no_import_arrow_from_bench_to_the_plugin_folders():
+    arrows = [
+        f"{path.relative_to(REPO)} imports {module}"
+        for path in sorted((REPO / "bench").rglob("*.py"))
+        for module in imported_modules(path)
+        if module.split(".")[0] in PLUGIN_PACKAGES
+    ]
+    assert arrows == []
+
+
+def test_the_scan_would_see_a_lazy_import(tmp_path):
+    """The arrow test is not vacuous: imports inside functions and import_module strings count."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import importlib\ndef f():\n    from methods.pretrain import x\n"
+                     "    importlib.import_module('evaluators')\n")
+    assert {"methods.pretrain", "evaluators"} <= imported_modules(probe)
+
+
+def heavy_modules_after(code: str) -> list[str]:
+    """The heavy packages a fresh interpreter has imported after running ``code``."""
+    probe = f"import sys\n{code}\nprint('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("HEAVY:")]
+    return [name for name in line.removeprefix("HEAVY:").split(",") if name]
+
+
+@pytest.mark.parametrize("argv", [["list"], ["list", "methods"], ["--help"], ["run", "--help"], ["run", "--eps", "x"]])
+def test_listing_help_and_argument_errors_import_no_heavy_package(argv):
+    code = f"from bench.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
+    assert heavy_modules_after(code) == []
+
+
+def test_plugin_packages_and_core_contracts_are_light():
+    code = "import methods, datasets, evaluators, bench.core.contracts, bench.core.registry, bench.core.params"
+    assert heavy_modules_after(code) == []
+
+
+def test_listing_names_everything_without_loading_it():
+    assert "dp-merf" in METHODS.names() and "adult" in DATASETS.names() and "fid" in EVALUATORS.names()
+    assert PRETRAINERS.names() == ["resnet18-cifar"]
+    assert "torch" not in heavy_modules_after("from bench.core.registry import METHODS\nMETHODS.cards()")
+
+
+def _privacy_tag(method) -> str:
+    if getattr(method, "data_independent", False):
+        return "data-independent"
+    return "private" if method.private else "non-private"
+
+
+@pytest.mark.parametrize("registry", [METHODS, DATASETS, EVALUATORS], ids=lambda r: r.kind)
+def test_every_card_matches_the_object_it_names(registry):
+    for card in registry.cards():
+        made = registry.get(card.name)
+        kinds = getattr(made, "data_kinds", None) or {made.kind}
+        assert card.kinds == tuple(sorted(k.value for k in kinds)), card.name
+        if registry is METHODS:
+            assert _privacy_tag(made) in card.tags, card.name
+        if registry is EVALUATORS:
+            assert ("named-only" in card.tags) == (not getattr(made, "run_by_default", True)), card.name
+
+
+def test_a_card_that_names_the_wrong_object_is_refused():
+    registry: Registry = Registry("method", "dpbench.test-none")
+    registry.register(Plugin("not-real", "methods.real:Real", "a card whose object is named 'real'"))
+    with pytest.raises(RegistryError, match="named 'real', but its card says 'not-real'"):
+        registry.get("not-real")
+    registry.register(Plugin("missing", "methods.no_such_module:X", "a card naming nothing"))
+    with pytest.raises(RegistryError, match="cannot load methods.no_such_module:X"):
+        registry.get("missing")
