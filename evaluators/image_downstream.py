@@ -71,6 +71,7 @@ from evaluators.downstream import (
     TrainingFacts,
     build_estimator,
     check_classifier_names,
+    estimated_cost,
     summarise_fits,
     training_facts,
 )
@@ -260,7 +261,8 @@ class ImageClassifiers(PooledClassifiers):
             for spec in specs:
                 estimator, failure = build_estimator(spec, facts)
                 if failure is None:
-                    tasks.append(Task((spec.name, size), estimator, want_scores=False, rows=rows))
+                    cost = estimated_cost(estimator) * len(used) / len(y_train)
+                    tasks.append(Task((spec.name, size), estimator, want_scores=False, rows=rows, cost=cost))
                 else:
                     known[(spec.name, size)] = failure
         describe = (lambda task_id: task_id[0]) if len(sizes) == 1 else (lambda task_id: f"{task_id[0]}/n{task_id[1]}")
