@@ -67,13 +67,15 @@ def load_split(args: argparse.Namespace, protocol: str):
 
 
 def child(args: argparse.Namespace) -> None:
+    from bench.core.contracts import EvalContext
     from evaluators.downstream import DownstreamClassifiers
 
     protocol = args.child
     split = load_split(args, protocol)
     evaluator = DownstreamClassifiers(n_jobs=args.jobs, timeout_s=args.timeout)
     started = time.perf_counter()
-    values = evaluator.evaluate(split.train, split.train, split.test, protocol=protocol)
+    evaluation = evaluator.evaluate(split.train, split.train, split.test, EvalContext(protocol=protocol))
+    values = dict(evaluation.metrics)
     wall = time.perf_counter() - started
     report = {
         "protocol": protocol,
@@ -83,9 +85,9 @@ def child(args: argparse.Namespace) -> None:
         "jobs": evaluator.resolved_jobs(),
         "wall_s": wall,
         "peak_evaluator_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "peak_worker_mib": evaluator.last_worker_peak_mib,
+        "peak_worker_mib": values["worker_peak_mib"],
         "values": values,
-        "errors": evaluator.last_errors,
+        "errors": dict(evaluation.errors),
     }
     print("RESULT " + json.dumps(report, allow_nan=True))
 

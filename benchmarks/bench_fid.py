@@ -20,6 +20,7 @@ from pytorch_fid.fid_score import calculate_frechet_distance
 
 from bench.core.registry import DATASETS
 from bench.core.images import as_images
+from bench.core.contracts import EvalContext
 from evaluators.fid import FrechetInceptionDistance, activation_statistics
 
 
@@ -37,16 +38,16 @@ def main() -> None:
     started = time.perf_counter()
     test = DATASETS.get("mnist").load(None, seed=0).test
     loaded = time.perf_counter() - started
-    network, _, device = FrechetInceptionDistance(device=args.device).network()
+    network, _, device = FrechetInceptionDistance().network(EvalContext(device=args.device))
     images = as_images(test.x[: args.images], test.schema)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
           f"batch {args.batch}; MNIST loaded in {loaded:.1f} s")
 
-    activation_statistics(images[: args.batch], network, args.batch, device, progress=False)  # warm-up
+    activation_statistics(images[: args.batch], network, args.batch, device)  # warm-up
     if device == "cuda":
         torch.cuda.synchronize()
     started = time.perf_counter()
-    mu, sigma = activation_statistics(images, network, args.batch, device, progress=True)
+    mu, sigma = activation_statistics(images, network, args.batch, device)
     if device == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started

@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:
 
 
 def measure(args: argparse.Namespace, rows: int, train, test) -> dict:
-    from bench.core.contracts import LabelledData
+    from bench.core.contracts import EvalContext, LabelledData
     from evaluators.image_downstream import IMAGE_CLASSIFIERS, ImageDownstreamClassifiers, subset_rows
 
     chosen = args.classifiers.split(",") if args.classifiers else [spec.name for spec in IMAGE_CLASSIFIERS]
@@ -42,17 +42,18 @@ def measure(args: argparse.Namespace, rows: int, train, test) -> dict:
         classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in chosen), n_jobs=args.jobs, timeout_s=args.timeout
     )
     started = time.perf_counter()
-    values = evaluator.evaluate(data, data, test)
+    evaluation = evaluator.evaluate(data, data, test, EvalContext())
+    values = evaluation.metrics
     return {
         "n_train": len(data),
         "n_test": len(test),
         "jobs": evaluator.resolved_jobs(),
         "wall_s": time.perf_counter() - started,
-        "peak_worker_mib": evaluator.last_worker_peak_mib,
+        "peak_worker_mib": values["worker_peak_mib"],
         "fit_seconds": {name: values[f"{name}.fit_seconds"] for name in chosen},
         "accuracy": {name: values[f"{name}.accuracy"] for name in chosen},
         "mean_accuracy": values["accuracy"],
-        "errors": evaluator.last_errors,
+        "errors": dict(evaluation.errors),
     }
 
 
@@ -80,7 +81,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the reports to this file")
     args = parser.parse_args()
 
-    from bench.core.contracts import LabelledData
+    from bench.core.contracts import EvalContext, LabelledData
     from bench.core.registry import DATASETS
 
     split = DATASETS.get(args.dataset).load(Path(args.data_dir) if args.data_dir else None, seed=0)

@@ -19,7 +19,7 @@ def end_to_end(
     method_name: str, dataset_name: str, protocol: str, data_dir: str | None, overrides: dict[str, str] | None = None
 ) -> dict[str, float]:
     from bench.privacy.budget import PrivacyBudget
-    from bench.core.contracts import FitContext
+    from bench.core.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
     from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
@@ -41,7 +41,7 @@ def end_to_end(
     for evaluator in EVALUATORS:
         if dataset.kind in evaluator.data_kinds and evaluator.applies_to(dataset.schema):
             started = time.perf_counter()
-            evaluator.evaluate(synthetic, split.train, split.test, protocol)
+            evaluator.evaluate(synthetic, split.train, split.test, EvalContext(seed=0, device="cpu", protocol=protocol))
             timings[f"evaluate {evaluator.name}"] = time.perf_counter() - started
     print(f"{method_name} on {dataset_name} ({protocol} protocol, n_train = {len(split.train)}, seed 0, ε = 1, "
           f"{torch.get_num_threads()} torch threads)")

@@ -16,7 +16,7 @@ classifiers that produced a value, NaN when none did):
 * multi-class: ``f1_weighted``, ``f1_macro``, ``accuracy`` (all from ``predict``);
 * always ``<classifier>.fit_seconds`` (wall time of ``fit`` alone), ``<classifier>.failed``
   (1.0 when the classifier raised, timed out or its worker died; its quality metrics are then
-  NaN) and ``n_failed``.
+  NaN), ``n_failed`` and ``worker_peak_mib`` (all diagnostics: no better direction).
 
 Under ``protocol="paper"`` the above is computed too (on the ``codes`` encoding), and in addition:
 
@@ -28,12 +28,11 @@ Under ``protocol="paper"`` the above is computed too (on the ``codes`` encoding)
   best-of-variants: the maximum of the hard-label metric over {our base setting, DP-HP's base
   setting, DP-HP's variants} **chosen on the test set**, each metric maximised separately, as in
   ``all_aux_files_tab_data.py::test_models``. Its gap to ``paper.<m>`` measures the inflation of
-  selecting on the test set. Variants that fail are skipped (and listed in ``last_errors``).
+  selecting on the test set. Variants that fail are skipped (and listed in the errors).
 
-Errors: a failing classifier never fails the evaluation. Its error text is kept in
-``last_errors`` (``{"<classifier>": "...", "<classifier>/<variant>": "..."}``, reset by each
-call) and emitted as a :class:`DownstreamWarning`; warnings raised while fitting (e.g.
-convergence) are kept in ``last_warnings``.
+Errors: a failing classifier never fails the evaluation. Its error text is in the returned
+``Evaluation.errors`` (``{"<classifier>": "...", "<classifier>/<variant>": "..."}``) and
+emitted as a :class:`DownstreamWarning`.
 
 Execution: each fit runs in a pool of ``n_jobs`` single-threaded worker processes (attribute
 ``n_jobs``; else ``$DPBENCH_EVAL_JOBS``; else 2, capped by the available cores) with a timeout
@@ -41,7 +40,7 @@ of ``timeout_s`` per fit (per variant under ``paper``); see ``evaluators.fitpool
 ``in_process=True`` fits serially in the calling process without timeouts (tests, debugging).
 
 Seeding: every estimator that has a ``random_state`` gets ``random_state=seed`` (attribute,
-default 0). The evaluator is deterministic: the same data give the same numbers. The reference
+default 0; deliberately not the cell's ``EvalContext.seed``). The evaluator is deterministic: the same data give the same numbers. The reference
 code set no seed at all (anchors §3.1), so its classifier noise is not reproducible anyway.
 
 Caveats:
@@ -92,9 +91,10 @@ from evaluators import fitpool
 from bench.core.encoding import TabularEncoder
 from evaluators.fitpool import Task, TaskResult
 from bench.core.contracts import (
-    PROTOCOLS,
     DataKind,
     Direction,
+    EvalContext,
+    Evaluation,
     LabelledData,
     MetricSpec,
     Schema,
@@ -441,18 +441,24 @@ def _params_key(estimator: Any) -> str:
 
 
 def _declared_metrics() -> dict[str, MetricSpec]:
-    higher = Direction.HIGHER
+    higher, diagnostic = Direction.HIGHER, MetricSpec.diagnostic
     return {
-        "roc_auc": MetricSpec(higher, "ROC-AUC on the real test split (binary; scores, or hard labels under paper.*)"),
-        "pr_auc": MetricSpec(higher, "average precision on the real test split (binary; scores, or hard labels under paper.*)"),
-        "accuracy": MetricSpec(higher, "accuracy on the real test split"),
-        "f1": MetricSpec(higher, "F1 of the positive class (class index 1) on the real test split (binary)"),
-        "f1_weighted": MetricSpec(higher, "support-weighted F1 on the real test split (multi-class)"),
-        "f1_macro": MetricSpec(higher, "macro F1 on the real test split (multi-class)"),
-        "fit_seconds": MetricSpec(Direction.LOWER, "wall time of one classifier's fit on the synthetic data"),
-        "failed": MetricSpec(Direction.LOWER, "1 if the classifier raised, timed out or died (see last_errors), else 0"),
-        "n_failed": MetricSpec(Direction.LOWER, "number of the 12 base classifiers that failed"),
+        "roc_auc": MetricSpec.quality(higher, "ROC-AUC on the real test split (binary; scores, or hard labels under paper.*)"),
+        "pr_auc": MetricSpec.quality(higher, "average precision on the real test split (binary; scores, or hard labels under paper.*)"),
+        "accuracy": MetricSpec.quality(higher, "accuracy on the real test split"),
+        "f1": MetricSpec.quality(higher, "F1 of the positive class (class index 1) on the real test split (binary)"),
+        "f1_weighted": MetricSpec.quality(higher, "support-weighted F1 on the real test split (multi-class)"),
+        "f1_macro": MetricSpec.quality(higher, "macro F1 on the real test split (multi-class)"),
+        **POOL_DIAGNOSTICS,
+        "n_failed": diagnostic("number of the 12 base classifiers that failed"),
     }
+
+
+POOL_DIAGNOSTICS = {
+    "fit_seconds": MetricSpec.diagnostic("wall time of one classifier's fit on the synthetic data"),
+    "failed": MetricSpec.diagnostic("1 if the classifier raised, timed out or died (see errors), else 0"),
+    "worker_peak_mib": MetricSpec.diagnostic("largest peak RSS of one classifier worker process (NaN in-process)"),
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,6 +495,26 @@ def summarise_fits(
     return values
 
 
+def estimated_cost(estimator: Any) -> float:
+    """A rough fit cost (≈ seconds on adult's 11k–24k rows, one core) from the settings that scale
+    it, used only to order the pool's queue (costliest first); a wrong guess costs time, never
+    changes a result. Measured: LinearSVC ≈ 2 ms per iteration (the paper's 10,000-iteration hinge
+    variants dominate), MLP ≈ 11 s, 100-tree forest ≈ 3.5 s, 50-stump AdaBoost ≈ 1.6 s."""
+    params = estimator.get_params(deep=False)
+    kind = type(estimator).__name__
+    if kind == "OneVsRestClassifier":
+        return 3 * estimated_cost(params["estimator"])
+    if kind == "LinearSVC":
+        return params["max_iter"] / 500
+    if kind == "MLPClassifier":
+        return 10.0
+    if "n_estimators" in params:  # forests, bagging, boosting
+        return params["n_estimators"] / 30
+    if kind == "LogisticRegression" and params["solver"] in ("liblinear", "saga"):
+        return 2.0
+    return 0.1
+
+
 def build_estimator(spec: ClassifierSpec, facts: TrainingFacts) -> tuple[Any, TaskResult | None]:
     """(the spec's base estimator, None), or (None, the failure) when building it raised."""
     try:
@@ -504,20 +530,26 @@ def check_classifier_names(specs: tuple[ClassifierSpec, ...]) -> list[str]:
     return names
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
+class Fits:
+    """The results of one batch of fits, keyed by task id; ``errors`` by ``describe(task id)``;
+    ``worker_peak_mib``: the largest peak RSS of a worker process (NaN in-process)."""
+
+    results: dict[Hashable, TaskResult]
+    errors: dict[str, str]
+    worker_peak_mib: float
+
+
+@dataclass(frozen=True)
 class PooledClassifiers:
-    """Settings and bookkeeping of the evaluators that fit classifiers through ``evaluators.fitpool``:
-    the seed given to every estimator, the pool (``n_jobs``, ``timeout_s`` per fit, or
-    ``in_process``), and what the last evaluation left behind (``last_errors``,
-    ``last_warnings``, ``last_worker_peak_mib``)."""
+    """Settings of the evaluators that fit classifiers through ``evaluators.fitpool``: the seed
+    given to every estimator (fixed, not the cell's: the same synthetic data give the same
+    numbers in every cell), and the pool (``n_jobs``, ``timeout_s`` per fit, or ``in_process``)."""
 
     seed: int = 0
     n_jobs: int | None = None
     timeout_s: float | None = 1800.0
     in_process: bool = False
-    last_errors: dict[str, str] = field(default_factory=dict)
-    last_warnings: dict[str, list[str]] = field(default_factory=dict)
-    last_worker_peak_mib: float = math.nan  # largest peak RSS of a worker process (pool only)
 
     def resolved_jobs(self) -> int:
         if self.n_jobs is not None:
@@ -535,29 +567,23 @@ class PooledClassifiers:
         x_test: np.ndarray,
         known: dict[Hashable, TaskResult],
         describe: Callable[[Hashable], str],
-    ) -> dict[Hashable, TaskResult]:
+    ) -> Fits:
         """Fit the tasks (in this process, or in the pool) and return their results together
-        with the ``known`` ones (failures found before fitting). Resets and fills
-        ``last_errors`` / ``last_warnings`` under ``describe(task id)`` and warns once per
-        failure with a :class:`DownstreamWarning`."""
+        with the ``known`` ones (failures found before fitting); warns once per failure with a
+        :class:`DownstreamWarning`."""
         results = dict(known)
         if self.in_process:
             results.update(fitpool.run_tasks_in_process(tasks, x_train, y_train, x_test))
         else:
             results.update(fitpool.run_tasks(tasks, x_train, y_train, x_test, self.resolved_jobs(), self.timeout_s))
-        self.last_errors = {}
-        self.last_warnings = {}
         peaks = [r.worker_peak_mib for r in results.values() if not math.isnan(r.worker_peak_mib)]
-        self.last_worker_peak_mib = max(peaks, default=math.nan)
+        errors: dict[str, str] = {}
         evaluator = getattr(self, "name", type(self).__name__)
         for task_id, result in results.items():
-            key = describe(task_id)
             if result.error is not None:
-                self.last_errors[key] = result.error
-                warnings.warn(f"{evaluator}: {key} failed: {result.error}", DownstreamWarning, stacklevel=3)
-            elif result.warnings:
-                self.last_warnings[key] = result.warnings
-        return results
+                errors[describe(task_id)] = result.error
+                warnings.warn(f"{evaluator}: {describe(task_id)} failed: {result.error}", DownstreamWarning, stacklevel=3)
+        return Fits(results, errors, max(peaks, default=math.nan))
 
 
 # --------------------------------------------------------------------------------------------
@@ -565,7 +591,7 @@ class PooledClassifiers:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class DownstreamClassifiers(PooledClassifiers):
     name: str = "downstream"
     description: str = (
@@ -579,13 +605,11 @@ class DownstreamClassifiers(PooledClassifiers):
         return schema.n_classes >= 2 and schema.n_features >= 1
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
-    ) -> dict[str, float]:
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
+    ) -> Evaluation:
         check_same_schema(synthetic, real_test)
         schema = synthetic.schema
-        paper = protocol == "paper"
+        paper = context.protocol == "paper"
         binary = schema.n_classes == 2
         encoder = TabularEncoder(schema, "codes" if paper else "onehot")
         x_train = encoder.encode(synthetic.x)
@@ -620,13 +644,15 @@ class DownstreamClassifiers(PooledClassifiers):
                     continue
                 seen.add(key)
                 candidates[spec.name].append(label)
-                tasks.append(Task((spec.name, label), estimator, want_scores=binary and label == BASE))
+                tasks.append(Task((spec.name, label), estimator, binary and label == BASE, cost=estimated_cost(estimator)))
 
-        results = self.run_fits(
+        fits = self.run_fits(
             tasks, x_train, y_train, x_test, known,
             describe=lambda task_id: task_id[0] if task_id[1] == BASE else f"{task_id[0]}/{task_id[1]}",
         )
-        return self._collect(specs, results, candidates, y_test, binary, paper)
+        values = self._collect(specs, fits.results, candidates, y_test, binary, paper)
+        values["worker_peak_mib"] = fits.worker_peak_mib
+        return Evaluation(values, fits.errors)
 
     def _collect(
         self,

@@ -24,9 +24,8 @@ Metrics, for each ``<size>`` (``<clf>`` a short name as in ``image-downstream``)
 The metric names depend on the synthetic set's size, so ``metrics`` accepts any
 ``<name>_n<digits>`` of these (:class:`SizedMetrics`) and lists those of a 60,000-image set.
 
-Artifacts: :meth:`EffectiveSize.write_artifacts` writes ``effective_size.csv`` (size, images
-used, mean accuracy, one column per classifier) and ``effective_size.png`` (the curve, log x) for
-the last evaluation (the optional evaluator hook of ``bench.core.contracts.Evaluator``).
+Artifacts (``Evaluation.artifacts``): ``effective_size.csv`` (size, images used, mean accuracy,
+one column per classifier) and ``effective_size.png`` (the curve, log x).
 
 Cost: all sizes together are ≈ 1.9 times one ``image-downstream`` evaluation on the whole set.
 All fits of all sizes share one pool (``evaluators.fitpool``; each task names its subset's rows).
@@ -37,15 +36,15 @@ from __future__ import annotations
 import csv
 import math
 import re
+import io
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import accuracy_score
 
-from bench.core.contracts import Direction, LabelledData, MetricSpec
-from evaluators.downstream import summarise_fits
+from bench.core.contracts import Direction, EvalContext, Evaluation, LabelledData, MetricSpec
+from evaluators.downstream import POOL_DIAGNOSTICS, summarise_fits
 from evaluators.image_downstream import ImageClassifiers
 
 # The seeds' Fig. 3 ratios of the synthetic set (seed-dphp.md §5.3 [code]).
@@ -55,11 +54,11 @@ CSV_FILE = "effective_size.csv"
 PNG_FILE = "effective_size.png"
 
 SIZED = {
-    "acc": MetricSpec(Direction.HIGHER, "accuracy on the real test images after training on <size> synthetic images"),
-    "fit_seconds": MetricSpec(Direction.LOWER, "wall time of one classifier's fit on <size> synthetic images"),
-    "failed": MetricSpec(Direction.LOWER, "1 if the classifier failed at this size (see last_errors), else 0"),
-    "n_failed": MetricSpec(Direction.LOWER, "classifiers that failed at this size"),
-    "n_train": MetricSpec(Direction.HIGHER, "synthetic images actually used for this size (less when a class is short)"),
+    "acc": MetricSpec.quality(Direction.HIGHER, "accuracy on the real test images after training on <size> synthetic images"),
+    "fit_seconds": MetricSpec.diagnostic("wall time of one classifier's fit on <size> synthetic images"),
+    "failed": MetricSpec.diagnostic("1 if the classifier failed at this size (see the errors), else 0"),
+    "n_failed": MetricSpec.diagnostic("classifiers that failed at this size"),
+    "n_train": MetricSpec.diagnostic("synthetic images actually used for this size (less when a class is short)"),
 }
 SIZED_NAME = re.compile(r"^(?P<base>" + "|".join(SIZED) + r")_n(?P<size>\d+)$")
 
@@ -80,7 +79,10 @@ class SizedMetrics(Mapping[str, MetricSpec]):
     lookup accept every size); iteration lists the sizes of a ``listed_size``-image set."""
 
     def __init__(self, ratios: tuple[float, ...], listed_size: int = LISTED_SIZE) -> None:
-        self._fixed = {"n_failed": MetricSpec(Direction.LOWER, "fits that failed, over all sizes")}
+        self._fixed = {
+            "n_failed": MetricSpec.diagnostic("fits that failed, over all sizes"),
+            "worker_peak_mib": POOL_DIAGNOSTICS["worker_peak_mib"],
+        }
         self._listed = [f"{base}_n{size}" for size in sizes_for(listed_size, ratios) for base in SIZED]
 
     def __getitem__(self, name: str) -> MetricSpec:
@@ -98,9 +100,9 @@ class SizedMetrics(Mapping[str, MetricSpec]):
         return len(self._fixed) + len(self._listed)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SizePoint:
-    """One size of the last evaluation: images used, mean and per-classifier accuracy."""
+    """One size of an evaluation: images used, mean and per-classifier accuracy."""
 
     size: int
     n_train: int
@@ -108,7 +110,7 @@ class SizePoint:
     per_classifier: dict[str, float]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class EffectiveSize(ImageClassifiers):
     name: str = "effective-size"
     description: str = (
@@ -117,68 +119,69 @@ class EffectiveSize(ImageClassifiers):
     ratios: tuple[float, ...] = FIG3_RATIOS
     run_by_default: bool = False  # ≈ 1.9 image-downstream evaluations: only when --evaluators names it
     metrics: Mapping[str, MetricSpec] = field(init=False)
-    last_curve: list[SizePoint] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.ratios = tuple(float(r) for r in self.ratios)
-        if not self.ratios or any(not 0 < r <= 1 for r in self.ratios):
+        ratios = tuple(float(r) for r in self.ratios)
+        if not ratios or any(not 0 < r <= 1 for r in ratios):
             raise ValueError(f"ratios must be a non-empty list of numbers in (0, 1]; got {self.ratios}")
-        self.metrics = SizedMetrics(self.ratios)
+        object.__setattr__(self, "ratios", ratios)  # frozen: normalised once, at construction
+        object.__setattr__(self, "metrics", SizedMetrics(ratios))
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
-    ) -> dict[str, float]:
-        self.last_curve = []
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
+    ) -> Evaluation:
         # largest sizes first: the longest fits start early
         sizes = sizes_for(len(synthetic), self.ratios) if len(synthetic) else []
-        names, results, n_train = self.fit_sizes(synthetic, real_test, protocol, sizes)
+        names, fits, n_train = self.fit_sizes(synthetic, real_test, sizes)
         y_test = np.asarray(real_test.y, dtype=np.int64)
         accuracy = lambda result: {"acc": float(accuracy_score(y_test, result.pred))}  # noqa: E731
         values: dict[str, float] = {}
+        curve: list[SizePoint] = []
         for size, used in n_train.items():
             at_size = summarise_fits(
-                names, {name: results[(name, size)] for name in names}, accuracy, ("acc",), suffix=f"_n{size}"
+                names, {name: fits.results[(name, size)] for name in names}, accuracy, ("acc",), suffix=f"_n{size}"
             )
             at_size[f"n_train_n{size}"] = float(used)
             values.update(at_size)
-            self.last_curve.append(SizePoint(
+            curve.append(SizePoint(
                 size, used, at_size[f"acc_n{size}"], {name: at_size[f"{name}.acc_n{size}"] for name in names}
             ))
         values["n_failed"] = float(sum(values[f"n_failed_n{size}"] for size in n_train))
-        return values
+        values["worker_peak_mib"] = fits.worker_peak_mib
+        artifacts = {CSV_FILE: curve_csv(curve, names), PNG_FILE: curve_png(curve, names)} if curve else {}
+        return Evaluation(values, fits.errors, artifacts)
 
-    def write_artifacts(self, folder: Path) -> None:
-        """``effective_size.csv`` and ``effective_size.png`` of the last evaluation into
-        ``folder``; nothing when there was none."""
-        if not self.last_curve:
-            return
-        folder = Path(folder)
-        names = list(self.last_curve[0].per_classifier)
-        with open(folder / CSV_FILE, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["size", "n_train", "mean_accuracy", *names])
-            for point in self.last_curve:
-                writer.writerow([point.size, point.n_train, _text(point.accuracy),
-                                 *[_text(point.per_classifier[name]) for name in names]])
-        self._plot(folder / PNG_FILE, names)
 
-    def _plot(self, path: Path, names: list[str]) -> None:
-        from bench.report.plots import format_size_axis, pyplot, save_figure
+def curve_csv(curve: list[SizePoint], names: list[str]) -> bytes:
+    """size, images used, mean accuracy, one column per classifier; one row per size."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["size", "n_train", "mean_accuracy", *names])
+    for point in curve:
+        writer.writerow([point.size, point.n_train, _text(point.accuracy),
+                         *[_text(point.per_classifier[name]) for name in names]])
+    return out.getvalue().encode()
 
-        plt = pyplot()
-        sizes = [point.size for point in self.last_curve]
-        fig, ax = plt.subplots(figsize=(6.4, 4.4))
-        colours = plt.get_cmap("tab20").colors  # 20 distinct colours: one per classifier
-        for index, name in enumerate(names):
-            ax.plot(sizes, [p.per_classifier[name] for p in self.last_curve], linewidth=0.9, alpha=0.7,
-                    color=colours[index % len(colours)], label=name)
-        ax.plot(sizes, [p.accuracy for p in self.last_curve], color="black", linewidth=2.2, marker="o",
-                label=f"mean of {len(names)}")
-        format_size_axis(ax, sizes)
-        ax.set_ylabel("accuracy on the real test images")
-        ax.set_title("effective size: per classifier (thin) and their mean")
-        ax.legend(fontsize=7, ncol=2)
-        save_figure(fig, path)
+
+def curve_png(curve: list[SizePoint], names: list[str]) -> bytes:
+    from bench.report.plots import format_size_axis, pyplot, save_figure
+
+    plt = pyplot()
+    sizes = [point.size for point in curve]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    colours = plt.get_cmap("tab20").colors  # 20 distinct colours: one per classifier
+    for index, name in enumerate(names):
+        ax.plot(sizes, [p.per_classifier[name] for p in curve], linewidth=0.9, alpha=0.7,
+                color=colours[index % len(colours)], label=name)
+    ax.plot(sizes, [p.accuracy for p in curve], color="black", linewidth=2.2, marker="o",
+            label=f"mean of {len(names)}")
+    format_size_axis(ax, sizes)
+    ax.set_ylabel("accuracy on the real test images")
+    ax.set_title("effective size: per classifier (thin) and their mean")
+    ax.legend(fontsize=7, ncol=2)
+    buffer = io.BytesIO()
+    save_figure(fig, buffer)  # savefig writes PNG (matplotlib's default format) into the buffer
+    return buffer.getvalue()
 
 
 def _text(value: float) -> str:

@@ -15,8 +15,8 @@ only). ``real_train`` is not used: the "real data" row comes from the ``real`` m
 Metrics (``<clf>`` one of the short names): ``<clf>.accuracy`` and ``<clf>.f1_macro`` on the real
 test split, their means over the classifiers that produced a value (``accuracy``, ``f1_macro``;
 the seeds report accuracy; their code also computed macro F1), ``<clf>.fit_seconds``,
-``<clf>.failed``, ``n_failed`` (as ``downstream``) and ``n_train``, the number of synthetic
-images the classifiers were trained on.
+``<clf>.failed``, ``n_failed``, ``worker_peak_mib`` (diagnostics, as ``downstream``) and
+``n_train``, the number of synthetic images the classifiers were trained on (a diagnostic).
 
 ``sample_fraction`` (default 1.0, the seeds' Fig. 6: all 60,000 images): the seeds' code's
 ``--sampling-rate-synth`` option, a class-balanced subset of that fraction of the synthetic set
@@ -25,7 +25,8 @@ images the classifiers were trained on.
 
 Both protocols are the same here: the seeds' image protocol has no hard-label or test-selected
 variants. Execution, seeding and failures are as in ``downstream`` (``evaluators.fitpool``, one
-single-threaded process per fit, ``n_jobs`` workers, ``timeout_s`` per fit; ``last_errors``).
+single-threaded process per fit, ``n_jobs`` workers, ``timeout_s`` per fit; failures in
+``Evaluation.errors``).
 Cost on 2 cores: see ``benchmarks/bench_image_downstream.py`` (AdaBoost's 1000 rounds dominate).
 """
 
@@ -52,9 +53,10 @@ from xgboost import XGBClassifier
 
 from evaluators.fitpool import Task, TaskResult
 from bench.core.contracts import (
-    PROTOCOLS,
     DataKind,
     Direction,
+    EvalContext,
+    Evaluation,
     LabelledData,
     MetricSpec,
     Schema,
@@ -62,11 +64,14 @@ from bench.core.contracts import (
 )
 from bench.core.images import is_image_schema
 from evaluators.downstream import (
+    POOL_DIAGNOSTICS,
     ClassifierSpec,
+    Fits,
     PooledClassifiers,
     TrainingFacts,
     build_estimator,
     check_classifier_names,
+    estimated_cost,
     summarise_fits,
     training_facts,
 )
@@ -199,9 +204,7 @@ def accuracy_and_f1(y_test: np.ndarray, result: TaskResult) -> dict[str, float]:
     }
 
 
-def check_image_inputs(synthetic: LabelledData, real_test: LabelledData, protocol: str) -> None:
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
+def check_image_inputs(synthetic: LabelledData, real_test: LabelledData) -> None:
     check_same_schema(synthetic, real_test)
     if len(synthetic) == 0:
         raise ValueError("the synthetic set is empty; the classifiers need training images")
@@ -213,18 +216,17 @@ def check_image_inputs(synthetic: LabelledData, real_test: LabelledData, protoco
 
 
 def _declared_metrics() -> dict[str, MetricSpec]:
-    higher, lower = Direction.HIGHER, Direction.LOWER
+    higher = Direction.HIGHER
     return {
-        "accuracy": MetricSpec(higher, "accuracy on the real test images (the seeds' Fig. 6 metric)"),
-        "f1_macro": MetricSpec(higher, "macro F1 on the real test images"),
-        "fit_seconds": MetricSpec(lower, "wall time of one classifier's fit on the synthetic images"),
-        "failed": MetricSpec(lower, "1 if the classifier raised, timed out or died (see last_errors), else 0"),
-        "n_failed": MetricSpec(lower, "number of the 12 classifiers that failed"),
-        "n_train": MetricSpec(higher, "synthetic images the classifiers were trained on"),
+        "accuracy": MetricSpec.quality(higher, "accuracy on the real test images (the seeds' Fig. 6 metric)"),
+        "f1_macro": MetricSpec.quality(higher, "macro F1 on the real test images"),
+        **POOL_DIAGNOSTICS,
+        "n_failed": MetricSpec.diagnostic("number of the 12 classifiers that failed"),
+        "n_train": MetricSpec.diagnostic("synthetic images the classifiers were trained on"),
     }
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class ImageClassifiers(PooledClassifiers):
     """What ``image-downstream`` and ``effective-size`` share: the classifiers (``classifiers``;
     None: :data:`IMAGE_CLASSIFIERS`) fitted on class-balanced subsets of the synthetic images."""
@@ -237,13 +239,13 @@ class ImageClassifiers(PooledClassifiers):
         return is_image_schema(schema) and schema.n_classes >= 2
 
     def fit_sizes(
-        self, synthetic: LabelledData, real_test: LabelledData, protocol: str, sizes: list[int]
-    ) -> tuple[list[str], dict[Hashable, TaskResult], dict[int, int]]:
+        self, synthetic: LabelledData, real_test: LabelledData, sizes: list[int]
+    ) -> tuple[list[str], Fits, dict[int, int]]:
         """Fit every classifier on a subset of each size (:func:`subset_rows`, one subset per
         size shared by the classifiers), all in one pool, in the order given. Returns the
-        classifier names, the results keyed (name, size) and the images used per size;
-        ``last_errors`` keys are ``<name>/n<size>``, or ``<name>`` when there is one size."""
-        check_image_inputs(synthetic, real_test, protocol)
+        classifier names, the fits (results keyed (name, size); error keys ``<name>/n<size>``,
+        or ``<name>`` when there is one size) and the images used per size."""
+        check_image_inputs(synthetic, real_test)
         specs = self.classifiers if self.classifiers is not None else IMAGE_CLASSIFIERS
         names = check_classifier_names(specs)
         x_train, y_train = synthetic.x, np.asarray(synthetic.y, dtype=np.int64)
@@ -259,15 +261,16 @@ class ImageClassifiers(PooledClassifiers):
             for spec in specs:
                 estimator, failure = build_estimator(spec, facts)
                 if failure is None:
-                    tasks.append(Task((spec.name, size), estimator, want_scores=False, rows=rows))
+                    cost = estimated_cost(estimator) * len(used) / len(y_train)
+                    tasks.append(Task((spec.name, size), estimator, want_scores=False, rows=rows, cost=cost))
                 else:
                     known[(spec.name, size)] = failure
         describe = (lambda task_id: task_id[0]) if len(sizes) == 1 else (lambda task_id: f"{task_id[0]}/n{task_id[1]}")
-        results = self.run_fits(tasks, x_train, y_train, real_test.x, known, describe)
-        return names, results, n_train
+        fits = self.run_fits(tasks, x_train, y_train, real_test.x, known, describe)
+        return names, fits, n_train
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class ImageDownstreamClassifiers(ImageClassifiers):
     name: str = "image-downstream"
     description: str = (
@@ -281,16 +284,17 @@ class ImageDownstreamClassifiers(ImageClassifiers):
             raise ValueError(f"sample_fraction must lie in (0, 1]; got {self.sample_fraction}")
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
-    ) -> dict[str, float]:
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
+    ) -> Evaluation:
         size = max(1, int(round(self.sample_fraction * len(synthetic))))
-        names, results, n_train = self.fit_sizes(synthetic, real_test, protocol, [size])
+        names, fits, n_train = self.fit_sizes(synthetic, real_test, [size])
         y_test = np.asarray(real_test.y, dtype=np.int64)
         values = summarise_fits(
-            names, {name: results[(name, size)] for name in names}, lambda r: accuracy_and_f1(y_test, r), IMAGE_METRICS
+            names, {name: fits.results[(name, size)] for name in names}, lambda r: accuracy_and_f1(y_test, r), IMAGE_METRICS
         )
         values["n_train"] = float(n_train[size])
-        return values
+        values["worker_peak_mib"] = fits.worker_peak_mib
+        return Evaluation(values, fits.errors)
 
 
 def with_fraction(fraction: float, name: str) -> ImageDownstreamClassifiers:

@@ -26,7 +26,16 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from bench.core.contracts import DataKind, Direction, LabelledData, MetricSpec, Schema, check_same_schema
+from bench.core.contracts import (
+    DataKind,
+    Direction,
+    EvalContext,
+    Evaluation,
+    LabelledData,
+    MetricSpec,
+    Schema,
+    check_same_schema,
+)
 
 DEFAULT_ALPHAS = (2, 3, 4)
 ALL_ALPHAS = range(1, 7)
@@ -183,7 +192,7 @@ def paper_codes(real: np.ndarray, synthetic: np.ndarray) -> tuple[np.ndarray, np
 
 def _declared_metrics() -> dict[str, MetricSpec]:
     return {
-        f"tv_{alpha}": MetricSpec(
+        f"tv_{alpha}": MetricSpec.quality(
             Direction.LOWER,
             f"mean TV distance of all {alpha}-way marginals, full domains "
             f"(paper.tv_{alpha}: the seeds' code, {alpha + 1}-way, own-range bins)",
@@ -210,9 +219,9 @@ class MarginalErrors:
         return tuple(fact.value) if fact is not None else DEFAULT_ALPHAS
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
-    ) -> dict[str, float]:
-        """Both conventions are always reported; ``protocol`` does not change them."""
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
+    ) -> Evaluation:
+        """Both conventions are always reported; the protocol does not change them."""
         check_same_schema(synthetic, real_train)
         sizes = [len(column.categories) for column in real_train.schema.columns]
         real = real_train.x.astype(np.int64)
@@ -223,5 +232,5 @@ class MarginalErrors:
         for alpha in alphas:
             if alpha + 1 <= real.shape[1]:
                 values[f"paper.tv_{alpha}"] = mean_tv_distance(real_bins, generated_bins, bins, alpha + 1)
-        return values
+        return Evaluation(values)
 

@@ -15,7 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
-from bench.core.contracts import DataKind, Direction, LabelledData, MetricSpec, Schema
+from bench.core.contracts import DataKind, Direction, EvalContext, Evaluation, LabelledData, MetricSpec, Schema
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,8 @@ class NegativeLogLikelihood:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D})
     metrics: Mapping[str, MetricSpec] = field(
         default_factory=lambda: {
-            "mean": MetricSpec(Direction.LOWER, "mean −log p(x, y), correct 2-D density"),
-            "paper_sum": MetricSpec(
+            "mean": MetricSpec.quality(Direction.LOWER, "mean −log p(x, y), correct 2-D density"),
+            "paper_sum": MetricSpec.quality(
                 Direction.LOWER, "Σ −log p(x, y) with the seeds' 1-D normaliser (Fig. 2 convention)"
             ),
         }
@@ -36,13 +36,13 @@ class NegativeLogLikelihood:
         return schema.true_density is not None
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
-    ) -> dict[str, float]:
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
+    ) -> Evaluation:
         """Both conventions are always reported (the protocol does not change the density)."""
         density = synthetic.schema.true_density
         if density is None:
             raise ValueError("nll needs a dataset with a known density (e.g. gmm2d)")
-        return {
+        return Evaluation({
             "mean": float(-np.mean(density.log_prob(synthetic.x, synthetic.y))),
             "paper_sum": float(-np.sum(density.log_prob_paper(synthetic.x, synthetic.y))),
-        }
+        })

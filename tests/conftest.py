@@ -157,7 +157,7 @@ PLUGIN_SOURCE = textwrap.dedent(
         def applies_to(self, schema):
             return True
 
-        def evaluate(self, synthetic, real_train, real_test, protocol="sound"):
+        def evaluate(self, synthetic, real_train, real_test, context):
             raise ZeroDivisionError("deliberate evaluator crash")
 
 

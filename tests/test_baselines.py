@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.core.contracts import ColumnKind, FitContext
+from bench.core.contracts import ColumnKind, EvalContext, FitContext
 from bench.core.registry import DATASETS, METHODS
 from bench.harness.grid import GridSpec, expand
 from bench.harness.worker import execute
@@ -117,7 +117,7 @@ def test_independent_learns_the_marginals_and_beats_uniform_on_them(data_dir, sm
     private, _, _ = fit("independent", small_discrete, data_dir, epsilon=1.0)
     uniform, _, _ = fit("uniform", small_discrete, data_dir)
     scores = {
-        name: marginals.evaluate(m.sample(len(split.train)), split.train, split.test)["tv_2"]
+        name: marginals.evaluate(m.sample(len(split.train)), split.train, split.test, EvalContext()).metrics["tv_2"]
         for name, m in (("independent", private), ("uniform", uniform))
     }
     assert scores["independent"] < scores["uniform"] - 0.1, scores

@@ -12,7 +12,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
 
 from bench.core.encoding import TabularEncoder
-from bench.core.contracts import Column, ColumnKind, LabelledData, Schema
+from bench.core.contracts import Column, ColumnKind, EvalContext, LabelledData, MetricKind, Schema
 from bench.core.registry import EVALUATORS
 from evaluators import downstream
 from evaluators.downstream import (
@@ -22,6 +22,8 @@ from evaluators.downstream import (
     DownstreamWarning,
     hard_label_metrics,
 )
+
+SOUND, PAPER = EvalContext(protocol="sound"), EvalContext(protocol="paper")
 
 COLUMNS = (
     Column("a", ColumnKind.NUMERICAL, bounds=(-8.0, 8.0)),
@@ -58,15 +60,13 @@ def binary_data():
 @pytest.fixture(scope="module")
 def sound_binary(binary_data):
     train, test = binary_data
-    return DownstreamClassifiers(in_process=True).evaluate(train, train, test)
+    return DownstreamClassifiers(in_process=True).evaluate(train, train, test, SOUND).metrics
 
 
 @pytest.fixture(scope="module")
 def paper_binary(binary_data):
     train, test = binary_data
-    evaluator = DownstreamClassifiers(in_process=True)
-    values = evaluator.evaluate(train, train, test, protocol="paper")
-    return values, evaluator
+    return DownstreamClassifiers(in_process=True).evaluate(train, train, test, PAPER)
 
 
 def declared_last_components(values: dict[str, float]) -> set[str]:
@@ -77,8 +77,16 @@ def test_registered_and_every_returned_name_is_declared(sound_binary, paper_bina
     evaluator = EVALUATORS.get("downstream")
     assert evaluator.applies_to(BINARY) and evaluator.applies_to(THREE)
     assert not evaluator.applies_to(Schema(COLUMNS, "label", ("only",)))
-    for values in (sound_binary, paper_binary[0]):
+    for values in (sound_binary, paper_binary.metrics):
         assert declared_last_components(values) <= set(evaluator.metrics)  # the runner's rule
+
+
+def test_quality_and_diagnostic_metrics_are_told_apart():
+    metrics = EVALUATORS.get("downstream").metrics
+    for name in ("roc_auc", "pr_auc", "accuracy", "f1", "f1_weighted", "f1_macro"):
+        assert metrics[name].kind == MetricKind.QUALITY and metrics[name].direction is not None
+    for name in ("fit_seconds", "failed", "n_failed", "worker_peak_mib"):
+        assert metrics[name].kind == MetricKind.DIAGNOSTIC and metrics[name].direction is None
 
 
 def test_separable_binary_every_classifier_beats_chance(sound_binary):
@@ -102,19 +110,19 @@ def test_shuffled_training_labels_give_chance():
     shuffled labels does not."""
     train, test = draw(BINARY, 500, seed=6, separation=0.3, purity=0.1), draw(BINARY, 1500, seed=7, separation=0.3, purity=0.1)
     evaluator = DownstreamClassifiers(in_process=True)
-    informed = evaluator.evaluate(train, train, test)["roc_auc"]
+    informed = evaluator.evaluate(train, train, test, SOUND).metrics["roc_auc"]
     shuffled = []
     for seed in (0, 1):
         labels = np.random.default_rng(seed).permutation(train.y)
         data = LabelledData(train.x, labels, train.schema)
-        shuffled.append(evaluator.evaluate(data, data, test)["roc_auc"])
+        shuffled.append(evaluator.evaluate(data, data, test, SOUND).metrics["roc_auc"])
     assert np.mean(shuffled) == pytest.approx(0.5, abs=0.06)
     assert informed > 0.62 and informed > max(shuffled) + 0.1
 
 
 def test_hard_label_roc_is_balanced_accuracy(binary_data, paper_binary):
     train, test = binary_data
-    values, _ = paper_binary
+    values = paper_binary.metrics
     # The identity itself, on arbitrary hard predictions.
     rng = np.random.default_rng(3)
     y, pred = rng.integers(0, 2, 500), rng.integers(0, 2, 500)
@@ -145,9 +153,9 @@ def test_hard_label_roc_is_balanced_accuracy(binary_data, paper_binary):
 
 
 def test_test_selected_best_is_at_least_the_base(paper_binary):
-    values, evaluator = paper_binary
+    values = paper_binary.metrics
     assert values["n_failed"] == 0
-    assert evaluator.last_errors == {}
+    assert paper_binary.errors == {}
     for metric in ("roc_auc", "pr_auc"):
         for name in CLASSIFIER_NAMES:
             assert values[f"test_selected_best.{name}.{metric}"] >= values[f"paper.{name}.{metric}"], name
@@ -159,7 +167,7 @@ def test_test_selected_best_is_at_least_the_base(paper_binary):
 def test_multiclass_metrics_and_paper_variants():
     train, test = draw(THREE, 300, seed=2), draw(THREE, 300, seed=3)
     evaluator = DownstreamClassifiers(in_process=True)
-    values = evaluator.evaluate(train, train, test)
+    values = evaluator.evaluate(train, train, test, SOUND).metrics
     assert values["n_failed"] == 0
     assert not {"roc_auc", "pr_auc", "f1"} & declared_last_components(values)
     for metric in ("f1_weighted", "f1_macro", "accuracy"):
@@ -168,8 +176,9 @@ def test_multiclass_metrics_and_paper_variants():
         assert values[metric] > 0.8
     # The paper protocol's longer multi-class variant lists all run (liblinear one-vs-rest,
     # Crammer-Singer, class priors, ...) and the best is never below the base.
-    paper = evaluator.evaluate(train, train, test, protocol="paper")
-    assert evaluator.last_errors == {}
+    evaluation = evaluator.evaluate(train, train, test, PAPER)
+    paper = evaluation.metrics
+    assert evaluation.errors == {}
     for name in CLASSIFIER_NAMES:
         assert paper[f"test_selected_best.{name}.f1_weighted"] >= paper[f"paper.{name}.f1_weighted"]
         # hard-label weighted F1 is what the sound protocol reports too
@@ -184,10 +193,11 @@ def test_a_raising_classifier_is_recorded_and_the_others_finish(binary_data, sou
     monkeypatch.setattr(downstream, "CLASSIFIERS", downstream.CLASSIFIERS + (BROKEN,))
     evaluator = DownstreamClassifiers(in_process=True)
     with pytest.warns(DownstreamWarning, match="broken failed"):
-        values = evaluator.evaluate(train, train, test)
+        evaluation = evaluator.evaluate(train, train, test, SOUND)
+    values = evaluation.metrics
     assert values["broken.failed"] == 1.0 and values["n_failed"] == 1.0
     assert math.isnan(values["broken.roc_auc"]) and math.isnan(values["broken.fit_seconds"])
-    assert "C" in evaluator.last_errors["broken"]
+    assert set(evaluation.errors) == {"broken"} and "C" in evaluation.errors["broken"]
     for name in CLASSIFIER_NAMES:  # the others are untouched, the mean skips the failure
         assert values[f"{name}.roc_auc"] == sound_binary[f"{name}.roc_auc"]
     assert values["roc_auc"] == pytest.approx(sound_binary["roc_auc"], abs=1e-12)
@@ -203,10 +213,12 @@ def test_worker_pool_parallel_failures_timeouts_and_same_numbers(binary_data, so
     kept = tuple(spec for spec in downstream.CLASSIFIERS if spec.name in ("gaussian_nb", "lda", "xgboost"))
     evaluator = DownstreamClassifiers(classifiers=kept + (BROKEN, sleepy), n_jobs=2, timeout_s=5)
     with pytest.warns(DownstreamWarning):
-        values = evaluator.evaluate(train, train, test)
+        evaluation = evaluator.evaluate(train, train, test, SOUND)
+    values = evaluation.metrics
     assert values["n_failed"] == 2.0
-    assert "TimeoutError" in evaluator.last_errors["sleepy"]
-    assert "broken" in evaluator.last_errors and values["broken.failed"] == 1.0
+    assert "TimeoutError" in evaluation.errors["sleepy"]
+    assert "broken" in evaluation.errors and values["broken.failed"] == 1.0
+    assert values["worker_peak_mib"] > 10  # reported by the worker processes
     for spec in kept:  # worker processes give the in-process numbers exactly
         for metric in ("roc_auc", "pr_auc", "accuracy", "f1"):
             assert values[f"{spec.name}.{metric}"] == sound_binary[f"{spec.name}.{metric}"]
@@ -218,21 +230,22 @@ def test_single_class_synthetic_data_does_not_crash(binary_data):
     evaluator = DownstreamClassifiers(in_process=True)
     for protocol in ("sound", "paper"):
         with pytest.warns(DownstreamWarning):
-            values = evaluator.evaluate(collapsed, collapsed, test, protocol=protocol)
+            evaluation = evaluator.evaluate(collapsed, collapsed, test, EvalContext(protocol=protocol))
+        values = evaluation.metrics
         assert 1 <= values["n_failed"] <= 12
         for name in CLASSIFIER_NAMES:
             if values[f"{name}.failed"] == 0:  # a model that fitted one class is constant
                 assert values[f"{name}.roc_auc"] == 0.5
                 assert values[f"{name}.accuracy"] == pytest.approx(1 - test.y.mean())
             else:
-                assert math.isnan(values[f"{name}.roc_auc"]) and name in evaluator.last_errors
+                assert math.isnan(values[f"{name}.roc_auc"]) and name in evaluation.errors
 
 
 def test_a_class_missing_from_synthetic_data(binary_data):
     train, test = draw(THREE, 300, seed=4), draw(THREE, 300, seed=5)
     without_middle = train.y != 1
     synthetic = LabelledData(train.x[without_middle], train.y[without_middle], THREE)
-    values = DownstreamClassifiers(in_process=True).evaluate(synthetic, synthetic, test)
+    values = DownstreamClassifiers(in_process=True).evaluate(synthetic, synthetic, test, SOUND).metrics
     assert values["n_failed"] == 0  # labels are re-indexed, so even xgboost fits {0, 2}
     for name in CLASSIFIER_NAMES:
         assert 0 < values[f"{name}.f1_macro"] < values[f"{name}.f1_weighted"] + 0.2
@@ -240,8 +253,8 @@ def test_a_class_missing_from_synthetic_data(binary_data):
 
 def test_deterministic(binary_data, sound_binary):
     train, test = binary_data
-    again = DownstreamClassifiers(in_process=True).evaluate(train, train, test)
-    same_keys = [k for k in again if not k.endswith("fit_seconds")]
+    again = DownstreamClassifiers(in_process=True).evaluate(train, train, test, SOUND).metrics
+    same_keys = [k for k in again if not k.endswith(("fit_seconds", "worker_peak_mib"))]
     assert {k: again[k] for k in same_keys} == {k: sound_binary[k] for k in same_keys}
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from bench.core.contracts import EvalContext
 from datasets.gmm2d import SCHEMA, STD, draw_split, mixture_centres
 from evaluators.nll import NegativeLogLikelihood
 
@@ -38,7 +39,7 @@ def test_density_matches_scipy_mixture():
 
 def test_nll_of_real_data_matches_fig2_and_the_correct_density():
     split = draw_split(seed=0)
-    scores = NegativeLogLikelihood().evaluate(split.train, split.train, split.test)
+    scores = NegativeLogLikelihood().evaluate(split.train, split.train, split.test, EvalContext()).metrics
     assert scores["paper_sum"] == pytest.approx(3.17e5, rel=0.02)  # Fig. 2: ≈ 3.1×10⁵ (1-D normaliser)
     assert scores["mean"] * 90_000 == pytest.approx(2.55e5, rel=0.02)  # seed-dphp.md §5.1
 
@@ -46,8 +47,8 @@ def test_nll_of_real_data_matches_fig2_and_the_correct_density():
 def test_nll_is_worse_for_wrong_labels_and_off_grid_samples():
     split = draw_split(seed=0)
     evaluator = NegativeLogLikelihood()
-    good = evaluator.evaluate(split.test, split.train, split.test)["mean"]
+    good = evaluator.evaluate(split.test, split.train, split.test, EvalContext()).metrics["mean"]
     shuffled = split.test.__class__(split.test.x, (split.test.y + 1) % 5, SCHEMA)
     shifted = split.test.__class__(split.test.x + 0.5, split.test.y, SCHEMA)
-    assert evaluator.evaluate(shuffled, split.train, split.test)["mean"] > good + 5
-    assert evaluator.evaluate(shifted, split.train, split.test)["mean"] > good + 2
+    assert evaluator.evaluate(shuffled, split.train, split.test, EvalContext()).metrics["mean"] > good + 5
+    assert evaluator.evaluate(shifted, split.train, split.test, EvalContext()).metrics["mean"] > good + 2

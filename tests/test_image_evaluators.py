@@ -3,13 +3,14 @@ effective-size plot. Small MNIST subsets (300 training, 200 test images) keep ea
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core.contracts import LabelledData
+from bench.core.contracts import EvalContext, LabelledData
 from bench.core.registry import EVALUATORS
 from bench.report.tables import FIG6_CLASSIFIERS
 from evaluators.effective_size import FIG3_RATIOS, EffectiveSize, sizes_for
@@ -22,6 +23,7 @@ from evaluators.image_downstream import (
 )
 
 N_TRAIN, N_TEST = 300, 200
+CONTEXT = EvalContext()
 FAST = tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in ("LR", "GNB", "XGB"))
 
 
@@ -46,7 +48,7 @@ def small(mnist_split):
 def all_twelve(small):
     train, test = small
     evaluator = ImageDownstreamClassifiers(in_process=True)
-    return evaluator.evaluate(train, train, test), evaluator
+    return evaluator.evaluate(train, train, test, CONTEXT), evaluator
 
 
 def test_registered_with_the_seeds_short_names_in_fig6_order():
@@ -59,8 +61,9 @@ def test_registered_with_the_seeds_short_names_in_fig6_order():
 
 
 def test_metrics_are_declared_present_and_in_the_unit_interval(all_twelve):
-    values, evaluator = all_twelve
-    assert evaluator.last_errors == {}
+    evaluation, evaluator = all_twelve
+    values = evaluation.metrics
+    assert evaluation.errors == {} and evaluation.artifacts == {}
     assert values["n_failed"] == 0 and values["n_train"] == N_TRAIN
     for name in values:
         assert name.rsplit(".", 1)[-1] in evaluator.metrics
@@ -73,7 +76,7 @@ def test_metrics_are_declared_present_and_in_the_unit_interval(all_twelve):
 
 
 def test_classifiers_trained_on_real_digits_beat_chance_clearly(all_twelve):
-    values, _ = all_twelve
+    values = all_twelve[0].metrics
     assert values["accuracy"] > 0.5  # chance is 0.1; the seeds' 60k real-data mean is 0.87
     for classifier in ("LR", "LSVC", "LDA", "MLP", "XGB"):
         assert values[f"{classifier}.accuracy"] > 0.6, classifier
@@ -103,19 +106,20 @@ def test_a_short_class_gives_all_its_rows_and_a_remainder_is_spread():
 def test_sample_fraction_trains_the_pool_on_a_balanced_subset(small):
     train, test = small
     pooled = ImageDownstreamClassifiers(sample_fraction=0.5, classifiers=FAST[:2], n_jobs=2, timeout_s=120)
-    values = pooled.evaluate(train, train, test)
-    serial = ImageDownstreamClassifiers(sample_fraction=0.5, classifiers=FAST[:2], in_process=True).evaluate(train, train, test)
+    values = pooled.evaluate(train, train, test, CONTEXT).metrics
+    serial = ImageDownstreamClassifiers(sample_fraction=0.5, classifiers=FAST[:2], in_process=True).evaluate(
+        train, train, test, CONTEXT
+    ).metrics
     assert values["n_train"] == 150 and values["n_failed"] == 0
     for name in ("LR.accuracy", "GNB.accuracy", "f1_macro"):
         assert values[name] == pytest.approx(serial[name])
 
 
-def test_effective_size_metrics_and_artifacts(small, tmp_path):
+def test_effective_size_metrics_and_artifacts(small):
     train, test = small
     evaluator = EffectiveSize(ratios=(1.0, 0.5, 0.1), classifiers=FAST, in_process=True)
-    evaluator.write_artifacts(tmp_path)
-    assert list(tmp_path.iterdir()) == []  # no evaluation yet: nothing written
-    values = evaluator.evaluate(train, train, test)
+    evaluation = evaluator.evaluate(train, train, test, CONTEXT)
+    values = evaluation.metrics
     for name in values:
         assert name.rsplit(".", 1)[-1] in evaluator.metrics, name
     for size in (300, 150, 30):
@@ -125,12 +129,12 @@ def test_effective_size_metrics_and_artifacts(small, tmp_path):
     assert values["acc_n300"] > values["acc_n30"] > 0.1
     assert values["n_failed"] == 0
 
-    evaluator.write_artifacts(tmp_path)
-    table = pd.read_csv(tmp_path / "effective_size.csv")
+    assert set(evaluation.artifacts) == {"effective_size.csv", "effective_size.png"}
+    table = pd.read_csv(io.BytesIO(evaluation.artifacts["effective_size.csv"]))
     assert table.columns.tolist() == ["size", "n_train", "mean_accuracy", "LR", "GNB", "XGB"]
     assert table["size"].tolist() == [300, 150, 30]
     assert table["mean_accuracy"].tolist() == pytest.approx([values[f"acc_n{s}"] for s in (300, 150, 30)], abs=1e-5)
-    assert (tmp_path / "effective_size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert evaluation.artifacts["effective_size.png"][:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_sized_metric_names_are_declared_for_any_size():

@@ -14,7 +14,7 @@ import torch
 
 from bench.privacy.budget import PrivacyBudget
 from bench.harness.grid import GridError, GridSpec, expand
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.contracts import DataKind, Evaluation, FitContext, LabelledData
 from bench.privacy.ledger import PrivacyLedger
 from bench.core.registry import DATASETS, METHODS
 from bench.harness.tracking import cell_params
@@ -190,12 +190,9 @@ def test_eval_set_settings_reach_the_evaluator(tmp_path, monkeypatch):
         def applies_to(self, schema):
             return True
 
-        def evaluate(self, synthetic, real_train, real_test, protocol="sound"):
-            seen["level"] = self.level
-            return {}
-
-        def write_artifacts(self, folder: Path) -> None:
-            (folder / "recording.txt").write_text(str(self.level))
+        def evaluate(self, synthetic, real_train, real_test, context):
+            seen["level"], seen["context"] = self.level, context
+            return Evaluation({}, artifacts={"recording.txt": str(self.level).encode()})
 
     from bench.core.registry import EVALUATORS
 
@@ -203,11 +200,14 @@ def test_eval_set_settings_reach_the_evaluator(tmp_path, monkeypatch):
     try:
         spec = GridSpec(
             methods=["real"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0], evaluators=["recording-test"],
-            evaluator_overrides={"recording-test": {"level": "7"}},
+            evaluator_overrides={"recording-test": {"level": "7"}}, data_dir=str(tmp_path / "data"),
         )
         (cell,), _ = expand(spec)
         outcome = execute(cell.to_dict(), str(tmp_path), lambda fraction: None)
     finally:
         EVALUATORS.unregister("recording-test")
     assert outcome.status == "FINISHED", outcome.error
-    assert seen == {"level": 7} and (tmp_path / "recording.txt").read_text() == "7"
+    assert seen["level"] == 7 and (tmp_path / "recording.txt").read_text() == "7"
+    # the cell's --device, --data-dir, seed and protocol reach the evaluator
+    context = seen["context"]
+    assert (context.device, context.data_dir, context.seed, context.protocol) == ("cpu", tmp_path / "data", 0, "sound")

@@ -28,7 +28,7 @@ from pytorch_fid import inception as pytorch_fid_inception
 
 from datasets.files import DataFileError
 from bench.harness.grid import GridSpec, expand
-from bench.core.contracts import DataKind, LabelledData
+from bench.core.contracts import DataKind, EvalContext, LabelledData
 from bench.core.registry import DATASETS, EVALUATORS
 from datasets import cifar10, mnist
 from bench.core.images import as_images, image_shape, is_image_schema
@@ -58,8 +58,7 @@ def mnist_split():
 
 @pytest.fixture(autouse=True)
 def isolated_fid(tmp_path, monkeypatch):
-    """Each test gets its own FID cache and sees only the weights it is given."""
-    monkeypatch.setenv(fid.CACHE_VARIABLE, str(tmp_path / "cache"))
+    """Each test sees only the weights it is given (the FID cache is the context's, per test)."""
     monkeypatch.delenv(fid.WEIGHTS_VARIABLE, raising=False)
     monkeypatch.setenv("DPBENCH_OFFLINE", "1")
 
@@ -255,8 +254,9 @@ def test_only_the_image_evaluators_score_image_data():
 def test_weights_come_from_the_data_dir_offline():
     need(WEIGHTS)
     assert fid.resolve_weights(None, str(DATA_DIR)) == WEIGHTS
-    network, sha256, device = replace(EVALUATORS.get("fid"), data_dir=str(DATA_DIR)).network()
+    network, sha256, device = EVALUATORS.get("fid").network(EvalContext(device="auto", data_dir=DATA_DIR))
     assert sha256 == fid.MIRROR_SHA256 and device in ("cpu", "cuda")
+    assert EVALUATORS.get("fid").network(EvalContext(device="cpu", data_dir=DATA_DIR))[2] == "cpu"  # --device cpu
     with torch.inference_mode():
         features = network(torch.rand(2, 3, 28, 28, device=device))[0]
     assert features.shape == (2, 2048, 1, 1)
@@ -274,6 +274,12 @@ def test_network_matches_pytorch_fids_own_construction(monkeypatch):
     images = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
         assert torch.allclose(ours(images)[0], theirs(images)[0], atol=1e-6)
+        # the network the evaluator runs: batch norms folded, channels-last — the same features
+        # up to float rounding
+        fast = fid.load_network(str(WEIGHTS), fid.file_sha256(WEIGHTS), "cpu")
+        assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in fast.modules())
+        expected = theirs(images)[0]
+        assert torch.allclose(fast(images.contiguous(memory_format=torch.channels_last))[0], expected, rtol=1e-4, atol=1e-4)
 
 
 def test_missing_weights_error_says_how_to_fix(tmp_path, monkeypatch):
@@ -310,10 +316,10 @@ def test_wrong_weights_are_refused(tmp_path):
 
 def test_greyscale_is_replicated_to_three_channels():
     need(WEIGHTS)
-    network, _, device = replace(EVALUATORS.get("fid"), data_dir=str(DATA_DIR)).network()
+    network, _, device = EVALUATORS.get("fid").network(EvalContext(data_dir=DATA_DIR))
     grey = np.random.default_rng(0).random((2, 1, 28, 28), dtype=np.float32)
-    mu_grey, sigma_grey = fid.activation_statistics(grey, network, 2, device, progress=False)
-    mu_rgb, sigma_rgb = fid.activation_statistics(np.repeat(grey, 3, axis=1), network, 2, device, progress=False)
+    mu_grey, sigma_grey = fid.activation_statistics(grey, network, 2, device)
+    mu_rgb, sigma_rgb = fid.activation_statistics(np.repeat(grey, 3, axis=1), network, 2, device)
     assert np.array_equal(mu_grey, mu_rgb) and np.array_equal(sigma_grey, sigma_rgb)
 
 
@@ -326,7 +332,7 @@ def test_streamed_statistics_equal_numpy():
 
     images = np.zeros((7, 3, 1, 5), np.float32)
     images[:, 0, 0, :] = features / 10  # inside [0, 1], so clipping leaves them alone
-    mu, sigma = fid.activation_statistics(images, network, 3, "cpu", progress=False)
+    mu, sigma = fid.activation_statistics(images, network, 3, "cpu")
     expected = images[:, 0, 0, :].astype(np.float64)
     assert np.allclose(mu, expected.mean(0)) and np.allclose(sigma, np.cov(expected, rowvar=False))
 
@@ -337,7 +343,7 @@ def test_pixels_are_clipped_to_the_bounds_without_changing_the_data():
 
     images = np.array([[-1.0, 0.5, 2.0], [0.0, 0.25, 1.0]], np.float32).reshape(2, 3, 1, 1)
     before = images.copy()
-    mu, _ = fid.activation_statistics(images, network, 2, "cpu", progress=False)
+    mu, _ = fid.activation_statistics(images, network, 2, "cpu")
     assert np.allclose(mu, [0.0, 0.375, 1.0]) and np.array_equal(images, before)
 
 
@@ -353,33 +359,41 @@ def test_real_statistics_are_cached_and_the_reference_follows_the_protocol(tmp_p
     need(WEIGHTS)
     seen: list[tuple[str, int]] = []
 
-    def counting(images, network, batch_size, device, progress=True, desc=""):
-        seen.append((desc, len(images)))
+    def counting(images, network, batch_size, device, progress=lambda done, total: None):
+        seen.append(len(images))
         flat = images.reshape(len(images), -1)[:, :4].astype(np.float64)  # cheap 4-d stand-in features
         return flat.mean(0), np.cov(flat, rowvar=False) + np.eye(4)  # + I: full rank, no sqrtm warning
 
     monkeypatch.setattr(fid, "activation_statistics", counting)
-    evaluator = replace(EVALUATORS.get("fid"), data_dir=str(DATA_DIR), n_samples=5, progress=False)
+    evaluator = replace(EVALUATORS.get("fid"), n_samples=5)
+    sound = EvalContext(data_dir=DATA_DIR, cache_dir=tmp_path / "cache", protocol="sound")
+    paper = replace(sound, protocol="paper")
     train, test, synthetic = small_images(12, 0.1), small_images(8, 0.2), small_images(9, 0.3)
 
-    first = evaluator.evaluate(synthetic, train, test, "sound")
-    assert seen == [("FID real", 8), ("FID synthetic", 5)]  # sound: the test split is the reference
+    first = evaluator.evaluate(synthetic, train, test, sound).metrics
+    assert seen == [8, 5]  # sound: the test split (8 images) is the reference, then 5 synthetic
     assert first["n_samples"] == 5 and first["n_real"] == 8 and first["fid"] > 0
     assert len(list((tmp_path / "cache" / "fid").glob("real-*.npz"))) == 1
 
     seen.clear()
-    assert evaluator.evaluate(synthetic, train, test, "sound") == first  # cache hit: synthetic only
-    assert seen == [("FID synthetic", 5)]
+    again = evaluator.evaluate(synthetic, train, test, sound).metrics
+    assert {k: v for k, v in again.items() if k != "seconds_per_image"} == {
+        k: v for k, v in first.items() if k != "seconds_per_image"
+    }
+    assert seen == [5]  # cache hit: synthetic only
 
     seen.clear()
-    paper = evaluator.evaluate(synthetic, train, test, "paper")
-    assert seen == [("FID real", 12), ("FID synthetic", 5)]  # paper: the training split (the seeds')
-    assert paper["n_real"] == 12
+    assert evaluator.evaluate(synthetic, train, test, paper).metrics["n_real"] == 12
+    assert seen == [12, 5]  # paper: the training split (the seeds')
 
     seen.clear()
-    replace(evaluator, n_real=6).evaluate(synthetic, train, test, "paper")  # other subset: other key
-    assert seen == [("FID real", 6), ("FID synthetic", 5)]
+    replace(evaluator, n_real=6).evaluate(synthetic, train, test, paper)  # other subset: other key
+    assert seen == [6, 5]
     assert len(list((tmp_path / "cache" / "fid").glob("real-*.npz"))) == 3
+
+    seen.clear()
+    evaluator.evaluate(synthetic, train, test, replace(sound, cache_dir=None))  # no cache dir: no disk cache
+    assert seen == [8, 5]
 
 
 @pytest.mark.slow
@@ -388,12 +402,12 @@ def test_fid_is_zero_against_itself_and_grows_with_noise():
     need(*MNIST_FILES, WEIGHTS)
     split = DATASETS.get("mnist").load(DATA_DIR, seed=0)
     real = LabelledData(split.test.x[:24], split.test.y[:24], split.test.schema)
-    evaluator = replace(EVALUATORS.get("fid"), data_dir=str(DATA_DIR), progress=False)
-    itself = evaluator.evaluate(real, split.train, real)
+    evaluator, context = EVALUATORS.get("fid"), EvalContext(data_dir=DATA_DIR)
+    itself = evaluator.evaluate(real, split.train, real, context).metrics
     assert abs(itself["fid"]) < 1e-3 and itself["n_samples"] == 24 and itself["n_real"] == 24
     rng = np.random.default_rng(0)
     values = []
     for scale in (0.1, 0.3):
         noisy = np.clip(real.x + rng.normal(0, scale, real.x.shape).astype(np.float32), 0, 1)
-        values.append(evaluator.evaluate(LabelledData(noisy, real.y, real.schema), split.train, real)["fid"])
+        values.append(evaluator.evaluate(LabelledData(noisy, real.y, real.schema), split.train, real, context).metrics["fid"])
     assert itself["fid"] < values[0] < values[1]

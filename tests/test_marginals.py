@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.core.contracts import LabelledData
+from bench.core.contracts import EvalContext, LabelledData
 from datasets.adult_discrete import ADULT_DISCRETE
 from datasets.census_discrete import CENSUS_DISCRETE
 from datasets.discrete import domain_sizes
@@ -101,10 +101,10 @@ def test_copy_scores_zero_and_random_table_scores_high(adult_discrete):
     train = adult_discrete.train
     rng = np.random.default_rng(0)
     copy = LabelledData(train.x[rng.permutation(len(train))], train.y, train.schema)
-    values = evaluator.evaluate(copy, train, adult_discrete.test)
+    values = evaluator.evaluate(copy, train, adult_discrete.test, EvalContext()).metrics
     assert set(values) == {"tv_2", "tv_3", "tv_4", "paper.tv_2", "paper.tv_3", "paper.tv_4"}
     assert all(v == pytest.approx(0, abs=1e-12) for v in values.values())
     sizes = domain_sizes(train.schema)
     uniform = np.stack([rng.integers(0, k, len(train)) for k in sizes], axis=1).astype(np.float32)
-    values = evaluator.evaluate(LabelledData(uniform, train.y, train.schema), train, adult_discrete.test)
+    values = evaluator.evaluate(LabelledData(uniform, train.y, train.schema), train, adult_discrete.test, EvalContext()).metrics
     assert values["tv_2"] > 0.4 and values["tv_3"] > values["tv_2"]

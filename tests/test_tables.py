@@ -44,6 +44,15 @@ def test_best_private_method_is_bold_by_direction():
     assert "\\textbf{4.00 $\\pm$ 1.41 (2)}" in render(frame(), "nll.mean", "latex")
 
 
+def test_diagnostic_metrics_are_never_bold():
+    """A diagnostic (a timing, a count) has no better direction: no bold, no 'is better'."""
+    timings = frame().assign(**{"fid.seconds_per_image": frame()["nll.mean"]})
+    table = render(timings, "fid.seconds_per_image", "md")
+    assert "| gmm2d | 1 | 4.00 ± 1.41 (2) | 5.00 ± 1.41 (2) |" in table
+    assert "**" not in table.split("\n", 1)[1] and "is better" not in table
+    assert "\\textbf" not in render(timings, "fid.seconds_per_image", "latex")
+
+
 def test_combined_cells_join_metrics():
     table = render_combined(frame(), ["nll.mean", "nll.paper_sum"], "csv")
     assert "4.00 ± 1.41 (2) / 40.0 ± 14.1 (2)" in table

@@ -191,25 +191,84 @@ class Direction(str, enum.Enum):
     LOWER = "lower"
 
 
+class MetricKind(str, enum.Enum):
+    """``quality``: a score of the synthetic data, with a better direction (tables bold the best
+    private method). ``diagnostic``: a fact about the evaluation itself (timings, counts, sizes,
+    failures), with no better direction; never bolded, never ranked."""
+
+    QUALITY = "quality"
+    DIAGNOSTIC = "diagnostic"
+
+
 @dataclass(frozen=True)
 class MetricSpec:
-    direction: Direction
+    """A declared metric. Quality metrics need a ``direction``; diagnostics must not have one.
+    Build them with :meth:`quality` and :meth:`diagnostic`."""
+
+    direction: Direction | None
     description: str
+    kind: MetricKind = MetricKind.QUALITY
+
+    def __post_init__(self) -> None:
+        if (self.kind == MetricKind.QUALITY) != (self.direction is not None):
+            raise ValueError(f"a {self.kind.value} metric {'needs' if self.direction is None else 'has no'} direction: "
+                             f"{self.description!r}")
+
+    @staticmethod
+    def quality(direction: Direction, description: str) -> "MetricSpec":
+        return MetricSpec(direction, description, MetricKind.QUALITY)
+
+    @staticmethod
+    def diagnostic(description: str) -> "MetricSpec":
+        return MetricSpec(None, description, MetricKind.DIAGNOSTIC)
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    """What an evaluator gets besides the data.
+
+    ``seed``: the cell's seed. ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or ``"auto"`` (a
+    string: ``bench.core`` does not import torch). ``data_dir``: the run's data folder (None: the
+    default lookup), e.g. for the FID weights. ``protocol``: ``sound`` or ``paper``.
+    ``cache_dir``: a folder shared across cells for results computed from the *real* data only
+    (FID statistics of the reference split, encoded test sets), keyed by content; None disables
+    the disk cache. It holds derivatives of private data: keep it as private as ``data_dir``.
+    ``progress(done, total)``: a callback for long loops."""
+
+    seed: int = 0
+    device: str = "cpu"
+    data_dir: Path | None = None
+    protocol: str = "sound"
+    cache_dir: Path | None = None
+    progress: Callable[[int, int], None] = field(default=lambda done, total: None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; valid: {', '.join(PROTOCOLS)}")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What one ``evaluate`` returns. ``metrics``: values by declared name (or
+    ``<group>.<declared name>``). ``errors``: what failed inside without failing the evaluation
+    (e.g. one classifier of twelve), by part name. ``artifacts``: files describing this
+    evaluation (tables, figures), file name (no folders) → contents."""
+
+    metrics: Mapping[str, float]
+    errors: Mapping[str, str] = field(default_factory=dict)
+    artifacts: Mapping[str, bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.artifacts:
+            if not name or "/" in name or "\\" in name or name.startswith("."):
+                raise ValueError(f"artifact names are plain file names; got {name!r}")
 
 
 class Evaluator(Protocol):
-    """Scores synthetic data against the real splits.
-
-    Optional, duck-typed attributes the grid's worker looks for (``getattr``), not part of the
-    Protocol so that simple evaluators need not define them:
-
-    * ``last_errors: dict[str, str]`` — what failed inside the last ``evaluate`` without failing
-      it (e.g. one classifier of twelve); logged as ``errors_<name>.json`` and a tag.
-    * ``write_artifacts(folder: pathlib.Path) -> None`` — write files describing the last
-      ``evaluate`` (tables, figures) into ``folder``, which the worker logs as run artifacts; a
-      no-op when there was no evaluation. E.g. ``effective-size`` writes ``effective_size.csv``
-      and ``effective_size.png``.
-    """
+    """Scores synthetic data against the real splits. Stateless: everything an evaluation
+    produces is in the returned :class:`Evaluation`, so one instance can serve any number of
+    cells, in any order. ``run_by_default`` (optional, ``getattr``): False for evaluators that
+    only run when ``--evaluators`` names them."""
 
     name: str
     description: str
@@ -221,9 +280,9 @@ class Evaluator(Protocol):
         ...
 
     def evaluate(
-        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, protocol: str = "sound"
-    ) -> dict[str, float]:
-        """Return metric values; each name is declared in ``metrics``, or is
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
+    ) -> Evaluation:
+        """Return an :class:`Evaluation`; each metric name is declared in ``metrics``, or is
         ``<group>.<declared name>`` (e.g. a per-classifier ``xgboost.roc_auc``)."""
         ...
 

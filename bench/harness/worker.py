@@ -10,15 +10,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import random
 import resource
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from bench.core.contracts import Evaluation, Evaluator
 
 OUTCOME_FILE = "outcome.json"
 SAMPLE_ROWS = 1000  # rows of synthetic data kept as an artifact
@@ -127,6 +131,32 @@ def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10)
     plt.close(fig)
 
 
+def eval_cache_dir() -> Path:
+    """Where evaluators keep results computed from the real data only (FID statistics of the
+    reference split), shared by all cells: ``$DPBENCH_CACHE_DIR``, else ``~/.cache/dpbench``."""
+    import os
+
+    return Path(os.environ.get("DPBENCH_CACHE_DIR") or Path.home() / ".cache" / "dpbench")
+
+
+def record_evaluation(evaluator: Evaluator, evaluation: Evaluation, outcome: Outcome, out: Path) -> None:
+    """An evaluator's ``Evaluation`` into the outcome and the work folder: metrics as
+    ``<evaluator>.<metric>`` (each declared, or ``<group>.<declared>``), errors (parts that failed
+    without failing the evaluation) as ``errors_<evaluator>.json`` and a tag, artifacts as files."""
+    from bench.core.contracts import metric_key
+
+    undeclared = {name for name in evaluation.metrics if name.rsplit(".", 1)[-1] not in evaluator.metrics}
+    if undeclared:
+        raise RuntimeError(f"evaluator {evaluator.name} returned undeclared metrics {sorted(undeclared)}")
+    for name, value in evaluation.metrics.items():
+        outcome.metrics[metric_key(evaluator.name, name)] = float(value)
+    if evaluation.errors:
+        (out / f"errors_{evaluator.name}.json").write_text(json.dumps(dict(evaluation.errors), indent=2))
+        outcome.tags[f"errors.{evaluator.name}"] = "; ".join(sorted(evaluation.errors))[:4000]
+    for file_name, content in evaluation.artifacts.items():
+        (out / file_name).write_bytes(content)
+
+
 def tuned_preset_caveats(method: Any, cell: Any) -> list[str]:
     """The per-dataset presets this cell uses: chosen for this dataset by people who had its rows
     (the seeds' tables, or our own documented choices), so uncharged uses of private data."""
@@ -147,7 +177,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
 
     from bench.privacy.budget import DeltaChoice, PrivacyBudget
     from bench.harness.grid import Cell
-    from bench.core.contracts import FitContext, metric_key
+    from bench.core.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
     from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
@@ -214,24 +244,17 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         if synthetic.schema != split.train.schema:
             raise RuntimeError(f"{method.name} returned data in another schema than the training data")
 
+        eval_context = EvalContext(
+            seed=cell.seed,
+            device=device_name,
+            data_dir=data_dir,
+            protocol=cell.protocol,
+            cache_dir=eval_cache_dir(),
+        )
         for evaluator in evaluators:
             started = time.perf_counter()
-            values = evaluator.evaluate(synthetic, split.train, split.test, cell.protocol)
-            undeclared = {name for name in values if name.rsplit(".", 1)[-1] not in evaluator.metrics}
-            if undeclared:
-                raise RuntimeError(f"evaluator {evaluator.name} returned undeclared metrics {sorted(undeclared)}")
-            for name, value in values.items():
-                outcome.metrics[metric_key(evaluator.name, name)] = float(value)
-            # Evaluators that survive partial failures (a classifier that raised or timed out)
-            # expose what went wrong as ``last_errors``; it is logged, not swallowed.
-            errors = getattr(evaluator, "last_errors", None)
-            if errors:
-                (out / f"errors_{evaluator.name}.json").write_text(json.dumps(errors, indent=2))
-                outcome.tags[f"errors.{evaluator.name}"] = "; ".join(sorted(errors))[:4000]
-            # Evaluators with files to show (plots, tables) write them next to the run's other artifacts.
-            write_artifacts = getattr(evaluator, "write_artifacts", None)
-            if write_artifacts is not None:
-                write_artifacts(out)
+            evaluation = evaluator.evaluate(synthetic, split.train, split.test, eval_context)
+            record_evaluation(evaluator, evaluation, outcome, out)
             outcome.metrics[f"time.eval_{evaluator.name}_s"] = time.perf_counter() - started
 
         save_sample(synthetic, out / "synthetic_sample.csv")

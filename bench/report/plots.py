@@ -149,7 +149,7 @@ def privacy_utility_figure(rows: pd.DataFrame, metric: str, title: str, bands: s
         ax.set_xscale("log")
     ax.set_xlabel("ε (δ = 1e-5 unless the title says otherwise)")
     spec = spec_for(metric)
-    ax.set_ylabel(metric + (f" ({spec.direction.value} is better)" if spec else ""))
+    ax.set_ylabel(metric + (f" ({spec.direction.value} is better)" if spec and spec.direction else ""))
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)

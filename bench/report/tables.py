@@ -7,7 +7,8 @@ calibrator, protocol, --eval-set values) are kept apart under labels naming the 
 Rows are dataset × ε, columns are methods. A non-private method (logged with ε = inf) is shown
 in every ε row of its dataset, like the "Real" column of the seeds' tables; a private method's
 non-private variant (run with --eps inf, as Table 7's columns) gets an ε = ∞ row. Within a row the best
-private mean is marked (bold in Markdown/LaTeX) by the metric's direction.
+private mean of a quality metric is marked (bold in Markdown/LaTeX) by its direction;
+diagnostics (timings, counts, sizes: ``MetricKind.DIAGNOSTIC``) are never marked.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pandas as pd
 from bench.core.errors import UsageError
 from bench.report.layouts import TABLE_FORMATS as FORMATS, TABLE_LAYOUTS as LAYOUTS
 from bench.harness import tracking
-from bench.core.contracts import Direction, MetricSpec, metric_key
+from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
 from bench.core.registry import EVALUATORS, METHODS, RegistryError
 from bench.privacy.budget import DEFAULT_DELTA
@@ -265,10 +266,11 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
         raise TableError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     text, means = summarise(frame, metric)
     spec = spec_for(metric)
+    ranked = spec is not None and spec.kind == MetricKind.QUALITY  # diagnostics have no better direction
     arrow = {Direction.LOWER: " (lower is better)", Direction.HIGHER: " (higher is better)"}.get(
-        spec.direction if spec else None, ""
+        spec.direction if ranked else None, ""
     )
-    best = _best_methods(means, frame, spec.direction) if spec else {}
+    best = _best_methods(means, frame, spec.direction) if ranked else {}
     rows = []
     for row in text.index:
         dataset, eps = row
