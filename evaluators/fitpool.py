@@ -2,8 +2,8 @@
 
 Used by ``evaluators.downstream``, ``evaluators.image_downstream`` and
 ``evaluators.effective_size``. It imports only the standard library and numpy, and worker
-processes import it without the ``evaluators`` package's ``__init__`` (see ``_BOOT``), so they do
-not import torch (≈ 700 MiB RSS and seconds less per worker); the estimators arrive pickled and
+processes import only this module (the ``evaluators`` package's ``__init__`` holds cards only), so
+they do not import torch (≈ 700 MiB RSS and seconds less per worker); the estimators arrive pickled and
 bring their own imports. A task may name a subset of the training rows (``Task.rows``), so fits
 on several subsets of one matrix share its single copy on disk. Tasks run costliest first
 (``Task.cost``), so that the slowest fit, not the queue order, bounds the wall time.
@@ -191,15 +191,9 @@ def run_tasks_in_process(tasks: list[Task], x_train: np.ndarray, y_train: np.nda
 
 
 REPO_ROOT = str(Path(__file__).resolve().parents[1])  # the folder that holds the evaluators package
-PACKAGE_DIR = str(Path(__file__).resolve().parent)
-# A worker imports this module without running ``evaluators/__init__`` (which registers every
-# evaluator and so imports torch, pytorch-fid, ...): ``evaluators`` is an empty stand-in package
-# pointing at this folder. That saves ≈ 700 MiB RSS and seconds of start-up per worker.
-_BOOT = (
-    "import sys, types; package = types.ModuleType('evaluators'); package.__path__ = [sys.argv[1]]; "
-    "sys.modules['evaluators'] = package; "
-    "from evaluators.fitpool import _subprocess_main; _subprocess_main(sys.argv[2:])"
-)
+# A worker interpreter imports only this module: ``evaluators/__init__`` holds the registry's cards
+# and imports no evaluator (so no torch: ≈ 700 MiB RSS and seconds of start-up saved per worker).
+_BOOT = "import sys; from evaluators.fitpool import _subprocess_main; _subprocess_main(sys.argv[1:])"
 
 
 def _subprocess_main(argv: list[str]) -> None:
@@ -215,7 +209,7 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (REPO_ROOT, env.get("PYTHONPATH"))))
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, PACKAGE_DIR, str(theirs.fileno()), str(os.getpid()), *paths],
+                [sys.executable, "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), *paths],
                 pass_fds=(theirs.fileno(),),
                 env=env,
                 stdin=subprocess.DEVNULL,
