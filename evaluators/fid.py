@@ -56,6 +56,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
@@ -329,6 +330,9 @@ class FrechetInceptionDistance:
     threads: int | None = None  # CPU torch threads while extracting features; None: every available core
     weights: str | None = None
     seed: int = 0
+    # ``--profile smoke`` cells: 500 synthetic against 1,000 real images, a number to check that a
+    # run works, not one to compare with the papers (their FID uses 5,000 against the whole split)
+    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"smoke": {"n_samples": 500, "n_real": 1000}})
 
     def applies_to(self, schema: Schema) -> bool:
         return is_image_schema(schema) and image_shape(schema)[0] in (1, 3)

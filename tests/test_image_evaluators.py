@@ -170,3 +170,16 @@ def test_plot_command_checks_its_options():
 
     assert main(["plot"]) == 2  # the default layout needs --metric
     assert main(["plot", "--layout", "effective-size", "--metric", "nll.mean"]) == 2
+
+
+def test_the_smoke_profile_shrinks_the_image_evaluators_and_eval_set_still_wins():
+    from bench.harness.grid import GridSpec, expand
+
+    def settings(**extra):
+        (cell,), _ = expand(GridSpec(methods=["real"], datasets=["mnist"], epsilons=[1.0], seeds=[0], **extra))
+        return cell.evaluator_settings
+
+    assert settings() == {}  # the paper profile: the evaluators' own (published) settings
+    smoke = settings(profile="smoke")
+    assert smoke["fid"] == {"n_samples": 500, "n_real": 1000} and smoke["image-downstream"] == {"sample_fraction": 0.02}
+    assert settings(profile="smoke", evaluator_overrides={"fid": {"n_samples": "800"}})["fid"]["n_samples"] == 800

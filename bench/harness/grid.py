@@ -158,6 +158,20 @@ def evaluator_settings(overrides: dict[str, dict[str, str]]) -> dict[str, dict[s
     return settings
 
 
+def _cell_evaluator_settings(
+    chosen: list[Any], applied: tuple[str, ...], profile: str, given: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each applied evaluator's settings: its own for the profile (``profiles``, e.g. fewer FID
+    samples under ``smoke``), then ``--eval-set``."""
+    settings = {}
+    for evaluator in chosen:
+        if evaluator.name in applied:
+            merged = {**getattr(evaluator, "profiles", {}).get(profile, {}), **given.get(evaluator.name, {})}
+            if merged:
+                settings[evaluator.name] = merged
+    return settings
+
+
 def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     """The grid's cells and notes on skipped combinations. Unknown names raise RegistryError."""
     methods = [METHODS.get(name) for name in spec.methods]
@@ -206,7 +220,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             protocol=spec.protocol,
                             device=spec.device,
                             data_dir=spec.data_dir,
-                            evaluator_settings={k: v for k, v in settings.items() if k in evaluators},
+                            evaluator_settings=_cell_evaluator_settings(chosen_evaluators, evaluators, spec.profile, settings),
                             threads=spec.threads,
                         )
                     )
