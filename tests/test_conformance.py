@@ -83,3 +83,19 @@ def test_a_broken_method_is_caught(breakage, complaint):
 def test_a_bad_declaration_is_named():
     with pytest.raises(ConformanceError, match="data_kinds must be a non-empty set"):
         check_method(dataclasses.replace(LaplaceHistograms(), data_kinds=frozenset()))
+
+
+def test_run_cell_is_the_python_api_of_one_cell(tmp_path):
+    import bench
+
+    private = bench.run_cell("independent", "adult-discrete", epsilon=0.5, evaluators=(), data_dir=DATA_DIR, out=tmp_path)
+    assert private.ok, private.error
+    assert private.metrics["privacy.epsilon_spent"] <= 0.5 * (1 + 1e-9)
+    assert private.ledger["releases"] and (tmp_path / "synthetic_sample.csv").exists()
+    assert not any(key.startswith("marginals.") for key in private.metrics)  # evaluators=(): none
+    evaluated = bench.run_cell("real", "gmm2d", evaluators=("nll",))
+    assert evaluated.ok and evaluated.metrics["nll.mean"] > 0
+    from bench.core.registry import RegistryError
+
+    with pytest.raises(RegistryError, match="unknown method 'no-such-method'"):
+        bench.run_cell("no-such-method", "adult-discrete")
