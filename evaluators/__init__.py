@@ -44,6 +44,13 @@ EVALUATOR_PLUGINS = (
         kinds=("discrete",),
     ),
     Plugin(
+        "prdc",
+        "evaluators.prdc:PrecisionRecallDensityCoverage",
+        "precision/recall (Kynkäänniemi et al. 2019) and density/coverage (Naeem et al. 2020), k = 5, on FID's Inception pool3 features: fidelity and diversity separately; higher is better",
+        kinds=("image",),
+        tags=("named-only",),
+    ),
+    Plugin(
         "nll",
         "evaluators.nll:NegativeLogLikelihood",
         "NLL of generated samples under the true density (gmm2d); lower is better",

@@ -257,6 +257,23 @@ def available_cores() -> int:
 # --- features and statistics ---------------------------------------------------------------------
 
 
+def feature_batches(
+    images: np.ndarray, network: Callable[[torch.Tensor], list[torch.Tensor]], batch_size: int, device: str,
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> Iterator[torch.Tensor]:
+    """The pool3 features of ``images`` (n × C × H × W, values in [0, 1]), batch by batch."""
+    n = len(images)
+    with torch.inference_mode():
+        for start in range(0, n, batch_size):
+            batch = torch.from_numpy(np.ascontiguousarray(images[start:start + batch_size], dtype=np.float32))
+            batch = batch.to(device).clamp(0.0, 1.0)  # not in place: the tensor may share the caller's array
+            if batch.shape[1] == 1:  # greyscale: the same plane in R, G and B
+                batch = batch.expand(-1, 3, -1, -1)
+            batch = batch.contiguous(memory_format=torch.channels_last)
+            yield network(batch)[0].flatten(1)
+            progress(min(start + batch_size, n), n)
+
+
 def activation_statistics(
     images: np.ndarray, network: Callable[[torch.Tensor], list[torch.Tensor]], batch_size: int, device: str,
     progress: Callable[[int, int], None] = lambda done, total: None,
@@ -271,22 +288,15 @@ def activation_statistics(
     if n < 2:
         raise ValueError(f"FID needs at least 2 images, got {n}")
     shift = total = outer = None
-    with torch.inference_mode():
-        for start in range(0, n, batch_size):
-            batch = torch.from_numpy(np.ascontiguousarray(images[start:start + batch_size], dtype=np.float32))
-            batch = batch.to(device).clamp(0.0, 1.0)  # not in place: the tensor may share the caller's array
-            if batch.shape[1] == 1:  # greyscale: the same plane in R, G and B
-                batch = batch.expand(-1, 3, -1, -1)
-            batch = batch.contiguous(memory_format=torch.channels_last)
-            features = network(batch)[0].flatten(1).double()
-            if shift is None:
-                shift = features.mean(0)
-                total = torch.zeros_like(shift)
-                outer = torch.zeros(len(shift), len(shift), dtype=torch.float64, device=features.device)
-            centred = features - shift
-            total += centred.sum(0)
-            outer += centred.T @ centred
-            progress(min(start + batch_size, n), n)
+    for features in feature_batches(images, network, batch_size, device, progress):
+        features = features.double()
+        if shift is None:
+            shift = features.mean(0)
+            total = torch.zeros_like(shift)
+            outer = torch.zeros(len(shift), len(shift), dtype=torch.float64, device=features.device)
+        centred = features - shift
+        total += centred.sum(0)
+        outer += centred.T @ centred
     mean_offset = total / n
     sigma = (outer - n * torch.outer(mean_offset, mean_offset)) / (n - 1)
     return (shift + mean_offset).cpu().numpy(), sigma.cpu().numpy()

@@ -228,7 +228,7 @@ def test_cifar10_without_original_points_to_the_jpeg_copy(tmp_path):
 # --- registration: which evaluators score images ---------------------------------------------------
 
 
-IMAGE_EVALUATORS = ("effective-size", "fid", "image-downstream", "image-downstream-10pct")
+IMAGE_EVALUATORS = ("effective-size", "fid", "image-downstream", "image-downstream-10pct", "prdc")
 
 
 def test_only_the_image_evaluators_score_image_data():
@@ -411,3 +411,19 @@ def test_fid_is_zero_against_itself_and_grows_with_noise():
         noisy = np.clip(real.x + rng.normal(0, scale, real.x.shape).astype(np.float32), 0, 1)
         values.append(evaluator.evaluate(LabelledData(noisy, real.y, real.schema), split.train, real, context).metrics["fid"])
     assert itself["fid"] < values[0] < values[1]
+
+
+def test_prdc_separates_real_images_from_noise(tmp_path):
+    """On 50 MNIST test images against 50 others: high coverage and precision for real images,
+    none for uniform noise (which no real k-NN ball contains)."""
+    need(*MNIST_FILES, WEIGHTS)
+    split = DATASETS.get("mnist").load(DATA_DIR, seed=0)
+    evaluator = replace(EVALUATORS.get("prdc"), n_samples=50)
+    context = EvalContext(data_dir=DATA_DIR, cache_dir=tmp_path)
+    other = LabelledData(split.test.x[5000:5050], split.test.y[5000:5050], split.test.schema)
+    real = evaluator.evaluate(other, split.train, split.test, context).metrics
+    assert real["precision"] > 0.6 and real["coverage"] > 0.6 and real["recall"] > 0.6 and real["n_samples"] == 50
+    noise = np.random.default_rng(0).random(other.x.shape).astype(np.float32)
+    fake = evaluator.evaluate(LabelledData(noise, other.y, other.schema), split.train, split.test, context).metrics
+    assert fake["precision"] == 0 and fake["coverage"] == 0 and fake["density"] == 0
+    assert list((tmp_path / "prdc").glob("real-*.npz"))  # the real features were cached
