@@ -134,7 +134,7 @@ HYPERPARAMETERS = HyperParameters(
         "lr": Setting(1e-2, "seed-dphp.md §3.3: tabular code Adam lr 0.01"),
         "lr_decay": Setting(1.0, "seed-dphp.md §3.3: no scheduler in the tabular code"),
         "noise_dim": Setting(10, "seed-dphp.md §3.3: 10 noise dims (+ label; one-hot here, see README)"),
-        "hidden": Setting("4d-2d", "seed-dphp.md §3.3: hidden layers 4·D and 2·D with BN + ReLU"),
+        "hidden": Setting("4c-2c", "seed-dphp.md §3.3: hidden layers 4·D and 2·D with BN + ReLU, D = the table's columns"),
         "architecture": Setting("fc", "seed-dphp.md §3.3/§3.4: fully connected (tabular, MNIST); conv = CNN + bilinear upsampling"),
         "conv_channels": Setting("16-8", "seed-dphp.md §3.4 code: ConvCondGen n_channels 16,8"),
         "conv_kernel": Setting(5, "seed-dphp.md §3.4 code: kernel sizes 5,5"),
@@ -309,7 +309,8 @@ class DPHermite:
             f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f'epoch {{}} of {epochs}'})"
         )
 
-        net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape).to(device)
+        columns = train.schema.n_features  # the unit of 'c' widths
+        net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape, columns).to(device)
         batch = int(p["batch_size"]) or max(2, round(float(p["batch_fraction"]) * m))
         schedule = Schedule.passes(epochs, m, batch, float(p["lr"]), float(p["lr_decay"]))
         gamma, gamma_on_prod = float(p["gamma"]), p["gamma_on"] == "prod"

@@ -53,7 +53,7 @@ def _table4(steps: int, batch_fraction: float, n_features: int) -> dict[str, Set
         "lr": Setting(1e-2, f"{code}: Adam lr 1e-2"),
         "lr_decay": Setting(1.0, f"{code}: no schedule"),
         "noise_dim": Setting(10, f"{code}: 10-dim noise"),
-        "hidden": Setting("4d-2d", f"{code}: Linear(4d) → BN → ReLU → Linear(2d) → BN → ReLU"),
+        "hidden": Setting("4c-2c", f"{code}: Linear(4d) → BN → ReLU → Linear(2d) → BN → ReLU, d = the table's columns"),
     }
 
 
@@ -315,7 +315,8 @@ class DPMerf:
         target = (noisy_embedding / proportions[:, None]).float()
         features = features.to(device, torch.float32)
 
-        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape).to(device)
+        columns = train.schema.n_features  # the unit of 'c' widths
+        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
         batch = max(2, round(float(p["batch_fraction"]) * m)) if float(p["batch_fraction"]) > 0 else int(p["batch_size"])
         schedule = Schedule.passes(
             int(p["epochs"]), m, batch, float(p["lr"]), float(p["lr_decay"]), int(p["steps_per_epoch"])

@@ -98,7 +98,8 @@ class FullMMD:
         labels = torch.as_tensor(train.y, device=device)
         proportions = torch.as_tensor(train.class_counts() / m, dtype=torch.float32)  # non-private: exact
 
-        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape).to(device)
+        columns = train.schema.n_features  # the unit of 'c' widths
+        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
         batch = min(int(p["batch_size"]), m)
         schedule = Schedule.passes(int(p["epochs"]), m, batch, float(p["lr"]), float(p["lr_decay"]))
         order_rng = torch.Generator().manual_seed(context.seed)
