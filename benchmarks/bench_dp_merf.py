@@ -17,7 +17,8 @@ import time
 import torch
 
 from datasets.gmm2d import draw_split
-from methods.dp_merf import draw_frequencies, labelled_embedding_sum, rff_class_sums, rff_features
+from methods.dp_merf import draw_frequencies, rff_class_sums, rff_features
+from methods.mean_embedding import embedding_sum
 from methods.nets import FullyConnectedConditionalGenerator
 
 
@@ -64,7 +65,7 @@ def main() -> None:
     frequencies = draw_frequencies(args.features, torch.full((2,), 0.5**0.5), torch.Generator().manual_seed(0))
     x, y = torch.as_tensor(split.train.x), torch.as_tensor(split.train.y)
     started = time.perf_counter()
-    labelled_embedding_sum(x, y, 5, frequencies)
+    embedding_sum(lambda z, labels, c: rff_class_sums(z, labels, c, frequencies), x, y, 5, x.shape[1])
     elapsed = time.perf_counter() - started
     print(f"real embedding         {len(x) / elapsed:8.0f} rows/s ({len(x)} rows in {elapsed:.2f} s, float64)")
     print(f"peak memory            {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.0f} MiB")

@@ -44,6 +44,7 @@ from methods.mean_embedding import (
     release_proportions,
 )
 from methods.nets import build_generator
+from methods.training import Schedule, label_sampler, train_generator
 from methods.space import UNIFORM_MEDIAN_GAP, ModelSpace
 
 GAMMA_PLACEMENTS = ("prod", "sum")
@@ -133,7 +134,7 @@ HYPERPARAMETERS = HyperParameters(
         "lr": Setting(1e-2, "seed-dphp.md §3.3: tabular code Adam lr 0.01"),
         "lr_decay": Setting(1.0, "seed-dphp.md §3.3: no scheduler in the tabular code"),
         "noise_dim": Setting(10, "seed-dphp.md §3.3: 10 noise dims (+ label; one-hot here, see README)"),
-        "hidden": Setting("4d-2d", "seed-dphp.md §3.3: hidden layers 4·D and 2·D with BN + ReLU"),
+        "hidden": Setting("4c-2c", "seed-dphp.md §3.3: hidden layers 4·D and 2·D with BN + ReLU, D = the table's columns"),
         "architecture": Setting("fc", "seed-dphp.md §3.3/§3.4: fully connected (tabular, MNIST); conv = CNN + bilinear upsampling"),
         "conv_channels": Setting("16-8", "seed-dphp.md §3.4 code: ConvCondGen n_channels 16,8"),
         "conv_kernel": Setting(5, "seed-dphp.md §3.4 code: kernel sizes 5,5"),
@@ -223,6 +224,14 @@ class HermiteProductKernel:
         return product_class_sums(phi, labels, n_classes)
 
 
+@dataclass(frozen=True)
+class ProductTarget:
+    """One product release: the kernel as applied to generated rows and the released target."""
+
+    kernel: HermiteProductKernel
+    target: torch.Tensor
+
+
 def length_scales_sq(space: ModelSpace, value: float) -> np.ndarray:
     """Per-coordinate ℓ²: the hyperparameter if > 0, else from each coordinate's public range."""
     if value > 0:
@@ -300,44 +309,40 @@ class DPHermite:
             f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f'epoch {{}} of {epochs}'})"
         )
 
-        net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape).to(device)
-        optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr"]))
-        schedule = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=float(p["lr_decay"]))
+        columns = train.schema.n_features  # the unit of 'c' widths
+        net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape, columns).to(device)
         batch = int(p["batch_size"]) or max(2, round(float(p["batch_fraction"]) * m))
-        steps_per_epoch = max(1, math.ceil(m / batch))
+        schedule = Schedule.passes(epochs, m, batch, float(p["lr"]), float(p["lr_decay"]))
         gamma, gamma_on_prod = float(p["gamma"]), p["gamma_on"] == "prod"
         coordinate_rng = np.random.default_rng([context.seed, 5])
         label_rng = torch.Generator().manual_seed(context.seed + 2)
         weights = proportions.float()
+        draw_labels = label_sampler(weights, batch, label_rng, device)
+        scale = batch * weights[:, None]
         generated_sum_kernel = HermiteSumKernel(sum_kernel.rho.float(), sum_kernel.order, clip=False)
-        prod_kernel = prod_target = generated_prod_kernel = None
-        for epoch in range(epochs):
-            if prod_target is None or product_releases > 1:
-                coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
-                prod_kernel = HermiteProductKernel(prod_rho, int(p["prod_order"]), coordinates)
-                prod_target = release(
-                    prod_kernel, prod_kernel.elements_per_row(n_classes), sigma_prod, product_what.format(epoch + 1)
-                )
-                generated_prod_kernel = HermiteProductKernel(prod_rho.float(), prod_kernel.order, coordinates, clip=False)
-            if epoch == 0:
-                context.progress(0, epochs * steps_per_epoch)  # the first epoch's releases are made
-            net.train()
-            for step in range(steps_per_epoch):
-                labels = torch.multinomial(weights.cpu(), batch, replacement=True, generator=label_rng).to(device)
-                x = net(labels)
-                scale = batch * weights[:, None]
-                sums = bounded_class_sums(generated_sum_kernel.class_sums, x, labels, n_classes, 2 * sum_kernel.width)
-                prods = bounded_class_sums(
-                    generated_prod_kernel.class_sums, x, labels, n_classes, prod_kernel.elements_per_row(n_classes)
-                )
-                loss_sum = ((sum_target - sums / scale) ** 2).sum()
-                loss_prod = ((prod_target - prods / scale) ** 2).sum()
-                loss = loss_sum + gamma * loss_prod if gamma_on_prod else loss_prod + gamma * loss_sum
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                context.progress(epoch * steps_per_epoch + step + 1, epochs * steps_per_epoch)
-            schedule.step()
+        product: list[ProductTarget] = []  # this epoch's: one entry once the first release is made
+
+        def release_product(epoch: int) -> None:
+            """Epoch ``epoch``'s product release: a fresh draw of S and fresh noise (seed-dphp.md §1.3)."""
+            if product and product_releases == 1:
+                return
+            coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
+            kernel = HermiteProductKernel(prod_rho, int(p["prod_order"]), coordinates)
+            target = release(kernel, kernel.elements_per_row(n_classes), sigma_prod, product_what.format(epoch + 1))
+            generated = HermiteProductKernel(prod_rho.float(), kernel.order, coordinates, clip=False)
+            product[:] = [ProductTarget(generated, target)]
+
+        def loss(epoch: int, step: int) -> torch.Tensor:
+            labels = draw_labels()
+            x = net(labels)
+            kernel, prod_target = product[0].kernel, product[0].target
+            sums = bounded_class_sums(generated_sum_kernel.class_sums, x, labels, n_classes, 2 * sum_kernel.width)
+            prods = bounded_class_sums(kernel.class_sums, x, labels, n_classes, kernel.elements_per_row(n_classes))
+            loss_sum = ((sum_target - sums / scale) ** 2).sum()
+            loss_prod = ((prod_target - prods / scale) ** 2).sum()
+            return loss_sum + gamma * loss_prod if gamma_on_prod else loss_prod + gamma * loss_sum
+
+        train_generator(net, loss, schedule, context, on_epoch=release_product)
         return TrainedConditionalGenerator(net, weights, space, device, label_rng)
 
 

@@ -27,14 +27,15 @@ import torch
 from bench.core.params import HyperParameters, Setting
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.releases import replace_one_l2
+from methods import mean_embedding
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
-    bounded_class_sums,
     embedding_sum,
     proportions_released,
     release_proportions,
 )
 from methods.nets import build_generator
+from methods.training import Schedule, label_sampler, train_generator
 from methods.space import ModelSpace, uniform_median_distance
 
 
@@ -52,7 +53,7 @@ def _table4(steps: int, batch_fraction: float, n_features: int) -> dict[str, Set
         "lr": Setting(1e-2, f"{code}: Adam lr 1e-2"),
         "lr_decay": Setting(1.0, f"{code}: no schedule"),
         "noise_dim": Setting(10, f"{code}: 10-dim noise"),
-        "hidden": Setting("4d-2d", f"{code}: Linear(4d) → BN → ReLU → Linear(2d) → BN → ReLU"),
+        "hidden": Setting("4c-2c", f"{code}: Linear(4d) → BN → ReLU → Linear(2d) → BN → ReLU, d = the table's columns"),
     }
 
 
@@ -138,36 +139,79 @@ def rff_features(x: torch.Tensor, frequencies: torch.Tensor) -> torch.Tensor:
     return torch.cat([torch.cos(projection), torch.sin(projection)], dim=1) * scale
 
 
+# entries of one tile of the projection (rows × D/2): 2^18 float32 = 1 MiB keeps a tile's
+# projection, cos and sin in cache (benchmarks/method_rows.py)
+TILE_ENTRIES = 1 << 18
+
+
+def _class_tiles(labels: torch.Tensor, n_classes: int, rows_per_tile: int) -> list[tuple[int, int, int]]:
+    """(class, start, stop) over the rows sorted by class, at most ``rows_per_tile`` rows each."""
+    counts = torch.bincount(labels, minlength=n_classes).tolist()
+    tiles, start = [], 0
+    for label, count in enumerate(counts):
+        for first in range(start, start + count, rows_per_tile):
+            tiles.append((label, first, min(first + rows_per_tile, start + count)))
+        start += count
+    return tiles
+
+
 class _CosSinClassSums(torch.autograd.Function):
-    """Per-class sums of [cos(p); sin(p)] over the rows of a projection p (B × D/2).
+    """Per-class sums of [cos(xΩᵀ); sin(xΩᵀ)] (C × D), in tiles of rows of one class.
 
-    Autograd's own graph for cos, sin, concatenation and the one-hot product keeps several
-    B × D temporaries and recomputes sin/cos in the backward pass; this keeps the forward's
-    cos and sin and needs one fused multiply-add backward (2.2× faster per DP-MERF step at
-    D = 30,000 on 2 CPU cores, see benchmarks/bench_dp_merf.py)."""
-
-    @staticmethod
-    def forward(ctx, projection: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
-        cos, sin = torch.cos(projection), torch.sin(projection)
-        # a one-hot product beats index_add_ here (≈2× at D = 30,000 on one core)
-        one_hot = torch.nn.functional.one_hot(labels, n_classes).to(projection.dtype).T
-        ctx.save_for_backward(cos, sin, labels)
-        return torch.cat([one_hot @ cos, one_hot @ sin], dim=1)
+    Autograd's own graph keeps several B × D temporaries (projection, cos, sin, concatenation)
+    and, at census's batch (0.5·n rows × 5,000 frequencies), needs gigabytes. Here rows are
+    sorted by class and processed a tile at a time, so a class's sum is a column sum and its
+    gradient one broadcast multiply-add (no one-hot product, no B × D gather); the backward pass
+    uses the saved cos and sin when the whole batch's fit in ``keep_entries``, else recomputes
+    them tile by tile (the price of bounded memory: two sin/cos evaluations per entry)."""
 
     @staticmethod
-    def backward(ctx, grad_sums: torch.Tensor):
-        cos, sin, labels = ctx.saved_tensors
-        half = cos.shape[1]
-        per_row = grad_sums[labels]  # each row receives its own class's gradient
-        grad_projection = torch.addcmul(cos * per_row[:, half:], sin, per_row[:, :half], value=-1)
-        return grad_projection, None, None
+    def forward(ctx, x, labels, n_classes: int, frequencies, keep_entries: int):
+        half = frequencies.shape[0]
+        order = torch.argsort(labels, stable=True)
+        rows = x[order]
+        tiles = _class_tiles(labels, n_classes, max(1, TILE_ENTRIES // half))
+        keep = ctx.needs_input_grad[0] and len(x) * half <= keep_entries
+        sums = x.new_zeros(n_classes, 2 * half)
+        kept = []
+        for label, start, stop in tiles:
+            projection = rows[start:stop] @ frequencies.T
+            cos, sin = torch.cos(projection), torch.sin(projection)
+            sums[label, :half] += cos.sum(0)
+            sums[label, half:] += sin.sum(0)
+            if keep:
+                kept.append((cos, sin))
+        ctx.tiles, ctx.kept = tiles, kept
+        ctx.save_for_backward(rows, order, frequencies)
+        return sums
+
+    @staticmethod
+    def backward(ctx, grad_sums):
+        rows, order, frequencies = ctx.saved_tensors
+        half = frequencies.shape[0]
+        grad_rows = torch.empty_like(rows)
+        for index, (label, start, stop) in enumerate(ctx.tiles):
+            if ctx.kept:
+                cos, sin = ctx.kept[index]
+            else:
+                projection = rows[start:stop] @ frequencies.T
+                cos, sin = torch.cos(projection), torch.sin(projection)
+            # d/dp of Σ g_cos·cos(p) + g_sin·sin(p) = g_sin·cos(p) − g_cos·sin(p)
+            grad_projection = torch.addcmul(cos * grad_sums[label, half:], sin, grad_sums[label, :half], value=-1)
+            torch.mm(grad_projection, frequencies, out=grad_rows[start:stop])
+        grad_x = torch.empty_like(grad_rows)
+        grad_x[order] = grad_rows
+        ctx.kept = None
+        return grad_x, None, None, None, None
 
 
 def rff_class_sums(x: torch.Tensor, labels: torch.Tensor, n_classes: int, frequencies: torch.Tensor) -> torch.Tensor:
-    """Σ_{j: yⱼ = c} φ(xⱼ) for every class c, as a C × D matrix (differentiable in x)."""
-    projection = x @ frequencies.T.to(x.dtype)
+    """Σ_{j: yⱼ = c} φ(xⱼ) for every class c, as a C × D matrix (differentiable in x). The
+    per-row features are never all held: memory is one tile plus, when they fit in
+    ``mean_embedding.CHUNK_ELEMENTS``, the batch's cos and sin for the backward pass."""
     scale = 1.0 / math.sqrt(frequencies.shape[0])  # √(2/D)
-    return _CosSinClassSums.apply(projection, labels, n_classes) * scale
+    sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), mean_embedding.CHUNK_ELEMENTS // 2)  # read at call time
+    return sums * scale
 
 
 @dataclass(frozen=True)
@@ -196,18 +240,16 @@ class SumKernelFeatures:
         )
 
     def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
-        """Σ_{j: yⱼ = c} h(zⱼ) for every class (C × width), differentiable in z."""
+        """Σ_{j: yⱼ = c} h(zⱼ) for every class (C × width), differentiable in z, in bounded memory."""
         parts = []
         if self.frequencies is not None:
             parts.append(rff_class_sums(z[:, self.numerical], labels, n_classes, self.frequencies))
         if len(self.categorical):
-            block = z[:, self.categorical] * self.categorical_scale
-            parts.append(block.new_zeros(n_classes, block.shape[1]).index_add(0, labels, block))
+            # one product over every column, then the categorical ones: cheaper than gathering
+            # the B × d_cat block and scattering its gradient back
+            one_hot = torch.nn.functional.one_hot(labels, n_classes).to(z.dtype)
+            parts.append((one_hot.T @ z)[:, self.categorical] * self.categorical_scale)
         return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
-
-    def class_sums_bounded(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
-        """``class_sums`` in bounded memory (chunks with activation checkpointing)."""
-        return bounded_class_sums(self.class_sums, z, labels, n_classes, self.width)
 
 
 def sum_kernel_features(space: ModelSpace, n_features: int, length_scale: float, generator: torch.Generator) -> SumKernelFeatures:
@@ -231,8 +273,9 @@ def sum_kernel_features(space: ModelSpace, n_features: int, length_scale: float,
 def labelled_embedding_sum(
     z: torch.Tensor, y: torch.Tensor, n_classes: int, features: SumKernelFeatures
 ) -> torch.Tensor:
-    """Σᵢ onehot(yᵢ) h(zᵢ)ᵀ (C × width) in float64, over row chunks so memory stays bounded."""
-    return embedding_sum(features.class_sums, z, y, n_classes, features.width)
+    """Σᵢ onehot(yᵢ) h(zᵢ)ᵀ (C × width) in float64, over row chunks so memory stays bounded
+    (the feature map tiles its own rows: a chunk's per-row cost is its input width)."""
+    return embedding_sum(features.class_sums, z, y, n_classes, z.shape[1])
 
 
 @dataclass(frozen=True)
@@ -272,24 +315,20 @@ class DPMerf:
         target = (noisy_embedding / proportions[:, None]).float()
         features = features.to(device, torch.float32)
 
-        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape).to(device)
-        optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr"]))
-        schedule = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=float(p["lr_decay"]))
+        columns = train.schema.n_features  # the unit of 'c' widths
+        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
         batch = max(2, round(float(p["batch_fraction"]) * m)) if float(p["batch_fraction"]) > 0 else int(p["batch_size"])
-        epochs = int(p["epochs"])
-        steps_per_epoch = int(p["steps_per_epoch"]) or max(1, math.ceil(m / batch))
+        schedule = Schedule.passes(
+            int(p["epochs"]), m, batch, float(p["lr"]), float(p["lr_decay"]), int(p["steps_per_epoch"])
+        )
         label_rng = torch.Generator().manual_seed(context.seed + 2)
         weights = proportions.float()
-        context.progress(0, epochs * steps_per_epoch)  # every release is made; training starts
-        for epoch in range(epochs):
-            net.train()
-            for step in range(steps_per_epoch):
-                labels = torch.multinomial(weights.cpu(), batch, replacement=True, generator=label_rng).to(device)
-                generated = features.class_sums_bounded(net(labels), labels, n_classes) / (batch * weights[:, None])
-                loss = ((target - generated) ** 2).sum()
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                context.progress(epoch * steps_per_epoch + step + 1, epochs * steps_per_epoch)
-            schedule.step()
-        return TrainedConditionalGenerator(net, proportions.float(), space, device, label_rng)
+        draw_labels = label_sampler(weights, batch, label_rng, device)
+        scale = batch * weights[:, None]
+
+        def loss(epoch: int, step: int) -> torch.Tensor:
+            labels = draw_labels()
+            return ((target - features.class_sums(net(labels), labels, n_classes) / scale) ** 2).sum()
+
+        train_generator(net, loss, schedule, context)
+        return TrainedConditionalGenerator(net, weights, space, device, label_rng)

@@ -18,7 +18,6 @@ image settings for the same dataset (Table 9), so the two differ only in the los
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -27,6 +26,7 @@ from bench.core.params import HyperParameters, Setting
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from methods.mean_embedding import TrainedConditionalGenerator
 from methods.nets import build_generator
+from methods.training import Schedule, train_generator
 from methods.space import ModelSpace, uniform_median_distance
 
 
@@ -98,24 +98,23 @@ class FullMMD:
         labels = torch.as_tensor(train.y, device=device)
         proportions = torch.as_tensor(train.class_counts() / m, dtype=torch.float32)  # non-private: exact
 
-        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape).to(device)
-        optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr"]))
-        schedule = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=float(p["lr_decay"]))
-        batch, epochs = min(int(p["batch_size"]), m), int(p["epochs"])
-        steps_per_epoch = max(1, math.ceil(m / batch))
+        columns = train.schema.n_features  # the unit of 'c' widths
+        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
+        batch = min(int(p["batch_size"]), m)
+        schedule = Schedule.passes(int(p["epochs"]), m, batch, float(p["lr"]), float(p["lr_decay"]))
         order_rng = torch.Generator().manual_seed(context.seed)
-        for epoch in range(epochs):
-            net.train()
+        order = torch.empty(0, dtype=torch.long)
+
+        def shuffle(epoch: int) -> None:
+            nonlocal order
             order = torch.randperm(m, generator=order_rng).to(device)
-            for step in range(steps_per_epoch):
-                index = order[step * batch : (step + 1) * batch]
-                if len(index) < 2:  # BatchNorm needs two rows; a last batch of one is skipped
-                    continue
-                real, real_labels = rows[index], labels[index]
-                loss = labelled_gaussian_mmd2(real, real_labels, net(real_labels), real_labels, length_scale)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                context.progress(epoch * steps_per_epoch + step + 1, epochs * steps_per_epoch)
-            schedule.step()
+
+        def loss(epoch: int, step: int) -> torch.Tensor | None:
+            index = order[step * batch : (step + 1) * batch]
+            if len(index) < 2:  # BatchNorm needs two rows; a last batch of one is skipped
+                return None
+            real, real_labels = rows[index], labels[index]
+            return labelled_gaussian_mmd2(real, real_labels, net(real_labels), real_labels, length_scale)
+
+        train_generator(net, loss, schedule, context, on_epoch=shuffle)
         return TrainedConditionalGenerator(net, proportions, space, device, torch.Generator().manual_seed(context.seed + 2))

@@ -16,7 +16,11 @@ from bench.privacy.releases import histogram_l2
 from methods.nets import proportional_labels
 from methods.space import ModelSpace
 
-CHUNK_ELEMENTS = 1 << 24  # rows × features per chunk (64 MiB of float32)
+# The memory budget of one batch's per-row features: rows × features per chunk, 2^25 = 128 MiB
+# of float32 (256 MiB of float64 for the real rows). A generated batch within it is processed
+# whole, with no recomputation; only larger ones (census: 0.5·n rows) are checkpointed chunk by
+# chunk, which keeps a census cell under 2 GiB at the price of a second forward pass.
+CHUNK_ELEMENTS = 1 << 25
 
 ClassSums = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
 

@@ -139,15 +139,21 @@ ARCHITECTURES = ("fc", "conv")
 
 
 def build_generator(
-    params: Mapping[str, Any], n_classes: int, out_dim: int, head: nn.Module, image_shape: tuple[int, int, int] | None
+    params: Mapping[str, Any],
+    n_classes: int,
+    out_dim: int,
+    head: nn.Module,
+    image_shape: tuple[int, int, int] | None,
+    columns: int | None = None,
 ) -> nn.Module:
     """The generator the hyperparameters name: ``architecture`` ``fc`` (``hidden`` widths) or
-    ``conv`` (images only: ``hidden`` = the fc width, ``conv_channels``, ``conv_kernel``)."""
+    ``conv`` (images only: ``hidden`` = the fc width, ``conv_channels``, ``conv_kernel``).
+    ``columns`` (the table's columns, default ``out_dim``) is the unit of ``c`` widths."""
     architecture = str(params.get("architecture", "fc"))
     noise_dim = int(params["noise_dim"])
     if architecture == "fc":
         return FullyConnectedConditionalGenerator(
-            noise_dim, n_classes, parse_widths(str(params["hidden"]), out_dim), out_dim, head
+            noise_dim, n_classes, parse_widths(str(params["hidden"]), out_dim, columns), out_dim, head
         )
     if architecture == "conv":
         if image_shape is None:
@@ -160,13 +166,16 @@ def build_generator(
     raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)} (got {architecture!r})")
 
 
-def parse_widths(text: str, data_width: int) -> tuple[int, ...]:
+def parse_widths(text: str, data_width: int, columns: int | None = None) -> tuple[int, ...]:
     """``"200-500-500-200"`` → (200, 500, 500, 200); ``"4d-2d"`` → multiples of the data width
-    (the authors' tabular generator: 4·d then 2·d hidden units)."""
+    (the encoded width the generator emits); ``"4c-2c"`` → multiples of the table's columns (the
+    authors' tabular generators, whose d is the number of integer-coded columns: 4·d then 2·d
+    hidden units; under one-hot encoding the encoded width can be 10× larger)."""
+    units = {"d": data_width, "c": data_width if columns is None else columns}
     try:
-        widths = tuple(int(w[:-1]) * data_width if w.endswith("d") else int(w) for w in text.split("-"))
+        widths = tuple(int(w[:-1]) * units[w[-1]] if w[-1] in units else int(w) for w in text.split("-"))
     except ValueError:
-        raise ValueError(f"hidden widths {text!r} must look like 200-500-500-200 or 4d-2d") from None
+        raise ValueError(f"hidden widths {text!r} must look like 200-500-500-200, 4d-2d or 4c-2c") from None
     if not widths or min(widths) < 1:
         raise ValueError(f"hidden widths {text!r} must be positive integers")
     return widths

@@ -66,7 +66,7 @@ ROWS = [
     Row("--set zero features", [*RUN, *MERF, "--set", "dp-merf.n_features=0"], "--set n_features=0: n_features must be ≥ 1"),
     Row("--set NaN float", [*RUN, *MERF, "--set", "dp-merf.lr=nan"], "--set lr=nan: expected a float like"),
     Row("--set unknown architecture", [*RUN, *MERF, "--set", "dp-merf.architecture=resnet"], "architecture must be one of fc, conv"),
-    Row("--set malformed widths", [*RUN, *MERF, "--set", "dp-merf.hidden=big"], "hidden must look like 200-500-500-200 or 4d-2d"),
+    Row("--set malformed widths", [*RUN, *MERF, "--set", "dp-merf.hidden=big"], "hidden must look like 200-500-500-200, 4d-2d or 4c-2c"),
     Row("--set method not in grid", [*RUN, *GMM, "--set", "dp-merf.epochs=1"], "'dp-merf' is not in --methods (real)"),
     Row("--set without =", [*RUN, *MERF, "--set", "dp-merf.epochs"], "expected METHOD.PARAM=VALUE"),
     Row("--eval-set unknown setting", [*RUN, *GMM, "--eval-set", "nll.nope=1"], "--eval-set nll.nope: no such setting"),

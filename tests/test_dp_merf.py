@@ -147,15 +147,21 @@ def test_generated_labels_follow_requested_labels():
     assert model.sample(4, labels).y.tolist() == labels.tolist()
 
 
-def test_bounded_class_sums_match_in_value_and_gradient(monkeypatch):
+def test_class_sums_in_bounded_memory_match_in_value_and_gradient(monkeypatch):
+    """Tiles of one class (several per class) with cos/sin recomputed in the backward pass give
+    the values and gradients of the one-hot definition and of the kept-cos/sin path."""
     w = frequencies(64, 2, seed=2)
     features = rff_only(w)
     z = torch.randn(50, 2, dtype=torch.float64, requires_grad=True)
     y = torch.randint(0, 3, (50,))
     target = torch.randn(3, 64, dtype=torch.float64)
-    whole = ((features.class_sums(z, y, 3) - target) ** 2).sum()
-    (expected,) = torch.autograd.grad(whole, z)
-    monkeypatch.setattr("methods.mean_embedding.CHUNK_ELEMENTS", 64 * 7)  # 7 rows per chunk
-    bounded = ((features.class_sums_bounded(z, y, 3) - target) ** 2).sum()
+    reference = ((torch.nn.functional.one_hot(y, 3).double().T @ rff_features(z, w) - target) ** 2).sum()
+    (expected,) = torch.autograd.grad(reference, z)
+    kept = ((features.class_sums(z, y, 3) - target) ** 2).sum()
+    (kept_gradient,) = torch.autograd.grad(kept, z)
+    monkeypatch.setattr("methods.mean_embedding.CHUNK_ELEMENTS", 64)  # nothing kept: recomputed
+    monkeypatch.setattr("methods.dp_merf.TILE_ENTRIES", 32 * 7)  # 7 rows per tile
+    bounded = ((features.class_sums(z, y, 3) - target) ** 2).sum()
     (gradient,) = torch.autograd.grad(bounded, z)
-    assert torch.allclose(bounded, whole) and torch.allclose(gradient, expected)
+    for value, grad in ((kept, kept_gradient), (bounded, gradient)):
+        assert torch.allclose(value, reference) and torch.allclose(grad, expected)

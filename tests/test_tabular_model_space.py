@@ -108,3 +108,19 @@ def test_paper_protocol_splits_carry_their_privacy_caveat_and_sound_ones_only_th
     assert tuned.startswith("tuned_on_private_data: undersampling rate 0.5")
     paper = dataset.load(None, 0, "paper").caveats
     assert "not a sound privacy claim" in paper[0] and tuned in paper
+
+
+@pytest.mark.parametrize("protocol", ["sound", "paper"])
+def test_output_head_equals_its_per_block_definition(protocol):
+    """The head's few full-width operations give each block's activation, values and gradients."""
+    space = ModelSpace.for_data(DataKind.TABULAR, SCHEMA, protocol)
+    head = space.output_head()
+    raw = torch.randn(6, space.width, dtype=torch.float64, requires_grad=True)
+    activations = {"softmax": lambda b: torch.softmax(b, 1), "relu": torch.relu, "sigmoid": torch.sigmoid}
+    reference = torch.cat([activations[a](raw[:, p[0] : p[-1] + 1]) for a, p in head.groups], dim=1)
+    weights = torch.randn_like(reference)
+    (expected,) = torch.autograd.grad((reference * weights).sum(), raw)
+    output = head(raw)
+    (gradient,) = torch.autograd.grad((output * weights).sum(), raw)
+    assert torch.allclose(output, reference) and torch.allclose(gradient, expected)
+    assert {a for a, _ in head.groups} == ({"sigmoid", "softmax"} if protocol == "sound" else {"relu", "sigmoid"})

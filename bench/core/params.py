@@ -60,7 +60,7 @@ POSITIVE = Rule(minimum=0, exclusive=True)
 NON_NEGATIVE = Rule(minimum=0)
 SHARE = Rule(minimum=0, exclusive=True, maximum=1, meaning="a share of the budget")
 FRACTION_OR_AUTO = Rule(minimum=0, maximum=1, meaning="a fraction of the rows; 0 = use batch_size")
-WIDTHS = Rule(pattern=r"[1-9][0-9]*d?(-[1-9][0-9]*d?)*", meaning="200-500-500-200 or 4d-2d (positive widths)")
+WIDTHS = Rule(pattern=r"[1-9][0-9]*[cd]?(-[1-9][0-9]*[cd]?)*", meaning="200-500-500-200, 4d-2d or 4c-2c (positive widths)")
 
 # The methods share parameter names with one meaning (epochs, n_features, lr, …), so one table
 # gives every method its limits without repeating them in each declaration; a ``Setting`` may

@@ -1,0 +1,132 @@
+"""Method-side speed rows of issue 16: one row per method line of the issue's table.
+
+    python benchmarks/method_rows.py [--rows 1,3] [--repeats 3] [--threads 2]
+
+Each row's ``run`` returns the seconds of the thing it measures. Rows whose full run is long time
+a prefix of the training steps and extrapolate (their names say so): the seconds until training
+starts (loading is excluded; the releases are included) plus the timed steps' mean × all steps.
+``before_s`` is the issue's figure (2 threads, before the speed branch); ``authors_s`` the
+authors' code where known. ``main`` prints name | before | now | target | authors with the
+median of the repeats. Needs ``DPBENCH_DATA_DIR``. Timings on a shared machine vary with its
+load: say so when quoting them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    target_s: float
+    before_s: float | None
+    authors_s: float | None
+    run: Callable[[], float]
+
+
+class _Enough(Exception):
+    """Raised from the progress callback once the timed steps are done."""
+
+
+def fit_seconds(
+    method: str, dataset: str, protocol: str, overrides: dict[str, str] | None = None, profile: str = "paper",
+    timed_steps: int | None = None, per_step: bool = False,
+) -> float:
+    """Seconds of one ``fit`` at ε = 1, seed 0, data already loaded. With ``timed_steps``, only
+    that many steps run: the result is the time to the first step plus their mean × all steps
+    (or, with ``per_step``, the mean step alone)."""
+    from bench.core.contracts import FitContext
+    from bench.core.registry import DATASETS, METHODS
+    from bench.privacy.budget import PrivacyBudget
+    from bench.privacy.ledger import PrivacyLedger
+
+    torch.manual_seed(0)
+    data, card = DATASETS.get(dataset), METHODS.get(method)
+    train = data.load(None, 0, protocol).train
+    params = card.hyperparameters.resolve(dataset, profile, overrides or {}).values
+    budget = PrivacyBudget(1.0, 1e-5)
+    marks: list[tuple[int, int, float]] = []
+
+    def progress(done: int, total: int) -> None:
+        marks.append((done, total, time.perf_counter()))
+        if timed_steps is not None and done >= timed_steps:
+            raise _Enough
+
+    context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), protocol, data.kind, progress=progress)
+    started = time.perf_counter()
+    try:
+        card.fit(train, context)
+    except _Enough:
+        (first, total, first_at), (last, _, last_at) = marks[0], marks[-1]
+        step = (last_at - first_at) / (last - first)
+        return step if per_step else (first_at - started) + step * total
+    return time.perf_counter() - started
+
+
+def readme_command() -> float:
+    """The README's first command, end to end, in a scratch directory (its own MLflow store)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    with tempfile.TemporaryDirectory() as scratch:
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "bench", "run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1",
+             "--no-progress"],
+            check=True, capture_output=True, cwd=scratch, env=env,
+        )
+        return time.perf_counter() - started
+
+
+ROWS = [
+    Row("DP-MERF adult fit, Table 4, sound (8,000 steps: 400 timed, extrapolated)", 25.0, 620.0, 164.0,
+        lambda: fit_seconds("dp-merf", "adult", "sound", timed_steps=400)),
+    Row("DP-MERF adult fit, Table 4, paper protocol (8,000 steps: 400 timed, extrapolated)", 25.0, None, 164.0,
+        lambda: fit_seconds("dp-merf", "adult", "paper", timed_steps=400)),
+    Row("DP-MERF census, one Adam step, sound (mean of 3)", 0.5, 5.0, None,
+        lambda: fit_seconds("dp-merf", "census", "sound", timed_steps=4, per_step=True)),
+    Row("DP-MERF census, one Adam step, paper protocol (mean of 3)", 3.0, 40.0, None,
+        lambda: fit_seconds("dp-merf", "census", "paper", timed_steps=4, per_step=True)),
+    Row("README first command (real, dp-merf × gmm2d, ε 1; incl. evaluation)", 240.0, 600.0, None, readme_command),
+    Row("DP-HP adult fit, paper protocol", 3.8, 3.8, None, lambda: fit_seconds("dp-hp", "adult", "paper")),
+    Row("DP-HP MNIST fit, Table 9 (3,000 steps: 60 timed, extrapolated)", 360.0, 3660.0, None,
+        lambda: fit_seconds("dp-hp", "mnist", "sound", timed_steps=60)),
+    Row("--profile smoke image cell, DP-MERF MNIST (fit)", 120.0, 600.0, None,
+        lambda: fit_seconds("dp-merf", "mnist", "sound", profile="smoke")),
+]
+
+
+def _seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g} s" if value < 100 else f"{value:.0f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", help="comma-separated row numbers (1-based; default all)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (one cell: 2)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    chosen = [ROWS[int(i) - 1] for i in args.rows.split(",")] if args.rows else ROWS
+    print(f"{torch.get_num_threads()} torch threads, median of {args.repeats}\n")
+    print("| name | before | now | target | authors |\n|---|---|---|---|---|")
+    for row in chosen:
+        now = statistics.median(row.run() for _ in range(args.repeats))
+        print(f"| {row.name} | {_seconds(row.before_s)} | {_seconds(now)} | {_seconds(row.target_s)} | {_seconds(row.authors_s)} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The one generator training loop of the mean-embedding methods (DP-MERF, DP-HP, full MMD).
+
+Each method supplies a ``StepLoss`` — the loss of one step, given the epoch and the step — and
+a ``Schedule``; the loop owns the optimiser (Adam, as all three seeds), the per-epoch learning-rate
+decay (StepLR) and the progress reports. Everything it does happens after the methods' releases
+(or, for DP-HP's per-epoch product releases, inside ``on_epoch``, which runs before the epoch's
+first step), so it reads no private row and touches no budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from bench.core.contracts import FitContext
+
+# the loss of step ``step`` of epoch ``epoch``; None skips the step (a batch BatchNorm cannot take)
+StepLoss = Callable[[int, int], "torch.Tensor | None"]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    epochs: int
+    steps_per_epoch: int
+    lr: float
+    lr_decay: float = 1.0  # the learning rate's factor after every epoch (1 = constant)
+
+    @property
+    def total_steps(self) -> int:
+        return self.epochs * self.steps_per_epoch
+
+    @staticmethod
+    def passes(epochs: int, rows: int, batch: int, lr: float, lr_decay: float, steps_per_epoch: int = 0) -> "Schedule":
+        """``epochs`` of ``steps_per_epoch`` steps, 0 = ⌈rows / batch⌉ (one pass over the data)."""
+        return Schedule(epochs, steps_per_epoch or max(1, math.ceil(rows / batch)), lr, lr_decay)
+
+
+def train_generator(
+    net: torch.nn.Module,
+    loss: StepLoss,
+    schedule: Schedule,
+    context: FitContext,
+    on_epoch: Callable[[int], None] = lambda epoch: None,
+) -> None:
+    """Adam on ``loss`` for the schedule's steps; ``progress(0, total)`` once the first epoch's
+    ``on_epoch`` is done (every release before training made), then after each step."""
+    optimiser = torch.optim.Adam(net.parameters(), lr=schedule.lr)
+    decay = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=schedule.lr_decay)
+    total = schedule.total_steps
+    for epoch in range(schedule.epochs):
+        on_epoch(epoch)
+        if epoch == 0:
+            context.progress(0, total)
+        net.train()
+        for step in range(schedule.steps_per_epoch):
+            value = loss(epoch, step)
+            if value is not None:
+                optimiser.zero_grad(set_to_none=True)
+                value.backward()
+                optimiser.step()
+            context.progress(epoch * schedule.steps_per_epoch + step + 1, total)
+        decay.step()
+
+
+def label_sampler(weights: torch.Tensor, batch: int, rng: torch.Generator, device: torch.device) -> Callable[[], torch.Tensor]:
+    """Draws a batch of generated labels ~ ``weights`` (the released class proportions)."""
+    cpu_weights = weights.detach().float().cpu()
+
+    def draw() -> torch.Tensor:
+        return torch.multinomial(cpu_weights, batch, replacement=True, generator=rng).to(device)
+
+    return draw
