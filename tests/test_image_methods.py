@@ -81,7 +81,7 @@ def test_image_presets_are_the_seeds_and_gamma_follows_privacy():
 
 def _fit(method: str, train: LabelledData, eps: float, **overrides):
     adapter = METHODS.get(method)
-    params = adapter.hyperparameters.resolve(TINY, "smoke", {k: str(v) for k, v in overrides.items()}).values
+    params = adapter.hyperparameters.resolve(TINY, "smoke", {k: str(v) for k, v in overrides.items()}).params
     params = {**params, "sum_length_sq": 0.005, "prod_length_sq": 0.005} if method == "dp-hp" else params
     budget = PrivacyBudget(eps, 1e-5) if math.isfinite(eps) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget)
