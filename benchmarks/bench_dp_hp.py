@@ -68,7 +68,7 @@ def adult_epoch(protocol: str, data_dir: str | None) -> None:
     params = HYPERPARAMETERS.resolve("adult").values
     space = ModelSpace.for_data(DataKind.TABULAR, split.train.schema, protocol)
     m, classes, dimension = len(split.train), 2, space.width
-    rho = rho_from_length_scale_sq(torch.as_tensor(length_scales_sq(space, 0.0))).float()
+    rho = rho_from_length_scale_sq(torch.as_tensor(length_scales_sq(space, None))).float()
     sum_kernel = HermiteSumKernel(rho, params["sum_order"], clip=False)
     prod_kernel = HermiteProductKernel(rho, params["prod_order"], tuple(range(params["prod_dims"])), clip=False)
     z = torch.as_tensor(space.encode(split.train.x))

@@ -30,7 +30,7 @@ def end_to_end(
     split = dataset.load(Path(data_dir) if data_dir else None, 0, protocol)
     timings["load"] = time.perf_counter() - started
     budget = PrivacyBudget(1.0, 1e-5)
-    params = method.hyperparameters.resolve(dataset_name, overrides=overrides or {}).values
+    params = method.hyperparameters.resolve(dataset_name, overrides=overrides or {}).params
     context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), protocol, dataset.kind)
     started = time.perf_counter()
     fitted = method.fit(split.train, context)

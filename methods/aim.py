@@ -41,7 +41,17 @@ with __import__("warnings").catch_warnings():
     __import__("warnings").simplefilter("ignore")
     from mbi.junction_tree import hypothetical_model_size
 
+@dataclass(frozen=True)
+class AIMParams:
+    workload_degree: int
+    rounds_per_column: int
+    max_model_size_mb: float
+    iterations: int
+    final_iterations: int
+
+
 HYPERPARAMETERS = HyperParameters(
+    AIMParams,
     defaults={
         "workload_degree": Setting(3, "AIM (McKenna et al. 2022) §6: workload of all 3-way marginals"),
         "rounds_per_column": Setting(16, "AIM Alg. 1: T = 16·d planned rounds"),
@@ -72,9 +82,9 @@ class AIM:
     # audited: the 1-way marginals
     audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
-    def fit(self, train: LabelledData, context: FitContext) -> GraphicalModelSampler:
+    def fit(self, train: LabelledData, context: FitContext[AIMParams]) -> GraphicalModelSampler:
         p = context.params
-        rng = np.random.default_rng(context.seed)
+        rng = context.rng("measurements-and-selection")
         codes = train.x.astype(np.int64)
         domain, index = domain_of(train.schema), column_index(train.schema)
         attributes = list(domain.attributes)
@@ -82,15 +92,15 @@ class AIM:
         rho = ledger.zcdp_budget()
         if math.isinf(rho):
             raise ValueError("aim needs a finite ε: its rounds are planned from the privacy budget")
-        rounds = int(p["rounds_per_column"]) * len(attributes)
+        rounds = p.rounds_per_column * len(attributes)
         multiplier = math.sqrt(rounds / (2 * MEASUREMENT_SHARE * rho))  # ρ per measurement = 1/(2σ²)
         selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * rho / rounds)
         measurer = Measurer(codes, domain, index, ledger, rng)
-        candidates = workload_candidates(attributes, int(p["workload_degree"]))
+        candidates = workload_candidates(attributes, p.workload_degree)
         answers = {c: marginal(codes, domain, index, c) for c in candidates}
 
         measurements = measurer.measure([(a,) for a in attributes], multiplier, "1-way marginals")
-        model = estimate(domain, measurements, int(p["iterations"]))
+        model = estimate(domain, measurements, p.iterations)
         cliques = [m.clique for m in measurements]
         final_round = False
         while not final_round:
@@ -100,10 +110,12 @@ class AIM:
                 selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * remaining) * (1 - 1e-9)
                 final_round = True
             used = rho - remaining + 1 / (2 * multiplier**2) + selection_epsilon**2 / 8
-            size_limit = float(p["max_model_size_mb"]) * used / rho
+            size_limit = p.max_model_size_mb * used / rho
             eligible = [c for c in candidates if hypothetical_model_size(domain, cliques + [c]) <= size_limit]
             noise_std = multiplier * math.sqrt(2)
-            estimates = model_marginals(model, eligible, index, SAMPLE_FACTOR * len(codes), context.seed + len(cliques))
+            estimates = model_marginals(
+                model, eligible, index, SAMPLE_FACTOR * len(codes), context.stream_seed(f"model-marginals-round-{len(cliques)}")
+            )
             scores = np.array([
                 candidates[c] * (
                     np.abs(answers[c] - estimates[c]).sum() - math.sqrt(2 / math.pi) * noise_std * answers[c].size
@@ -118,10 +130,10 @@ class AIM:
             measurements += measurer.measure([chosen], multiplier, "selected marginal")
             cliques.append(chosen)
             before = estimates[chosen]
-            model = estimate(domain, measurements, int(p["iterations"]), warm_start=model)
+            model = estimate(domain, measurements, p.iterations, warm_start=model)
             after = model_marginals(model, [chosen], index, 0, 0)[chosen]  # measured: a model clique
             if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * noise_std * answers[chosen].size:
                 multiplier, selection_epsilon = multiplier / 2, selection_epsilon * 2
             context.progress(len(cliques) - len(attributes), rounds)
-        model = estimate(domain, measurements, int(p["final_iterations"]), warm_start=model)
-        return GraphicalModelSampler(model, train.schema, context.seed)
+        model = estimate(domain, measurements, p.final_iterations, warm_start=model)
+        return GraphicalModelSampler(model, train.schema, context.stream_seed("synthetic-rows"))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.core.contracts import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
-from bench.core.params import HyperParameters, Setting
+from bench.core.params import COUNT, HyperParameters, NoParameters, Setting
 
 HISTOGRAM_SENSITIVITY = math.sqrt(2)  # replace-one: one count −1, another +1
 
@@ -86,9 +86,9 @@ class Uniform:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TABULAR, DataKind.DISCRETE})
     private: bool = True
     data_independent: bool = True  # never reads a row: runs at every ε and spends ε = 0
-    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(defaults={}))
+    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
 
-    def fit(self, train: LabelledData, context: FitContext) -> ColumnSampler:
+    def fit(self, train: LabelledData, context: FitContext[NoParameters]) -> ColumnSampler:
         schema = train.schema  # the public schema only; train.x and train.y are not read
         context.ledger.use_public_fact(
             "column domains", "schema bounds and category lists",
@@ -101,7 +101,12 @@ class Uniform:
         for column in schema.columns:
             if column.kind == ColumnKind.NUMERICAL:
                 _bounds(column)  # fail with a clear message when a bound is missing
-        return ColumnSampler(schema, probabilities, _uniform(schema.n_classes), np.random.default_rng(context.seed))
+        return ColumnSampler(schema, probabilities, _uniform(schema.n_classes), context.rng("synthetic-rows"))
+
+
+@dataclass(frozen=True)
+class IndependentParams:
+    n_bins: int
 
 
 @dataclass(frozen=True)
@@ -111,19 +116,18 @@ class Independent:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TABULAR, DataKind.DISCRETE})
     private: bool = True
     hyperparameters: HyperParameters = field(
-        default_factory=lambda: HyperParameters(defaults={
+        default_factory=lambda: HyperParameters(IndependentParams, defaults={
             "n_bins": Setting(
                 20, "documented choice: 20 equal-width bins of each numerical column's public bounds, a "
                 "conventional histogram resolution (no seed defines this baseline); --set independent.n_bins=K",
+                rule=COUNT,
             ),
         })
     )
 
-    def fit(self, train: LabelledData, context: FitContext) -> ColumnSampler:
+    def fit(self, train: LabelledData, context: FitContext[IndependentParams]) -> ColumnSampler:
         schema = train.schema
-        n_bins = int(context.params["n_bins"])
-        if n_bins < 1:
-            raise ValueError(f"independent.n_bins must be at least 1 (got {n_bins})")
+        n_bins = context.params.n_bins
         public_labels = schema.public_fact("class_proportions")
         histograms = []  # (what, counts) per released marginal
         for j, column in enumerate(schema.columns):
@@ -146,7 +150,7 @@ class Independent:
         )
 
         sigma = context.ledger.calibrate_gaussian(compositions=len(histograms))
-        rng = np.random.default_rng(context.seed)
+        rng = context.rng("marginal-noise")
         probabilities = []
         for what, counts in histograms:
             noisy = context.ledger.gaussian(
@@ -155,4 +159,6 @@ class Independent:
             clipped = np.clip(noisy, 0.0, None)
             probabilities.append(clipped / clipped.sum() if clipped.sum() > 0 else _uniform(len(clipped)))
         label_probabilities = probabilities.pop() if public_labels is None else np.asarray(public_labels.value, float)
-        return ColumnSampler(schema, probabilities, label_probabilities / label_probabilities.sum(), rng)
+        return ColumnSampler(
+            schema, probabilities, label_probabilities / label_probabilities.sum(), context.rng("synthetic-rows")
+        )

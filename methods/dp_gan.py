@@ -37,7 +37,7 @@ from opacus import PrivacyEngine
 from opacus.optimizers.optimizer import _mark_as_processed
 from torch import nn
 
-from bench.core.params import HyperParameters, Setting
+from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import SubsampledPhase
@@ -62,7 +62,21 @@ def _images() -> dict[str, Setting]:
     }
 
 
+@dataclass(frozen=True)
+class DPGanParams:
+    epochs: int
+    batch_size: int
+    max_grad_norm: float
+    lr_discriminator: float
+    lr_generator: float
+    noise_dim: int
+    hidden: str
+    discriminator_hidden: str
+    label_share: float
+
+
 HYPERPARAMETERS = HyperParameters(
+    DPGanParams,
     defaults={
         "epochs": Setting(20, "documented choice: expected passes over the data (the seeds give none for tabular GANs)"),
         "batch_size": Setting(64, "documented choice: expected Poisson batch (q = batch/n)"),
@@ -234,26 +248,26 @@ class DPGan:
     # audited: one full-batch DP-SGD step
     audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1", "batch_size": "{rows}"}))
 
-    def fit(self, train: LabelledData, context: FitContext) -> TrainedGan:
+    def fit(self, train: LabelledData, context: FitContext[DPGanParams]) -> TrainedGan:
         p, device, ledger = context.params, context.device, context.ledger
-        torch.manual_seed(context.seed)
+        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
         m, n_classes = len(train), train.schema.n_classes
         space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
 
         proportions = None
         if self.conditional:
             public = train.schema.public_fact("class_proportions") is not None
-            share = float(p["label_share"])
+            share = p.label_share
             sigma = 0.0 if public else ledger.calibrate_gaussian(
                 1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2
             )
             proportions = release_proportions(train, context, sigma).float()
 
-        batch = min(int(p["batch_size"]), m)
+        batch = batch_rows(m, p.batch_size, None, real_rows=True)
         steps_per_epoch = math.ceil(m / batch)  # Opacus' Poisson loader: q = 1/steps_per_epoch
         sampling_rate = 1.0 / steps_per_epoch
-        steps = int(p["epochs"]) * steps_per_epoch
-        clip = float(p["max_grad_norm"])
+        steps = p.epochs * steps_per_epoch
+        clip = p.max_grad_norm
         # charged before any real row is touched, under replace-one: a replaced row can move
         # the clipped sum by 2C (bench.privacy.replace_one), not C as Opacus' accountants assume
         phase = ledger.subsampled_phase(
@@ -261,21 +275,21 @@ class DPGan:
             clip, sampling_rate, steps,
         )
 
-        net = Generator(int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), space.width), space, self.conditional).to(device)
-        critic = discriminator(space.width + n_classes, parse_widths(str(p["discriminator_hidden"]), space.width)).to(device)
+        net = Generator(p.noise_dim, n_classes, parse_widths(p.hidden, space.width), space, self.conditional).to(device)
+        critic = discriminator(space.width + n_classes, parse_widths(p.discriminator_hidden, space.width)).to(device)
         betas = (0.5, 0.999)
-        optimiser_g = torch.optim.Adam(net.parameters(), lr=float(p["lr_generator"]), betas=betas)
-        optimiser_d = torch.optim.Adam(critic.parameters(), lr=float(p["lr_discriminator"]), betas=betas)
+        optimiser_g = torch.optim.Adam(net.parameters(), lr=p.lr_generator, betas=betas)
+        optimiser_d = torch.optim.Adam(critic.parameters(), lr=p.lr_discriminator, betas=betas)
         rows = torch.utils.data.TensorDataset(
             torch.as_tensor(space.encode(train.x)), torch.as_tensor(train.y, dtype=torch.long)
         )
-        loader = torch.utils.data.DataLoader(rows, batch_size=batch, generator=torch.Generator().manual_seed(context.seed))
+        loader = torch.utils.data.DataLoader(rows, batch_size=batch, generator=context.torch_rng("poisson-batches"))
         private_critic, private_optimiser, private_loader = make_private_discriminator(
-            critic, optimiser_d, loader, phase, torch.Generator().manual_seed(context.seed + 3)
+            critic, optimiser_d, loader, phase, context.torch_rng("dp-sgd-noise")
         )
-        label_rng = torch.Generator().manual_seed(context.seed + 2)
+        label_rng = context.torch_rng("generated-labels")
         done = 0
-        for _ in range(int(p["epochs"])):
+        for _ in range(p.epochs):
             for real_x, real_y in private_loader:
                 real_x, real_y = real_x.to(device), real_y.to(device)
                 labels = self._labels(proportions, batch, label_rng, device)
@@ -302,12 +316,12 @@ class DPGan:
         gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
         from torch.func import functional_call, grad, vmap
 
-        p = context.params
-        torch.manual_seed(context.seed)
+        p: DPGanParams = context.params
+        torch.manual_seed(context.stream_seed("torch-global"))  # as fit: the same initial discriminator
         space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
         n_classes = train.schema.n_classes
-        Generator(int(p["noise_dim"]), n_classes, parse_widths(str(p["hidden"]), space.width), space, self.conditional)
-        critic = discriminator(space.width + n_classes, parse_widths(str(p["discriminator_hidden"]), space.width))
+        Generator(p.noise_dim, n_classes, parse_widths(p.hidden, space.width), space, self.conditional)
+        critic = discriminator(space.width + n_classes, parse_widths(p.discriminator_hidden, space.width))
         x = torch.as_tensor(space.encode(train.x))
         one_hot = nn.functional.one_hot(torch.as_tensor(train.y, dtype=torch.long), n_classes).float()
         params = {k: v.detach() for k, v in critic.named_parameters()}

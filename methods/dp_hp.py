@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from bench.core.params import HyperParameters, Setting
+from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import BudgetShare
@@ -48,6 +48,29 @@ from methods.training import Schedule, label_sampler, train_generator
 from methods.space import UNIFORM_MEDIAN_GAP, ModelSpace
 
 GAMMA_PLACEMENTS = ("prod", "sum")
+
+
+@dataclass(frozen=True)
+class DPHermiteParams:
+    sum_order: int
+    prod_order: int
+    prod_dims: int
+    gamma: float
+    gamma_on: str
+    sum_share: float
+    sum_length_sq: float | None  # None: per coordinate, from the public range
+    prod_length_sq: float | None  # None: as the sum kernel's
+    epochs: int
+    batch_fraction: float | None  # batch_rows: batch_fraction, when set, wins
+    batch_size: int | None
+    lr: float
+    lr_decay: float
+    noise_dim: int
+    hidden: str
+    architecture: str
+    conv_channels: str
+    conv_kernel: int
+    labels: str
 
 
 def _table6(
@@ -106,6 +129,7 @@ def _table9(dataset: str, length_sq: float, gamma: float, architecture: str) -> 
         "gamma_on": Setting("sum", f"{code}: γ multiplies the sum loss"),
         "sum_share": Setting(0.8, f"{code}: ε split 0.8/0.2 (sum/product), δ/2 each"),
         "batch_size": Setting(200, f"{table}: mini-batch 200 (300 steps per epoch)"),
+        "batch_fraction": Setting(None, f"DP-HP (arXiv:2106.05042) Table 9 ({dataset}): a fixed batch of 200, not a fraction"),
         "epochs": Setting(10, f"{table}: 10 epochs"),
         "lr": Setting(1e-2, f"{table}: learning rate 0.01"),
         "lr_decay": Setting(0.9, f"{code}: StepLR 0.9 per epoch"),
@@ -117,6 +141,7 @@ def _table9(dataset: str, length_sq: float, gamma: float, architecture: str) -> 
 
 
 HYPERPARAMETERS = HyperParameters(
+    DPHermiteParams,
     defaults={
         "sum_order": Setting(100, "seed-dphp.md §3.3 Table 6 (adult/census): order hermite 100"),
         "prod_order": Setting(5, "seed-dphp.md §3.3 Table 6 (adult): order hermite prod 5"),
@@ -125,12 +150,12 @@ HYPERPARAMETERS = HyperParameters(
         "gamma_on": Setting("prod", "seed-dphp.md §1.6/§9.1: tabular code weights the product term"),
         "sum_share": Setting(0.6, "seed-dphp.md §2.3: tabular code split-eps-rate 0.6 for the sum part"),
         "sum_length_sq": Setting(
-            0.0, "0 = per coordinate ((1 − 1/√2) × public range)²; else ℓ² for every coordinate (seed-dphp.md §3.4: 'kernel length' = ℓ²)"
+            None, "None = per coordinate ((1 − 1/√2) × public range)²; else ℓ² for every coordinate (seed-dphp.md §3.4: 'kernel length' = ℓ²)"
         ),
-        "prod_length_sq": Setting(0.0, "0 = as the sum kernel's per-coordinate ℓ² (seed-dphp.md §1.3: code uses the same ρ_d)"),
+        "prod_length_sq": Setting(None, "None = as the sum kernel's per-coordinate ℓ² (seed-dphp.md §1.3: code uses the same ρ_d)"),
         "epochs": Setting(20, "seed-dphp.md §3.3 code grid (adult: 20 epochs)"),
         "batch_fraction": Setting(0.1, "seed-dphp.md §3.3 Table 6 (adult): batch rate 0.1"),
-        "batch_size": Setting(0, "0 = batch_fraction × n; the 2-D and image code use a fixed batch"),
+        "batch_size": Setting(None, "None = batch_fraction × n; the 2-D and image code use a fixed batch"),
         "lr": Setting(1e-2, "seed-dphp.md §3.3: tabular code Adam lr 0.01"),
         "lr_decay": Setting(1.0, "seed-dphp.md §3.3: no scheduler in the tabular code"),
         "noise_dim": Setting(10, "seed-dphp.md §3.3: 10 noise dims (+ label; one-hot here, see README)"),
@@ -152,6 +177,7 @@ HYPERPARAMETERS = HyperParameters(
             "prod_length_sq": Setting(0.5, "seed-dphp.md §3.1 code: ℓ²_prod = 0.5 (ρ = 0.618)"),
             "epochs": Setting(100, "seed-dphp.md §3.1 code: 100 epochs"),
             "batch_size": Setting(500, "seed-dphp.md §3.1 code: batch 500"),
+            "batch_fraction": Setting(None, "DP-HP (arXiv:2106.05042) 2-D code: a fixed batch of 500, not a fraction"),
             "lr": Setting(1e-2, "seed-dphp.md §3.1 code: Adam lr 0.01"),
             "lr_decay": Setting(0.9, "seed-dphp.md §3.1 code: StepLR γ = 0.9 per epoch"),
             "noise_dim": Setting(5, "seed-dphp.md §3.1 code: d_code 5"),
@@ -175,7 +201,11 @@ HYPERPARAMETERS = HyperParameters(
         "mnist": {"gamma": Setting(5.0, "seed-dphp.md §3.4 Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
         "fashion-mnist": {"gamma": Setting(20.0, "seed-dphp.md §3.4 Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
     },
-    profiles={"smoke": {"sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "hidden": "2d-2d"}},
+    # batch_fraction none: the smoke batch is 200 rows on every dataset (batch_rows lets a fraction win)
+    profiles={"smoke": {
+        "sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "batch_fraction": None,
+        "hidden": "2d-2d",
+    }},
 )
 
 
@@ -232,9 +262,9 @@ class ProductTarget:
     target: torch.Tensor
 
 
-def length_scales_sq(space: ModelSpace, value: float) -> np.ndarray:
-    """Per-coordinate ℓ²: the hyperparameter if > 0, else from each coordinate's public range."""
-    if value > 0:
+def length_scales_sq(space: ModelSpace, value: float | None) -> np.ndarray:
+    """Per-coordinate ℓ²: the hyperparameter if given, else from each coordinate's public range."""
+    if value is not None:
         return np.full(space.width, value)
     return (UNIFORM_MEDIAN_GAP * space.coordinate_spans()) ** 2
 
@@ -254,22 +284,22 @@ class DPHermite:
     # audited: sum and one product release, before training
     audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1"}))
 
-    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
+    def fit(self, train: LabelledData, context: FitContext[DPHermiteParams]) -> TrainedConditionalGenerator:
         p = context.params
-        if p["gamma_on"] not in GAMMA_PLACEMENTS:
-            raise ValueError(f"gamma_on must be one of {GAMMA_PLACEMENTS} (got {p['gamma_on']!r})")
-        if not 0 < float(p["sum_share"]) < 1:
-            raise ValueError(f"sum_share must lie in (0, 1) (got {p['sum_share']})")
+        if p.gamma_on not in GAMMA_PLACEMENTS:
+            raise ValueError(f"gamma_on must be one of {GAMMA_PLACEMENTS} (got {p.gamma_on!r})")
+        if not 0 < p.sum_share < 1:
+            raise ValueError(f"sum_share must lie in (0, 1) (got {p.sum_share})")
         device, ledger = context.device, context.ledger
         m, n_classes = len(train), train.schema.n_classes
         space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
         dimension = space.width
-        prod_dims = min(int(p["prod_dims"]), dimension)
-        epochs = int(p["epochs"])
+        prod_dims = min(p.prod_dims, dimension)
+        epochs = p.epochs
         # with D_prod = D every draw is the same set: one product release serves all epochs
         product_releases = 1 if prod_dims == dimension else epochs
 
-        sum_share = float(p["sum_share"])
+        sum_share = p.sum_share
         sigma_sum, sigma_prod = ledger.calibrate_shares(
             [
                 BudgetShare(sum_share, 2 if proportions_released(train, context) else 1),
@@ -278,20 +308,20 @@ class DPHermite:
         )
         proportions = release_proportions(train, context, sigma_sum).to(device)
 
-        sum_l2 = length_scales_sq(space, float(p["sum_length_sq"]))
-        prod_l2 = length_scales_sq(space, float(p["prod_length_sq"])) if float(p["prod_length_sq"]) > 0 else sum_l2
+        sum_l2 = length_scales_sq(space, p.sum_length_sq)
+        prod_l2 = length_scales_sq(space, p.prod_length_sq) if p.prod_length_sq is not None else sum_l2
         ledger.use_public_fact(
             "length scales",
             f"ℓ² sum {_describe(sum_l2)}, product {_describe(prod_l2)}",
             "hyperparameters or (1 − 1/√2) × each coordinate's public range, never the rows (the seeds' "
             "uncharged median heuristic is not used)",
         )
-        sum_kernel = HermiteSumKernel(rho_from_length_scale_sq(torch.as_tensor(sum_l2)), int(p["sum_order"]))
+        sum_kernel = HermiteSumKernel(rho_from_length_scale_sq(torch.as_tensor(sum_l2)), p.sum_order)
         prod_rho = rho_from_length_scale_sq(torch.as_tensor(prod_l2))
 
         z = torch.as_tensor(space.encode(train.x), device=device)
         y = torch.as_tensor(train.y, device=device)
-        noise_rng = torch.Generator().manual_seed(context.seed)
+        noise_rng = context.torch_rng("embedding-noise")
         # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F)
         sensitivity = replace_one_l2(1.0, rows=m)
 
@@ -305,17 +335,18 @@ class DPHermite:
             f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
         )
         product_what = (
-            f"product-kernel labelled mean embedding (HP order {int(p['prod_order'])}, {prod_dims} of "
+            f"product-kernel labelled mean embedding (HP order {p.prod_order}, {prod_dims} of "
             f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f'epoch {{}} of {epochs}'})"
         )
 
+        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
         columns = train.schema.n_features  # the unit of 'c' widths
         net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape, columns).to(device)
-        batch = int(p["batch_size"]) or max(2, round(float(p["batch_fraction"]) * m))
-        schedule = Schedule.passes(epochs, m, batch, float(p["lr"]), float(p["lr_decay"]))
-        gamma, gamma_on_prod = float(p["gamma"]), p["gamma_on"] == "prod"
-        coordinate_rng = np.random.default_rng([context.seed, 5])
-        label_rng = torch.Generator().manual_seed(context.seed + 2)
+        batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
+        schedule = Schedule.passes(epochs, m, batch, p.lr, p.lr_decay)
+        gamma, gamma_on_prod = p.gamma, p.gamma_on == "prod"
+        coordinate_rng = context.rng("product-coordinates")
+        label_rng = context.torch_rng("generated-labels")
         weights = proportions.float()
         draw_labels = label_sampler(weights, batch, label_rng, device)
         scale = batch * weights[:, None]
@@ -327,7 +358,7 @@ class DPHermite:
             if product and product_releases == 1:
                 return
             coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
-            kernel = HermiteProductKernel(prod_rho, int(p["prod_order"]), coordinates)
+            kernel = HermiteProductKernel(prod_rho, p.prod_order, coordinates)
             target = release(kernel, kernel.elements_per_row(n_classes), sigma_prod, product_what.format(epoch + 1))
             generated = HermiteProductKernel(prod_rho.float(), kernel.order, coordinates, clip=False)
             product[:] = [ProductTarget(generated, target)]

@@ -241,20 +241,46 @@ def _cifar10() -> dict[str, Setting]:
         "iterations": Setting(200_000, f"{T8}: 200,000 iterations (CIFAR-10)"),
         "batch_size": Setting(128, f"{T8}: batch size 128 (CIFAR-10)"),
         "lr_gen": Setting(1e-3, f"{T7}: CIFAR-10, LR_gen 1e-3 in every row"),
-        "lr_mavg": Setting(0.0, f"0 = {T7} by setting, variant and ε group (cifar10_lr_mavg)"),
+        "lr_mavg": Setting(None, f"None = {T7} by setting, variant and ε group (cifar10_lr_mavg)"),
         "architecture": Setting("resnet", "seed-dpmepf.md §1.5: ResnetG (3 residual blocks at 32×32)", rule=MEPF_ARCHITECTURE),
         "early_stopping": Setting(True, "seed-dpmepf.md §1.7/§2.4: DP proxy checkpoint selection on CIFAR-10"),
     }
 
 
+@dataclass(frozen=True)
+class DPMepfParams:
+    moments: int
+    labelled: bool
+    encoder: str
+    layers: str
+    input_size: int | None  # None: the encoder's native resolution
+    weights: str | None  # None: the encoder's default local file
+    iterations: int
+    batch_size: int
+    lr_gen: float
+    lr_mavg: float | None  # None: Table 7's value for the setting and ε (cifar10_lr_mavg)
+    z_dim: int
+    architecture: str
+    hidden: str
+    conv_channels: str
+    conv_kernel: int
+    ngf: int
+    labels: str
+    early_stopping: bool
+    stop_noise_ratio: float
+    eval_every: int
+    proxy_samples: int
+
+
 HYPERPARAMETERS = HyperParameters(
+    DPMepfParams,
     defaults={
         "moments": Setting(2, "seed-dpmepf.md §1.1: (φ1, φ2), the first row of Tables 1, 2, 14–16; 1 = (φ1)"),
         "labelled": Setting(True, "seed-dpmepf.md §1.6: labelled generation (MNIST, FashionMNIST, CIFAR-10 'labeled')"),
         "encoder": Setting("efficientnet-lite0-imagenet", "methods/encoders.py: the encoder available offline"),
         "layers": Setting("all", "seed-dpmepf.md §1.3: every layer of the encoder (VGG19: all 16 convs)"),
-        "input_size": Setting(0, "seed-dpmepf.md §1.3: native resolution, no upsampling"),
-        "weights": Setting("", "empty = the encoder's default local file (methods/encoders.py)"),
+        "input_size": Setting(None, "seed-dpmepf.md §1.3: native resolution (None), no upsampling"),
+        "weights": Setting(None, "None = the encoder's default local file (methods/encoders.py)"),
         "iterations": Setting(100_000, f"{T8}: 100,000 (MNIST, FashionMNIST)"),
         "batch_size": Setting(100, f"{T8}: batch size 100 (MNIST, FashionMNIST)"),
         "lr_gen": Setting(1e-5, f"{T7}: MNIST, ε < ∞"),
@@ -319,19 +345,19 @@ class IgnoreLabels(nn.Module):
         return self.net(torch.zeros_like(labels))
 
 
-def build_mepf_generator(p, n_rows: int, space: ModelSpace) -> nn.Module:
+def build_mepf_generator(p: DPMepfParams, n_rows: int, space: ModelSpace) -> nn.Module:
     shape = space.image_shape
-    z_dim = int(p["z_dim"])
+    z_dim = p.z_dim
     noise_dim = z_dim - n_rows if n_rows > 1 else z_dim  # labelled: one-hot + Gaussian = z_dim
     if noise_dim < 1:
         raise ValueError(f"z_dim={z_dim} leaves no Gaussian noise after the {n_rows}-class one-hot; raise z_dim")
-    architecture = str(p["architecture"])
+    architecture = p.architecture
     if architecture == "conv":
-        (fc_width,) = parse_widths(str(p["hidden"]), 1)[:1]
-        channels = parse_widths(str(p["conv_channels"]), 1)
-        return ConvolutionalConditionalGenerator(noise_dim, n_rows, fc_width, channels, int(p["conv_kernel"]), shape, space.output_head())
+        (fc_width,) = parse_widths(p.hidden, 1)[:1]
+        channels = parse_widths(p.conv_channels, 1)
+        return ConvolutionalConditionalGenerator(noise_dim, n_rows, fc_width, channels, p.conv_kernel, shape, space.output_head())
     if architecture == "resnet":
-        return ResnetConditionalGenerator(noise_dim, n_rows, shape, int(p["ngf"]))
+        return ResnetConditionalGenerator(noise_dim, n_rows, shape, p.ngf)
     raise ValueError(f"dp-mepf architecture must be conv or resnet (got {architecture!r})")
 
 
@@ -346,11 +372,11 @@ class DPMepf:
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
-    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
+    def fit(self, train: LabelledData, context: FitContext[DPMepfParams]) -> TrainedConditionalGenerator:
         p = context.params
         device = context.device
         ledger = context.ledger
-        moments, labelled = int(p["moments"]), bool(p["labelled"])
+        moments, labelled = p.moments, p.labelled
         if moments not in (1, 2):
             raise ValueError(f"dp-mepf.moments must be 1 (φ1) or 2 (φ1, φ2), got {moments}")
         space = ModelSpace.for_data(DataKind.IMAGE, train.schema, context.protocol)
@@ -359,19 +385,19 @@ class DPMepf:
             raise ValueError("dp-mepf needs image data (a schema with an image_shape public fact)")
         m, n_classes = len(train), train.schema.n_classes
         n_rows = n_classes if labelled else 1
-        batch = int(p["batch_size"])
+        batch = p.batch_size
         if labelled and batch < n_classes:
             raise ValueError(f"dp-mepf.batch_size={batch} must be at least the {n_classes} classes for balanced batches")
 
-        labels_mode = str(p["labels"])
+        labels_mode = p.labels
         if labels_mode not in ("uniform", "released"):
             raise ValueError(f"dp-mepf.labels must be uniform or released (got {labels_mode!r})")
         release_counts = labelled and labels_mode == "released" and train.schema.public_fact("class_proportions") is None
-        early = bool(p["early_stopping"])
+        early = p.early_stopping
 
         # --- budget: k moment releases (+ proportions) at σ, two proxy releases at ratio·σ
         k = moments + int(release_counts)
-        ratio = float(p["stop_noise_ratio"])
+        ratio = p.stop_noise_ratio
         if early:
             proxy_weight = 2.0 / ratio**2  # precision of the proxy releases, in units of one σ release
             sigma, sigma_proxy = ledger.calibrate_shares(
@@ -379,13 +405,13 @@ class DPMepf:
             )
         else:
             sigma, sigma_proxy = ledger.calibrate_gaussian(compositions=k), 0.0
-        noise_rng = torch.Generator().manual_seed(context.seed)
+        noise_rng = context.torch_rng("release-noise")  # proportions, moments, proxy
 
         # --- step 1: the public encoder
-        spec, encoder = build_encoder(str(p["encoder"]), str(p["layers"]), str(p["weights"]), int(p["input_size"]))
+        spec, encoder = build_encoder(p.encoder, p.layers, p.weights or "", p.input_size or 0)  # "", 0: defaults
         encoder = encoder.to(device)
         public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
-        ledger.use_public_fact(f"encoder {spec.name}", str(p["layers"]), f"pretrained on public data: {public}")
+        ledger.use_public_fact(f"encoder {spec.name}", p.layers, f"pretrained on public data: {public}")
         if spec.shares_fid_space:
             ledger.caveats.append(
                 f"dp-mepf trained on the features of {spec.name}, the network FID uses: its FID is measured in the "
@@ -416,12 +442,13 @@ class DPMepf:
             proxy = release_proxy(proxy_encoder.to(device), train, sigma_proxy, context, noise_rng, 50, device)
 
         # --- step 3: generator training on the released embedding only
+        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
         net = build_mepf_generator(p, n_rows, space).to(device)
-        lr_mavg = float(p["lr_mavg"]) or cifar10_lr_mavg(labelled, moments, context.budget.epsilon)
-        optimiser = torch.optim.Adam(net.parameters(), lr=float(p["lr_gen"]), betas=(0.5, 0.999))
-        tracker = MovingAverageLoss(targets, lr_mavg, torch.Generator().manual_seed(context.seed + 1))
-        label_rng = torch.Generator().manual_seed(context.seed + 2)
-        iterations, eval_every = int(p["iterations"]), max(1, int(p["eval_every"]))
+        lr_mavg = p.lr_mavg if p.lr_mavg is not None else cifar10_lr_mavg(labelled, moments, context.budget.epsilon)
+        optimiser = torch.optim.Adam(net.parameters(), lr=p.lr_gen, betas=(0.5, 0.999))
+        tracker = MovingAverageLoss(targets, lr_mavg, context.torch_rng("moving-average-init"))
+        label_rng = context.torch_rng("generated-labels")
+        iterations, eval_every = p.iterations, max(1, p.eval_every)
         best = (math.inf, None)
         for step in range(iterations):
             net.train()
@@ -434,7 +461,7 @@ class DPMepf:
             optimiser.step()
             context.progress(step + 1, iterations)
             if proxy is not None and ((step + 1) % eval_every == 0 or step + 1 == iterations):
-                score = self._proxy_score(net, proxy, int(p["proxy_samples"]), n_rows, shape, device, label_rng)
+                score = self._proxy_score(net, proxy, p.proxy_samples, n_rows, shape, device, label_rng)
                 if score < best[0]:
                     best = (score, copy.deepcopy(net.state_dict()))
         if best[1] is not None:
@@ -443,7 +470,7 @@ class DPMepf:
         sampler_net = net if labelled else IgnoreLabels(net)
         uniform = torch.full((n_classes,), 1.0 / n_classes, dtype=torch.float64)
         weights = proportions.float() if labelled else uniform.float()
-        return TrainedConditionalGenerator(sampler_net, weights, space, device, torch.Generator().manual_seed(context.seed + 3))
+        return TrainedConditionalGenerator(sampler_net, weights, space, device, context.torch_rng("sampling-labels"))
 
     @staticmethod
     @torch.no_grad()

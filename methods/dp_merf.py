@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.core.params import HyperParameters, Setting
+from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.releases import replace_one_l2
 from methods import mean_embedding
@@ -37,6 +37,24 @@ from methods.mean_embedding import (
 from methods.nets import build_generator
 from methods.training import Schedule, label_sampler, train_generator
 from methods.space import ModelSpace, uniform_median_distance
+
+
+@dataclass(frozen=True)
+class DPMerfParams:
+    n_features: int
+    length_scale: float | None  # None: from the public bounds
+    epochs: int
+    steps_per_epoch: int | None  # None: ⌈n / batch⌉
+    batch_size: int | None  # batch_rows: batch_fraction, when set, wins
+    batch_fraction: float | None
+    lr: float
+    lr_decay: float
+    noise_dim: int
+    hidden: str
+    architecture: str
+    conv_channels: str
+    conv_kernel: int
+    labels: str
 
 
 def _table4(steps: int, batch_fraction: float, n_features: int) -> dict[str, Setting]:
@@ -78,15 +96,16 @@ def _images(dataset: str) -> dict[str, Setting]:
 
 
 HYPERPARAMETERS = HyperParameters(
+    DPMerfParams,
     defaults={
         "n_features": Setting(10_000, "seed-dpmerf.md §3.2: D = 10,000 (image setting, code default)"),
         "length_scale": Setting(
-            0.0, "0 = from public bounds: √(d_num/6) × each coordinate's public range (methods/space.py)"
+            None, "None = from public bounds: √(d_num/6) × each coordinate's public range (methods/space.py)"
         ),
         "epochs": Setting(50, "seed-dpmerf.md §1.7 (2-D code: 50 epochs)"),
-        "steps_per_epoch": Setting(0, "0 = ⌈n / batch⌉, as the 2-D and image code (seed-dpmerf.md §1.7)"),
+        "steps_per_epoch": Setting(None, "None = ⌈n / batch⌉, as the 2-D and image code (seed-dpmerf.md §1.7)"),
         "batch_size": Setting(500, "seed-dpmerf.md §1.7 (2-D code: batch 500)"),
-        "batch_fraction": Setting(0.0, "0 = use batch_size; tabular code: a fraction of n (Table 4)"),
+        "batch_fraction": Setting(None, "None = use batch_size; tabular code: a fraction of n (Table 4)"),
         "lr": Setting(3e-3, "seed-dpmerf.md §1.7 (2-D code: -lr 3e-3)"),
         "lr_decay": Setting(0.9, "seed-dpmerf.md §1.7 (StepLR γ = 0.9 per epoch)"),
         "noise_dim": Setting(5, "seed-dpmerf.md §1.7 (d_code 5)"),
@@ -252,11 +271,14 @@ class SumKernelFeatures:
         return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
 
 
-def sum_kernel_features(space: ModelSpace, n_features: int, length_scale: float, generator: torch.Generator) -> SumKernelFeatures:
+def sum_kernel_features(
+    space: ModelSpace, n_features: int, length_scale: float | None, generator: torch.Generator
+) -> SumKernelFeatures:
+    """``length_scale`` None: √(d_num/6) × each coordinate's public range."""
     numerical, categorical = space.numerical, space.categorical
     frequencies = None
     if len(numerical):
-        scale = length_scale if length_scale > 0 else uniform_median_distance(len(numerical))
+        scale = length_scale if length_scale is not None else uniform_median_distance(len(numerical))
         length_scales = torch.as_tensor(space.coordinate_ranges() * scale)
         frequencies = draw_frequencies(n_features, length_scales, generator)
     cat_bound = space.categorical_norm_bound()  # ‖x_cat‖²/d_cat ≤ cat_bound
@@ -286,7 +308,7 @@ class DPMerf:
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
-    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
+    def fit(self, train: LabelledData, context: FitContext[DPMerfParams]) -> TrainedConditionalGenerator:
         p = context.params
         device = context.device
         m, n_classes = len(train), train.schema.n_classes
@@ -295,11 +317,10 @@ class DPMerf:
         sigma = context.ledger.calibrate_gaussian(compositions=2 if proportions_released(train, context) else 1)
         proportions = release_proportions(train, context, sigma).to(device)
 
-        generator = torch.Generator().manual_seed(context.seed)
-        features = sum_kernel_features(space, int(p["n_features"]), float(p["length_scale"]), generator)
+        features = sum_kernel_features(space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"))
         context.ledger.use_public_fact(
             "length_scale",
-            float(p["length_scale"]) or "√(d_num/6) × public ranges",
+            p.length_scale if p.length_scale is not None else "√(d_num/6) × public ranges",
             "a hyperparameter or a function of the schema's public bounds, never of the rows",
         )
         z = torch.as_tensor(space.encode(train.x), device=device)
@@ -310,18 +331,17 @@ class DPMerf:
         embedding = labelled_embedding_sum(z, y, n_classes, features) / m
         noisy_embedding = context.ledger.gaussian(
             embedding, sensitivity=replace_one_l2(features.norm_bound, rows=m), noise_multiplier=sigma,
-            what="labelled mean embedding (RFF sum kernel)", rng=generator,
+            what="labelled mean embedding (RFF sum kernel)", rng=context.torch_rng("embedding-noise"),
         )
         target = (noisy_embedding / proportions[:, None]).float()
         features = features.to(device, torch.float32)
 
+        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
         columns = train.schema.n_features  # the unit of 'c' widths
         net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
-        batch = max(2, round(float(p["batch_fraction"]) * m)) if float(p["batch_fraction"]) > 0 else int(p["batch_size"])
-        schedule = Schedule.passes(
-            int(p["epochs"]), m, batch, float(p["lr"]), float(p["lr_decay"]), int(p["steps_per_epoch"])
-        )
-        label_rng = torch.Generator().manual_seed(context.seed + 2)
+        batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
+        schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay, p.steps_per_epoch)
+        label_rng = context.torch_rng("generated-labels")
         weights = proportions.float()
         draw_labels = label_sampler(weights, batch, label_rng, device)
         scale = batch * weights[:, None]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.core.params import HyperParameters, Setting
+from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from methods.mean_embedding import TrainedConditionalGenerator
 from methods.nets import build_generator
@@ -38,9 +38,24 @@ def _images(dataset: str, architecture: str) -> dict[str, Setting]:
     }
 
 
+@dataclass(frozen=True)
+class FullMMDParams:
+    length_scale: float | None  # None: from the public ranges
+    epochs: int
+    batch_size: int
+    lr: float
+    lr_decay: float
+    noise_dim: int
+    architecture: str
+    hidden: str
+    conv_channels: str
+    conv_kernel: int
+
+
 HYPERPARAMETERS = HyperParameters(
+    FullMMDParams,
     defaults={
-        "length_scale": Setting(0.0, "0 = √(d/6) × public ranges, as dp-merf (the seeds give none, seed-dphp.md §7)"),
+        "length_scale": Setting(None, "None = √(d/6) × public ranges, as dp-merf (the seeds give none, seed-dphp.md §7)"),
         "epochs": Setting(10, "seed-dphp.md §3.4 Table 9: 10 epochs (DP-HP's image setting)"),
         "batch_size": Setting(200, "seed-dphp.md §3.4 Table 9: mini-batch 200"),
         "lr": Setting(1e-2, "seed-dphp.md §3.4 Table 9: lr 0.01"),
@@ -85,12 +100,12 @@ class FullMMD:
     private: bool = False
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
-    def fit(self, train: LabelledData, context: FitContext) -> TrainedConditionalGenerator:
+    def fit(self, train: LabelledData, context: FitContext[FullMMDParams]) -> TrainedConditionalGenerator:
         p, device = context.params, context.device
         m, n_classes = len(train), train.schema.n_classes
         space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
-        if float(p["length_scale"]) > 0:
-            length_scale = float(p["length_scale"])
+        if p.length_scale is not None:
+            length_scale = p.length_scale
         else:  # one isotropic kernel: the mean public range stands for every coordinate's
             length_scale = uniform_median_distance(space.width) * float(space.coordinate_spans().mean())
 
@@ -98,11 +113,12 @@ class FullMMD:
         labels = torch.as_tensor(train.y, device=device)
         proportions = torch.as_tensor(train.class_counts() / m, dtype=torch.float32)  # non-private: exact
 
+        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
         columns = train.schema.n_features  # the unit of 'c' widths
         net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
-        batch = min(int(p["batch_size"]), m)
-        schedule = Schedule.passes(int(p["epochs"]), m, batch, float(p["lr"]), float(p["lr_decay"]))
-        order_rng = torch.Generator().manual_seed(context.seed)
+        batch = batch_rows(m, p.batch_size, None, real_rows=True)
+        schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay)
+        order_rng = context.torch_rng("minibatches")
         order = torch.empty(0, dtype=torch.long)
 
         def shuffle(epoch: int) -> None:
@@ -117,4 +133,4 @@ class FullMMD:
             return labelled_gaussian_mmd2(real, real_labels, net(real_labels), real_labels, length_scale)
 
         train_generator(net, loss, schedule, context, on_epoch=shuffle)
-        return TrainedConditionalGenerator(net, proportions, space, device, torch.Generator().manual_seed(context.seed + 2))
+        return TrainedConditionalGenerator(net, proportions, space, device, context.torch_rng("sampling-labels"))

@@ -66,7 +66,7 @@ def proportions_released(train: LabelledData, context: FitContext) -> bool:
 
 
 def _label_mode(context: FitContext) -> str:
-    mode = str(context.params.get("labels", "released"))
+    mode = getattr(context.params, "labels", "released")  # methods without the parameter release
     if mode not in LABEL_MODES:
         raise ValueError(f"labels must be one of {', '.join(LABEL_MODES)} (got {mode!r})")
     return mode
@@ -93,7 +93,7 @@ def release_proportions(train: LabelledData, context: FitContext, noise_multipli
         )
         return uniform
     m = len(train)
-    generator = torch.Generator().manual_seed(context.seed + 1)
+    generator = context.torch_rng("class-proportions-noise")
     counts = torch.as_tensor(train.class_counts(), dtype=torch.float64) / m
     noisy = context.ledger.gaussian(
         counts, sensitivity=histogram_l2(m), noise_multiplier=noise_multiplier, what="class proportions", rng=generator

@@ -28,7 +28,13 @@ from bench.privacy.ledger import PrivacyLedger
 from bench.privacy.releases import COUNT_L1_SENSITIVITY
 from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, mbi
 
+@dataclass(frozen=True)
+class MSTParams:
+    iterations: int
+
+
 HYPERPARAMETERS = HyperParameters(
+    MSTParams,
     defaults={
         "iterations": Setting(1000, "mirror-descent iterations of each Private-PGM estimate (mbi's default)"),
     },
@@ -87,9 +93,9 @@ class MST:
     # audited: the 1-way marginals
     audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
-    def fit(self, train: LabelledData, context: FitContext) -> GraphicalModelSampler:
-        rng = np.random.default_rng(context.seed)
-        iterations = int(context.params["iterations"])
+    def fit(self, train: LabelledData, context: FitContext[MSTParams]) -> GraphicalModelSampler:
+        rng = context.rng("measurements-and-selection")
+        iterations = context.params.iterations
         codes = train.x.astype(np.int64)
         domain, index = domain_of(train.schema), column_index(train.schema)
         attributes = list(domain.attributes)
@@ -114,4 +120,4 @@ class MST:
         two_way = measurer.measure(tree, gaussian_multiplier(d - 1), "2-way marginals of the tree")
         model = estimate(domain, one_way + two_way, iterations)
         context.progress(3, 3)
-        return GraphicalModelSampler(model, train.schema, context.seed)
+        return GraphicalModelSampler(model, train.schema, context.stream_seed("synthetic-rows"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -138,8 +138,18 @@ class ResnetConditionalGenerator(nn.Module):
 ARCHITECTURES = ("fc", "conv")
 
 
+class GeneratorParams(Protocol):
+    """The parameters ``build_generator`` reads (fields of DP-MERF's, DP-HP's and full-MMD's dataclasses)."""
+
+    architecture: str
+    noise_dim: int
+    hidden: str
+    conv_channels: str
+    conv_kernel: int
+
+
 def build_generator(
-    params: Mapping[str, Any],
+    params: GeneratorParams,
     n_classes: int,
     out_dim: int,
     head: nn.Module,
@@ -149,20 +159,18 @@ def build_generator(
     """The generator the hyperparameters name: ``architecture`` ``fc`` (``hidden`` widths) or
     ``conv`` (images only: ``hidden`` = the fc width, ``conv_channels``, ``conv_kernel``).
     ``columns`` (the table's columns, default ``out_dim``) is the unit of ``c`` widths."""
-    architecture = str(params.get("architecture", "fc"))
-    noise_dim = int(params["noise_dim"])
+    architecture = params.architecture
+    noise_dim = params.noise_dim
     if architecture == "fc":
         return FullyConnectedConditionalGenerator(
-            noise_dim, n_classes, parse_widths(str(params["hidden"]), out_dim, columns), out_dim, head
+            noise_dim, n_classes, parse_widths(params.hidden, out_dim, columns), out_dim, head
         )
     if architecture == "conv":
         if image_shape is None:
             raise ValueError("architecture=conv needs image data; use architecture=fc for this dataset")
-        (fc_width,) = parse_widths(str(params["hidden"]), out_dim)[:1]
-        channels = parse_widths(str(params["conv_channels"]), 1)
-        return ConvolutionalConditionalGenerator(
-            noise_dim, n_classes, fc_width, channels, int(params["conv_kernel"]), image_shape, head
-        )
+        (fc_width,) = parse_widths(params.hidden, out_dim)[:1]
+        channels = parse_widths(params.conv_channels, 1)
+        return ConvolutionalConditionalGenerator(noise_dim, n_classes, fc_width, channels, params.conv_kernel, image_shape, head)
     raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)} (got {architecture!r})")
 
 

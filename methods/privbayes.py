@@ -31,7 +31,15 @@ from bench.core.params import HyperParameters, Setting
 from bench.core.contracts import DataKind, FitContext, LabelledData, Schema
 from bench.privacy.releases import COUNT_L1_SENSITIVITY
 
+@dataclass(frozen=True)
+class PrivBayesParams:
+    structure_share: float
+    theta: float
+    max_parents: int
+
+
 HYPERPARAMETERS = HyperParameters(
+    PrivBayesParams,
     defaults={
         "structure_share": Setting(0.3, "PrivBayes (Zhang et al. 2017) §6: β = 0.3 of ε learns the network"),
         "theta": Setting(4.0, "PrivBayes §4.3/§6: θ-usefulness, θ = 4"),
@@ -97,17 +105,17 @@ class PrivBayes:
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
-    def fit(self, train: LabelledData, context: FitContext) -> BayesianNetworkSampler:
+    def fit(self, train: LabelledData, context: FitContext[PrivBayesParams]) -> BayesianNetworkSampler:
         p = context.params
-        rng = np.random.default_rng(context.seed)
+        rng = context.rng("network-and-counts")  # the first attribute, the selections, the counts' noise
         codes = train.x.astype(np.int64)
         sizes = np.array([len(c.categories) for c in train.schema.columns], dtype=np.int64)
         n, d = codes.shape
         context.ledger.use_public_fact("n_train", n, "the dataset's published row count (schema fact published_rows)")
         epsilon = context.budget.epsilon
-        structure_epsilon = float(p["structure_share"]) * epsilon
+        structure_epsilon = p.structure_share * epsilon
         parameter_epsilon = epsilon - structure_epsilon if context.budget.is_private else math.inf
-        useful_cells = math.inf if math.isinf(epsilon) else n * parameter_epsilon / (2 * d * float(p["theta"]))
+        useful_cells = math.inf if math.isinf(epsilon) else n * parameter_epsilon / (2 * d * p.theta)
 
         first = int(rng.integers(d))
         order: list[tuple[int, tuple[int, ...]]] = [(first, ())]
@@ -116,7 +124,7 @@ class PrivBayes:
         for step in range(d - 1):
             candidates, scores, binary = [], [], []
             for attribute in (a for a in range(d) if a not in chosen):
-                for size in range(min(int(p["max_parents"]), len(chosen)) + 1):
+                for size in range(min(p.max_parents, len(chosen)) + 1):
                     for parents in itertools.combinations(sorted(chosen), size):
                         if sizes[attribute] * np.prod(sizes[list(parents)]) > useful_cells and parents:
                             continue
@@ -141,5 +149,5 @@ class PrivBayes:
             counts = np.clip(counts, 0, None)
             mass = counts.sum(axis=-1, keepdims=True)
             conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])
-        return BayesianNetworkSampler(order, conditionals, train.schema, context.seed)
+        return BayesianNetworkSampler(order, conditionals, train.schema, context.stream_seed("synthetic-rows"))
 

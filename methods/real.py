@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.core.params import HyperParameters
+from bench.core.params import HyperParameters, NoParameters
 from bench.core.contracts import DataKind, FitContext, LabelledData
 
 
@@ -43,7 +43,7 @@ class Real:
     description: str = "Non-private upper bound: returns the real training data"
     data_kinds: frozenset[DataKind] = frozenset(DataKind)
     private: bool = False
-    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(defaults={}))
+    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
 
-    def fit(self, train: LabelledData, context: FitContext) -> RealData:
-        return RealData(train, np.random.default_rng(context.seed))
+    def fit(self, train: LabelledData, context: FitContext[NoParameters]) -> RealData:
+        return RealData(train, context.rng("synthetic-rows"))

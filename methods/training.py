@@ -33,8 +33,8 @@ class Schedule:
         return self.epochs * self.steps_per_epoch
 
     @staticmethod
-    def passes(epochs: int, rows: int, batch: int, lr: float, lr_decay: float, steps_per_epoch: int = 0) -> "Schedule":
-        """``epochs`` of ``steps_per_epoch`` steps, 0 = ⌈rows / batch⌉ (one pass over the data)."""
+    def passes(epochs: int, rows: int, batch: int, lr: float, lr_decay: float, steps_per_epoch: int | None = None) -> "Schedule":
+        """``epochs`` of ``steps_per_epoch`` steps, None = ⌈rows / batch⌉ (one pass over the data)."""
         return Schedule(epochs, steps_per_epoch or max(1, math.ceil(rows / batch)), lr, lr_decay)
 
 

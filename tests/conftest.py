@@ -22,7 +22,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     '''
     import os, time
     from dataclasses import dataclass, field
-    from bench.core.params import HyperParameters, Setting
+    from bench.core.params import HyperParameters, NoParameters
     from bench.core.contracts import DataKind
     from bench.core.registry import METHODS
     from methods.real import Real
@@ -62,7 +62,7 @@ PLUGIN_SOURCE = textwrap.dedent(
         name: str = "test-overspending"
         description: str = "releases more than its budget"
         private: bool = True
-        hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(defaults={}))
+        hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
 
         def fit(self, train, context):
             from bench.privacy.ledger import GaussianRelease

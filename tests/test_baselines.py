@@ -51,7 +51,7 @@ def fit(method, dataset, data_dir, epsilon=1.0, seed=0, protocol="sound", rows=N
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget)
     adapter = METHODS.get(method)
-    params = adapter.hyperparameters.resolve(dataset, private=math.isfinite(epsilon)).values
+    params = adapter.hyperparameters.resolve(dataset, private=math.isfinite(epsilon)).params
     context = FitContext(budget=budget, ledger=ledger, params=params, seed=seed, device=torch.device("cpu"))
     return adapter.fit(train, context), ledger, split
 

@@ -59,7 +59,7 @@ def small_gmm2d(every: int = 30) -> LabelledData:
 
 
 def fit(method, calibrator="tight", epsilon=1.0, **overrides):
-    params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {k: str(v) for k, v in overrides.items()}).values
+    params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {k: str(v) for k, v in overrides.items()}).params
     budget = PrivacyBudget(epsilon, 1e-5)
     ledger = PrivacyLedger(budget, calibrator)
     context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D)

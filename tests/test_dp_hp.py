@@ -173,7 +173,7 @@ def test_embedding_sensitivity_holds_for_adversarial_neighbours(kind):
 def _fit(epsilon=1.0, calibrator="tight", **overrides):
     split = draw_split(seed=0)
     train = LabelledData(split.train.x[::90], split.train.y[::90], split.train.schema)
-    params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {k: str(v) for k, v in overrides.items()}).values
+    params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {k: str(v) for k, v in overrides.items()}).params
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, calibrator)
     context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D)

@@ -39,14 +39,14 @@ def tiny_train(data_dir):
     return LabelledData(x, arrays.train_y[:300].astype(np.int64), MNIST.schema)
 
 
-def _context(eps: float, params: dict, seed: int = 0) -> FitContext:
+def _context(eps: float, params, seed: int = 0) -> FitContext:
     budget = PrivacyBudget(eps, 1e-5) if math.isfinite(eps) else PrivacyBudget.non_private()
     return FitContext(budget, PrivacyLedger(budget), params, seed, torch.device("cpu"), data_kind=DataKind.IMAGE)
 
 
-def _params(profile: str = "smoke", **overrides) -> dict:
+def _params(profile: str = "smoke", **overrides):
     hp = METHODS.get("dp-mepf").hyperparameters
-    return hp.resolve("mnist", profile, {k: str(v) for k, v in overrides.items()}).values
+    return hp.resolve("mnist", profile, {k: str(v) for k, v in overrides.items()}).params
 
 
 # --- sensitivity -----------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ class TinyProxy(nn.Module):
 
 
 def test_proxy_release_really_adds_the_noise(tiny_train):
-    context = _context(1.0, {})
+    context = _context(1.0, None)  # the proxy release reads no parameter
     sigma_stop = 40.0
     m = len(tiny_train)
     encoder = TinyProxy().eval()

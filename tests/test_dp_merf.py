@@ -100,7 +100,7 @@ def test_embedding_is_chunked_without_changing_its_value(monkeypatch):
 def fit(train, epsilon, params=None, calibrator="tight"):
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, calibrator)
-    resolved = HYPERPARAMETERS.resolve("gmm2d", "smoke").values | {"epochs": 1} | (params or {})
+    resolved = replace(HYPERPARAMETERS.resolve("gmm2d", "smoke").params, **{"epochs": 1, **(params or {})})
     context = FitContext(
         budget, ledger, resolved, seed=0, device=torch.device("cpu"), data_kind=DataKind.TWO_D
     )

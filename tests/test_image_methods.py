@@ -50,15 +50,15 @@ def test_conv_generator_follows_the_seeds_shapes():
 
 
 def test_build_generator_picks_the_named_architecture():
-    params = {"noise_dim": 5, "hidden": "500-500", "conv_channels": "16-8", "conv_kernel": 5}
-    fc = build_generator({**params, "architecture": "fc"}, 10, 784, torch.nn.Sigmoid(), (1, 28, 28))
+    params = METHODS.get("dp-hp").hyperparameters.resolve("mnist").params  # fc, hidden 500-500
+    fc = build_generator(params, 10, 784, torch.nn.Sigmoid(), (1, 28, 28))
     assert isinstance(fc, FullyConnectedConditionalGenerator)
-    conv = build_generator({**params, "architecture": "conv", "hidden": "500"}, 10, 784, torch.nn.Sigmoid(), (1, 28, 28))
+    conv = build_generator(dataclasses.replace(params, architecture="conv", hidden="500"), 10, 784, torch.nn.Sigmoid(), (1, 28, 28))
     assert isinstance(conv, ConvolutionalConditionalGenerator) and conv.fc[0].out_features == 500
     with pytest.raises(ValueError, match="image data"):
-        build_generator({**params, "architecture": "conv"}, 2, 8, torch.nn.Identity(), None)
+        build_generator(dataclasses.replace(params, architecture="conv"), 2, 8, torch.nn.Identity(), None)
     with pytest.raises(ValueError, match="architecture must be one of"):
-        build_generator({**params, "architecture": "resnet"}, 2, 8, torch.nn.Identity(), None)
+        build_generator(dataclasses.replace(params, architecture="resnet"), 2, 8, torch.nn.Identity(), None)
 
 
 def test_image_presets_are_the_seeds_and_gamma_follows_privacy():
@@ -81,8 +81,8 @@ def test_image_presets_are_the_seeds_and_gamma_follows_privacy():
 
 def _fit(method: str, train: LabelledData, eps: float, **overrides):
     adapter = METHODS.get(method)
-    params = adapter.hyperparameters.resolve(TINY, "smoke", {k: str(v) for k, v in overrides.items()}).values
-    params = {**params, "sum_length_sq": 0.005, "prod_length_sq": 0.005} if method == "dp-hp" else params
+    params = adapter.hyperparameters.resolve(TINY, "smoke", {k: str(v) for k, v in overrides.items()}).params
+    params = dataclasses.replace(params, sum_length_sq=0.005, prod_length_sq=0.005) if method == "dp-hp" else params
     budget = PrivacyBudget(eps, 1e-5) if math.isfinite(eps) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget)
     context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE)

@@ -88,7 +88,7 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
     small = type(train)(train.x[:2000], train.y[:2000], train.schema)
     ledger = PrivacyLedger(PrivacyBudget(epsilon, 1e-5))
     method = METHODS.get("mst")
-    params = method.hyperparameters.resolve("adult-discrete", "smoke").values
+    params = method.hyperparameters.resolve("adult-discrete", "smoke").params
     context = FitContext(PrivacyBudget(epsilon, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE)
     model = method.fit(small, context)
     assert ledger.epsilon_spent == pytest.approx(epsilon, rel=1e-6)
@@ -115,7 +115,7 @@ def test_adaptive_methods_spend_exactly_their_target(data_dir, name):
     train = small_discrete(data_dir, columns=4, rows=3000)
     ledger = PrivacyLedger(PrivacyBudget(0.5, 1e-5))
     method = METHODS.get(name)
-    params = method.hyperparameters.resolve("adult-discrete", "smoke").values
+    params = method.hyperparameters.resolve("adult-discrete", "smoke").params
     context = FitContext(PrivacyBudget(0.5, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE)
     model = method.fit(train, context)
     assert ledger.epsilon_spent == pytest.approx(0.5, rel=1e-6)

@@ -60,7 +60,15 @@ def test_entry_points_register_third_party_objects(tmp_path, monkeypatch):
     assert registry.get("third-party").name == "third-party"
 
 
+@dataclass(frozen=True)
+class Params:
+    width: int
+    rate: float
+    flag: bool
+
+
 PARAMS = HyperParameters(
+    Params,
     defaults={"width": Setting(10, "default"), "rate": Setting(0.5, "default"), "flag": Setting(False, "d")},
     per_dataset={"adult": {"width": Setting(99, "Table 4")}},
     profiles={"smoke": {"rate": 0.1}},
@@ -70,6 +78,7 @@ PARAMS = HyperParameters(
 def test_resolution_order_and_provenance():
     resolved = PARAMS.resolve("adult", "smoke", {"flag": "true"})
     assert resolved.values == {"width": 99, "rate": 0.1, "flag": True}
+    assert resolved.params == Params(width=99, rate=0.1, flag=True)
     assert resolved.sources == {"width": "Table 4", "rate": "profile smoke", "flag": "--set"}
     assert PARAMS.resolve("census").values["width"] == 10
 
@@ -86,7 +95,7 @@ def test_overrides_are_typed_and_validated():
 
 def test_per_dataset_values_must_have_defaults():
     with pytest.raises(HyperParameterError, match="have no default"):
-        HyperParameters(defaults={}, per_dataset={"adult": {"x": Setting(1, "s")}})
+        HyperParameters(Params, defaults=PARAMS.defaults, per_dataset={"adult": {"x": Setting(1, "s")}})
 
 
 def test_set_items_are_split_by_method():
@@ -99,6 +108,7 @@ def test_set_items_are_split_by_method():
 
 def test_every_method_cites_a_source_for_every_value():
     for method in METHODS:
+        assert set(method.hyperparameters.defaults) == set(method.hyperparameters.types), method.name
         for name, setting in method.hyperparameters.defaults.items():
             assert setting.source, f"{method.name}.{name} has no source"
         for dataset, values in method.hyperparameters.per_dataset.items():

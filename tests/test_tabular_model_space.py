@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -64,7 +65,7 @@ def test_schema_without_public_bounds_is_refused():
 @pytest.mark.parametrize("protocol", ["sound", "paper"])
 def test_feature_norm_never_exceeds_the_sensitivity_bound(protocol):
     space = ModelSpace.for_data(DataKind.TABULAR, SCHEMA, protocol)
-    features = sum_kernel_features(space, 200, 0.0, torch.Generator().manual_seed(0))
+    features = sum_kernel_features(space, 200, None, torch.Generator().manual_seed(0))
     extreme = np.array([[0, 0, 0, 0], [100, 2, 3, 1], [1e6, 2, 3, 1]], dtype=np.float32)
     rows = np.concatenate([table(2000).x, extreme])
     z = torch.as_tensor(space.encode(rows), dtype=torch.float64)
@@ -83,7 +84,7 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     data = table()
     budget = PrivacyBudget(1.0, 1e-5)
     ledger = PrivacyLedger(budget)
-    params = HYPERPARAMETERS.resolve("adult", "smoke").values | {"epochs": 5}
+    params = dataclasses.replace(HYPERPARAMETERS.resolve("adult", "smoke").params, epochs=5)
     context = FitContext(budget, ledger, params, seed=0, device=torch.device("cpu"), protocol=protocol)
     model = DPMerf().fit(data, context)
     releases = {r.what: r for r in ledger.releases}

@@ -7,9 +7,10 @@ only has to satisfy one of the Protocols below and register itself (see ``bench.
 from __future__ import annotations
 
 import enum
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:  # typing only: importing the contracts must not import torch 
 
 
 PROTOCOLS: tuple[str, ...] = ("sound", "paper")
+
+P = TypeVar("P")  # a method's parameter dataclass
 
 
 class DataError(UsageError, RuntimeError):
@@ -159,21 +162,55 @@ class FittedModel(Protocol):
         ...
 
 
+def stream_key(name: str) -> tuple[int, ...]:
+    """A random stream's name as four 32-bit words (the first 16 bytes of its SHA-256): a
+    ``SeedSequence`` spawn key that is the same on every machine and Python run."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
+
+
+def stream_seed_sequence(seed: int, name: str) -> np.random.SeedSequence:
+    """The seed sequence of the stream ``name`` of a run with ``seed``: streams of different names
+    or seeds are independent (unlike ``seed + k``, where seed 0's stream 1 is seed 1's stream 0)."""
+    return np.random.SeedSequence(entropy=seed, spawn_key=stream_key(name))
+
+
 @dataclass(frozen=True)
-class FitContext:
+class FitContext(Generic[P]):
     """What a method gets besides the data: the budget, the ledger it must record every
-    release in, its resolved hyperparameters, the seed, the torch device, and a callback
+    release in, its resolved hyperparameters (``params``, an instance of the dataclass its
+    ``HyperParameters`` declares), the seed, the torch device, and a callback
     ``progress(done, total)`` for long loops. ``protocol`` is ``sound`` or ``paper`` (the seeds'
-    conventions, e.g. integer-coded categoricals)."""
+    conventions, e.g. integer-coded categoricals).
+
+    Randomness comes from named streams derived from the seed — ``rng("minibatches")``,
+    ``torch_rng("latents")`` — so that each use has its own stream and no two names or seeds
+    share one; a name is a stable identifier (changing it changes the run's draws)."""
 
     budget: PrivacyBudget
     ledger: "PrivacyLedger"
-    params: Mapping[str, Any]
+    params: P
     seed: int
     device: "torch.device"
     protocol: str = "sound"
     data_kind: DataKind = DataKind.TABULAR
     progress: Callable[[int, int], None] = field(default=lambda done, total: None)
+
+    def rng(self, name: str) -> np.random.Generator:
+        """A NumPy generator for the stream ``name`` (a fresh one, at its start, on every call)."""
+        return np.random.default_rng(stream_seed_sequence(self.seed, name))
+
+    def torch_rng(self, name: str) -> "torch.Generator":
+        """A CPU torch generator for the stream ``name`` (a fresh one on every call)."""
+        import torch  # lazily: importing the contracts must not import torch
+
+        return torch.Generator().manual_seed(self.stream_seed(name, bits=64))
+
+    def stream_seed(self, name: str, bits: int = 32) -> int:
+        """An integer seed for the stream ``name``, for libraries that only take a global seed
+        (``torch.manual_seed`` before building a network, ``np.random.seed`` for mbi)."""
+        state = stream_seed_sequence(self.seed, name).generate_state(2, np.uint32)
+        return (int(state[0]) | int(state[1]) << 32) >> (64 - bits)
 
 
 class MethodAdapter(Protocol):
@@ -181,9 +218,11 @@ class MethodAdapter(Protocol):
     description: str
     data_kinds: frozenset[DataKind]
     private: bool
-    hyperparameters: HyperParameters
+    hyperparameters: HyperParameters  # its parameter dataclass and their cited values
 
-    def fit(self, train: LabelledData, context: FitContext) -> FittedModel: ...
+    def fit(self, train: LabelledData, context: FitContext) -> FittedModel:
+        """``context.params`` is an instance of ``hyperparameters.params``."""
+        ...
 
 
 class Direction(str, enum.Enum):

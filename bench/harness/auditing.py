@@ -62,7 +62,7 @@ def audit_method(
     rows = min(rows, len(full))
     train = type(full)(full.x[:rows], full.y[:rows], full.schema)
     settings = {k: v.format(rows=rows) for k, v in spec.params.items()} | dict(overrides or {})
-    params = method.hyperparameters.resolve(dataset.name, profile, settings, private=True).values
+    params = method.hyperparameters.resolve(dataset.name, profile, settings, private=True).params
     budget = PrivacyBudget(epsilon, delta)
 
     def make_context(ledger: PrivacyLedger) -> Any:
@@ -120,6 +120,7 @@ def audit_dp_sgd(
     import torch
 
     from bench.core.contracts import FitContext
+    from bench.core.params import batch_rows
     from bench.privacy.audit import audit_dp_sgd_step
 
     method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
@@ -128,13 +129,13 @@ def audit_dp_sgd(
     full = dataset.load(data_dir, seed, "sound").train
     rows = min(rows, len(full))
     train = type(full)(full.x[:rows], full.y[:rows], full.schema)
-    params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).values
+    params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
     budget = PrivacyBudget(epsilon, delta)
     ledger = ledger_factory(budget, calibrator=calibrator)
-    batch = min(int(params["batch_size"]), rows)
+    batch = batch_rows(rows, params.batch_size, None, real_rows=True)
     sampling_rate = 1.0 / _math.ceil(rows / batch)  # as DPGan.fit: Opacus' Poisson rate
-    steps = int(params["epochs"]) * _math.ceil(rows / batch)
-    clip = float(params["max_grad_norm"])
+    steps = params.epochs * _math.ceil(rows / batch)
+    clip = params.max_grad_norm
     phase = ledger.subsampled_phase("DP-SGD step (audited)", clip, sampling_rate, steps)
     context = FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind)
     gradients = method.real_gradients(train, context)

@@ -218,7 +218,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         context = FitContext(
             budget=budget,
             ledger=ledger,
-            params=cell.params,
+            params=method.hyperparameters.build(cell.params),  # the method's typed dataclass
             seed=cell.seed,
             device=torch.device(device_name),
             protocol=cell.protocol,
