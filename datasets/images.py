@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.core.images import IMAGE_SHAPE_FACT, as_images, image_shape, is_image_schema  # noqa: F401 (re-exported)
+from bench.core.images import IMAGE_SHAPE_FACT
 from bench.core.contracts import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
 
 PIXEL_BOUNDS = (0.0, 1.0)

@@ -3,7 +3,6 @@ the class-proportion release, and the trained conditional generator they return.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 

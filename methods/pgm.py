@@ -14,7 +14,6 @@ measurements use L2 sensitivity √2 and selection scores built from L1 errors h
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -32,7 +31,7 @@ import numpy as np
 
 from bench.core.contracts import LabelledData, Schema
 from bench.privacy.ledger import PrivacyLedger
-from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
+from bench.privacy.releases import COUNT_L2_SENSITIVITY
 
 Clique = tuple[str, ...]
 

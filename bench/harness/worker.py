@@ -134,8 +134,6 @@ def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10)
 def eval_cache_dir() -> Path:
     """Where evaluators keep results computed from the real data only (FID statistics of the
     reference split), shared by all cells: ``$DPBENCH_CACHE_DIR``, else ``~/.cache/dpbench``."""
-    import os
-
     return Path(os.environ.get("DPBENCH_CACHE_DIR") or Path.home() / ".cache" / "dpbench")
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import pandas as pd
 
-from bench.report.layouts import PLOT_LAYOUTS as LAYOUTS
 
 
 def pyplot() -> Any:

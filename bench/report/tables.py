@@ -22,7 +22,7 @@ from typing import Iterable
 import pandas as pd
 
 from bench.core.errors import UsageError
-from bench.report.layouts import TABLE_FORMATS as FORMATS, TABLE_LAYOUTS as LAYOUTS
+from bench.report.layouts import TABLE_FORMATS as FORMATS
 from bench.harness import tracking
 from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
