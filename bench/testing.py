@@ -194,7 +194,7 @@ def _fit(adapter, dataset: str, split: Split, overrides, epsilon: float, noise_s
     budget = PrivacyBudget(epsilon, 1e-5) if private else PrivacyBudget.non_private()
     events: list[ReleaseEvent] = []
     ledger = PrivacyLedger(budget, noise_source=noise_source, observers=[events.append])
-    context = FitContext(budget=budget, ledger=ledger, params=resolved.values, seed=0, device=torch.device("cpu"),
+    context = FitContext(budget=budget, ledger=ledger, params=resolved.params, seed=0, device=torch.device("cpu"),
                          data_kind=DATASETS.get(dataset).kind)
     return adapter.fit(split.train, context).sample(SAMPLE), events
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bench.core.contracts import DataKind, LabelledData
-from bench.core.params import HyperParameters
+from bench.core.params import HyperParameters, NoParameters
 from bench.privacy.releases import COUNT_L1_SENSITIVITY
 from bench.testing import ConformanceError, check_method
 
@@ -39,7 +39,7 @@ class LaplaceHistograms:
     name: str = "test-laplace"
     data_kinds: frozenset = frozenset({DataKind.DISCRETE})
     private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(defaults={}))
+    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
     breakage: str = ""
 
     def fit(self, train: LabelledData, context) -> HistogramSampler:
