@@ -94,6 +94,7 @@ def test_every_card_matches_the_object_it_names(registry):
         made = registry.get(card.name)
         kinds = getattr(made, "data_kinds", None) or {made.kind}
         assert card.kinds == tuple(sorted(k.value for k in kinds)), card.name
+        assert getattr(made, "description", card.description) == card.description, card.name
         if registry is METHODS:
             assert _privacy_tag(made) in card.tags, card.name
         if registry is EVALUATORS:
