@@ -32,7 +32,7 @@ import numpy as np
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
-from bench.privacy.releases import COUNT_L1_SENSITIVITY
+from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
 from methods.pgm import (
     GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, model_marginals,
 )
@@ -112,7 +112,7 @@ class AIM:
             used = rho - remaining + 1 / (2 * multiplier**2) + selection_epsilon**2 / 8
             size_limit = p.max_model_size_mb * used / rho
             eligible = [c for c in candidates if hypothetical_model_size(domain, cliques + [c]) <= size_limit]
-            noise_std = multiplier * math.sqrt(2)
+            noise_std = multiplier * COUNT_L2_SENSITIVITY
             estimates = model_marginals(
                 model, eligible, index, SAMPLE_FACTOR * len(codes), context.stream_seed(f"model-marginals-round-{len(cliques)}")
             )

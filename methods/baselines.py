@@ -23,15 +23,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from bench.core.contracts import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
+from bench.privacy.releases import COUNT_L2_SENSITIVITY  # replace-one: one count −1, another +1
 from bench.core.params import COUNT, HyperParameters, NoParameters, Setting
 
-HISTOGRAM_SENSITIVITY = math.sqrt(2)  # replace-one: one count −1, another +1
 
 
 def _domain_size(column: Column) -> int:
@@ -154,7 +153,7 @@ class Independent:
         probabilities = []
         for what, counts in histograms:
             noisy = context.ledger.gaussian(
-                counts.astype(np.float64), sensitivity=HISTOGRAM_SENSITIVITY, noise_multiplier=sigma, what=what, rng=rng
+                counts.astype(np.float64), sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=sigma, what=what, rng=rng
             )
             clipped = np.clip(noisy, 0.0, None)
             probabilities.append(clipped / clipped.sum() if clipped.sum() > 0 else _uniform(len(clipped)))

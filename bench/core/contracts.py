@@ -16,6 +16,7 @@ import numpy as np
 
 from bench.core.errors import UsageError
 from bench.privacy.budget import PrivacyBudget
+from bench.privacy.releases import NEIGHBOURING
 from bench.core.params import HyperParameters
 
 if TYPE_CHECKING:  # typing only: importing the contracts must not import torch or the accountants
@@ -195,6 +196,12 @@ class FitContext(Generic[P]):
     protocol: str = "sound"
     data_kind: DataKind = DataKind.TABULAR
     progress: Callable[[int, int], None] = field(default=lambda done, total: None)
+
+    @property
+    def neighbouring(self) -> str:
+        """The neighbouring relation every sensitivity is stated under (one place:
+        ``bench.privacy.releases.NEIGHBOURING``; the helpers there are named by it)."""
+        return NEIGHBOURING
 
     def rng(self, name: str) -> np.random.Generator:
         """A NumPy generator for the stream ``name`` (a fresh one, at its start, on every call)."""
