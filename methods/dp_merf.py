@@ -180,9 +180,13 @@ class _CosSinClassSums(torch.autograd.Function):
     Autograd's own graph keeps several B × D temporaries (projection, cos, sin, concatenation)
     and, at census's batch (0.5·n rows × 5,000 frequencies), needs gigabytes. Here rows are
     sorted by class and processed a tile at a time, so a class's sum is a column sum and its
-    gradient one broadcast multiply-add (no one-hot product, no B × D gather); the backward pass
-    uses the saved cos and sin when the whole batch's fit in ``keep_entries``, else recomputes
-    them tile by tile (the price of bounded memory: two sin/cos evaluations per entry)."""
+    gradient one product per tile (no one-hot product, no B × D gather). The sine and cosine
+    are the cost (benchmarks/method_rows.py), so the backward pass evaluates as few as it can:
+    with the class's upstream gradients g = (g_cos, g_sin), the projection's gradient is
+    g_sin·cos(p) − g_cos·sin(p) = R·cos(p + φ) with R = |g|, φ = atan2(g_cos, g_sin); the phase
+    goes into the projection's product and R into the frequencies, so a tile needs one cosine.
+    When the whole batch's [cos; sin] fit in ``keep_entries`` the forward pass's are kept and
+    reused instead (no trigonometry at all in the backward pass)."""
 
     @staticmethod
     def forward(ctx, x, labels, n_classes: int, frequencies, keep_entries: int):
@@ -190,37 +194,49 @@ class _CosSinClassSums(torch.autograd.Function):
         order = torch.argsort(labels, stable=True)
         rows = x[order]
         tiles = _class_tiles(labels, n_classes, max(1, TILE_ENTRIES // half))
-        keep = ctx.needs_input_grad[0] and len(x) * half <= keep_entries
+        keep = ctx.needs_input_grad[0] and len(x) * 2 * half <= keep_entries
+        # Buffers are allocated once, not per tile: a fresh tile-sized tensor costs its page
+        # faults again and again. [cos | sin] of every row when kept, else one tile's.
+        tile_rows = max(stop - start for _, start, stop in tiles)
+        projections = x.new_empty(tile_rows, half)
+        features = x.new_empty(len(x) if keep else tile_rows, 2 * half)
         sums = x.new_zeros(n_classes, 2 * half)
-        kept = []
+        ones = x.new_ones(tile_rows)  # a column sum as a product: one read of the tile, no temporary
         for label, start, stop in tiles:
-            projection = rows[start:stop] @ frequencies.T
-            cos, sin = torch.cos(projection), torch.sin(projection)
-            sums[label, :half] += cos.sum(0)
-            sums[label, half:] += sin.sum(0)
-            if keep:
-                kept.append((cos, sin))
-        ctx.tiles, ctx.kept = tiles, kept
-        ctx.save_for_backward(rows, order, frequencies)
+            projection = torch.mm(rows[start:stop], frequencies.T, out=projections[: stop - start])
+            tile = features[start:stop] if keep else features[: stop - start]
+            torch.cos(projection, out=tile[:, :half])
+            torch.sin(projection, out=tile[:, half:])
+            sums[label].addmv_(tile.T, ones[: stop - start])
+        ctx.tiles, ctx.keep = tiles, keep
+        # saved tensors (not ctx attributes) are freed as soon as the backward pass is done
+        ctx.save_for_backward(rows, order, frequencies, features)
         return sums
 
     @staticmethod
     def backward(ctx, grad_sums):
-        rows, order, frequencies = ctx.saved_tensors
+        rows, order, frequencies, features = ctx.saved_tensors
         half = frequencies.shape[0]
+        grad_cos, grad_sin = grad_sums[:, :half], grad_sums[:, half:]
         grad_rows = torch.empty_like(rows)
-        for index, (label, start, stop) in enumerate(ctx.tiles):
-            if ctx.kept:
-                cos, sin = ctx.kept[index]
-            else:
-                projection = rows[start:stop] @ frequencies.T
-                cos, sin = torch.cos(projection), torch.sin(projection)
-            # d/dp of Σ g_cos·cos(p) + g_sin·sin(p) = g_sin·cos(p) − g_cos·sin(p)
-            grad_projection = torch.addcmul(cos * grad_sums[label, half:], sin, grad_sums[label, :half], value=-1)
-            torch.mm(grad_projection, frequencies, out=grad_rows[start:stop])
+        if ctx.keep:
+            # [cos | sin] @ [g_sin·Ω; −g_cos·Ω]: the projection's gradient times Ω in one product
+            weights = torch.cat([grad_sin[:, :, None], -grad_cos[:, :, None]], dim=1) * frequencies.repeat(2, 1)
+            for label, start, stop in ctx.tiles:
+                torch.mm(features[start:stop], weights[label], out=grad_rows[start:stop])
+        else:
+            # [x, 1] @ [Ω, φ]ᵀ = p + φ: the phase rides in the product (no extra pass over the tile)
+            phase = torch.atan2(grad_cos, grad_sin)
+            shifted_frequencies = torch.cat([frequencies.expand(len(phase), -1, -1), phase[:, :, None]], dim=2)
+            weights = torch.hypot(grad_cos, grad_sin)[:, :, None] * frequencies  # R·Ω per class
+            rows = torch.cat([rows, rows.new_ones(len(rows), 1)], dim=1)
+            scratch = features  # the forward pass's tile buffer: rows × 2·half ≥ rows × half
+            for label, start, stop in ctx.tiles:
+                shifted = scratch[: stop - start, :half]
+                torch.mm(rows[start:stop], shifted_frequencies[label].T, out=shifted).cos_()
+                torch.mm(shifted, weights[label], out=grad_rows[start:stop])
         grad_x = torch.empty_like(grad_rows)
         grad_x[order] = grad_rows
-        ctx.kept = None
         return grad_x, None, None, None, None
 
 
@@ -229,7 +245,7 @@ def rff_class_sums(x: torch.Tensor, labels: torch.Tensor, n_classes: int, freque
     per-row features are never all held: memory is one tile plus, when they fit in
     ``mean_embedding.CHUNK_ELEMENTS``, the batch's cos and sin for the backward pass."""
     scale = 1.0 / math.sqrt(frequencies.shape[0])  # √(2/D)
-    sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), mean_embedding.CHUNK_ELEMENTS // 2)  # read at call time
+    sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), mean_embedding.CHUNK_ELEMENTS)  # read at call time
     return sums * scale
 
 
@@ -260,14 +276,17 @@ class SumKernelFeatures:
 
     def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
         """Σ_{j: yⱼ = c} h(zⱼ) for every class (C × width), differentiable in z, in bounded memory."""
+        # Both parts read z's columns (zᵀ, a view of the generators' column-major outputs), so
+        # their gradients are column-major too and add up without a strided B × width pass.
+        columns = z.T
         parts = []
         if self.frequencies is not None:
-            parts.append(rff_class_sums(z[:, self.numerical], labels, n_classes, self.frequencies))
+            parts.append(rff_class_sums(columns[self.numerical].T, labels, n_classes, self.frequencies))
         if len(self.categorical):
             # one product over every column, then the categorical ones: cheaper than gathering
             # the B × d_cat block and scattering its gradient back
             one_hot = torch.nn.functional.one_hot(labels, n_classes).to(z.dtype)
-            parts.append((one_hot.T @ z)[:, self.categorical] * self.categorical_scale)
+            parts.append((columns @ one_hot)[self.categorical].T * self.categorical_scale)
         return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
 
 

@@ -24,14 +24,17 @@ class FullyConnectedConditionalGenerator(nn.Module):
         for next_width in hidden:
             layers += [nn.Linear(width, next_width), nn.BatchNorm1d(next_width), nn.ReLU()]
             width = next_width
-        layers.append(nn.Linear(width, out_dim))
         self.net = nn.Sequential(*layers)
+        self.out = nn.Linear(width, out_dim)
         self.head = head if head is not None else nn.Identity()
 
     def forward(self, labels: torch.Tensor) -> torch.Tensor:
         z = torch.randn(len(labels), self.noise_dim, device=labels.device)
         one_hot = nn.functional.one_hot(labels, self.n_classes).to(z.dtype)
-        return self.head(self.net(torch.cat([z, one_hot], dim=1)))
+        hidden = self.net(torch.cat([z, one_hot], dim=1))
+        # the output layer's transpose, W·hᵀ + b, viewed back as B × W: the same values, stored
+        # column by column, which is the layout the tabular head works in (methods/space.py)
+        return self.head(torch.addmm(self.out.bias[:, None], self.out.weight, hidden.T).T)
 
 
 class ConvolutionalConditionalGenerator(nn.Module):

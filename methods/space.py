@@ -147,42 +147,28 @@ class OutputHead(nn.Module):
                 self.groups.append(("relu", positions))
             else:
                 self.groups.append(("sigmoid", positions))
-        # The whole head is a few full-width operations, not one slice per block: the backward
-        # pass of every slice writes a batch × width gradient, which at census's width (510)
-        # and batch (0.5·n) cost more than the generator itself. Softmax blocks share one
-        # exp; each block's normaliser is a product with the column-to-block membership matrix.
-        kinds = torch.zeros(space.width, dtype=torch.long)  # 0 sigmoid, 1 relu, 2 softmax
-        blocks = [positions for activation, positions in self.groups if activation == "softmax"]
-        block_of = torch.full((space.width,), len(blocks), dtype=torch.long)  # the last: no block
+        # The head works on the output's columns (the transpose, W × B): there every block is a
+        # contiguous slab, and softmax over a slab's first dimension runs along the batch in
+        # vector registers (census, sound: 40 blocks of 1–52 columns × 0.5·n rows; row-major
+        # per-block softmax or full-width masked operations cost 10–15× more). ``split`` and
+        # ``cat`` are one view each and one copy: their backward passes write no per-block
+        # full-size gradients. The generators emit column-major outputs so the transpose is free.
+        self.segments: list[tuple[str, int]] = []  # (activation, columns), consecutive runs
         for activation, positions in self.groups:
-            kinds[positions] = {"sigmoid": 0, "relu": 1, "softmax": 2}[activation]
-        for index, positions in enumerate(blocks):
-            block_of[positions] = index
-        membership = torch.nn.functional.one_hot(block_of, len(blocks) + 1).float()[:, : len(blocks)]
-        self.register_buffer("block_of", block_of, persistent=False)
-        self.register_buffer("membership", membership, persistent=False)
-        self.register_buffer("is_relu", kinds == 1, persistent=False)
-        self.register_buffer("is_softmax", kinds == 2, persistent=False)
-        self.n_blocks = len(blocks)
-        self.any_relu = bool((kinds == 1).any())
+            if self.segments and activation != "softmax" and self.segments[-1][0] == activation:
+                self.segments[-1] = (activation, self.segments[-1][1] + len(positions))
+            else:
+                self.segments.append((activation, len(positions)))
 
     def forward(self, raw: torch.Tensor) -> torch.Tensor:
         if not self.groups:
             return raw
-        out = torch.sigmoid(raw)
-        if self.any_relu:
-            out = torch.where(self.is_relu, torch.relu(raw), out)
-        if self.n_blocks:
-            with torch.no_grad():  # each block's largest logit, subtracted for a stable exp
-                peak = raw.new_full((len(raw), self.n_blocks + 1), -math.inf)
-                peak.scatter_reduce_(1, self.block_of.expand(len(raw), -1), raw, "amax", include_self=True)
-                shift = peak.index_select(1, self.block_of)
-            weights = torch.exp(raw - shift)
-            membership = self.membership.to(raw.dtype)
-            # each softmax column: its block's Σ exp (≥ 1, the block's peak gives exp(0)); 1 elsewhere
-            totals = (weights @ membership) @ membership.T + (~self.is_softmax).to(raw.dtype)
-            out = torch.where(self.is_softmax, weights / totals, out)
-        return out
+        columns = raw.T.contiguous()  # a view when the generator emits column-major outputs
+        pieces = columns.split([width for _, width in self.segments])
+        return torch.cat([_ACTIVATIONS[activation](piece) for (activation, _), piece in zip(self.segments, pieces)]).T
+
+
+_ACTIVATIONS = {"sigmoid": torch.sigmoid, "relu": torch.relu, "softmax": lambda columns: torch.softmax(columns, 0)}
 
 
 # median of |U − U'| for independent U, U' ~ Uniform[0, 1]: P(|U − U'| ≤ t) = 1 − (1 − t)² = ½
