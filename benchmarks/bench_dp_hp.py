@@ -106,7 +106,7 @@ def adult_epoch(protocol: str, data_dir: str | None) -> None:
 
 
 def discretized_memory() -> None:
-    rows, dimension, order, dims = 22_561, 15, 10, 5  # seed-dphp.md §3.2 Table 4, adult ε = 0.3
+    rows, dimension, order, dims = 22_561, 15, 10, 5  # DP-HP (arXiv:2106.05042) Table 4, adult ε = 0.3
     rng = np.random.default_rng(0)
     z = torch.as_tensor(rng.integers(0, 40, size=(rows, dimension)).astype(np.float64))
     y = torch.zeros(rows, dtype=torch.long)  # unconditional generator: one class

@@ -56,7 +56,8 @@ def main() -> None:
 
     fused = time_steps(rff_class_sums, args.features, args.batch, args.steps)
     plain = time_steps(autograd_class_sums, args.features, args.batch, args.steps)
-    paper_steps = 50 * 180  # gmm2d: 50 epochs of 90,000 / 500 steps (seed-dpmerf.md §3.3)
+    paper_steps = 50 * 180  # gmm2d: 50 epochs of 90,000 / 500 steps (the 2-D
+    # command in github.com/ParkLabML/DP-MERF code_balanced/README.md)
     print(f"step, fused kernel     {fused * 1e3:8.1f} ms   → paper training {fused * paper_steps / 60:5.1f} min")
     print(f"step, plain autograd   {plain * 1e3:8.1f} ms   → paper training {plain * paper_steps / 60:5.1f} min")
     print(f"speed-up               {plain / fused:8.2f}×")

@@ -26,7 +26,8 @@ Protocols:
 - ``sound``: all 48,842 published rows (adult.data + adult.test), the seeds' 90/10 split
   (stratified), training-only undersampling of ``<=50K`` at 0.4.
 - ``paper``: SDGym's adult 'train' part, which DP-MERF reads via ``sdgym.load_dataset('adult')``
-  (anchors-parklab-code.md §2 adult): ``adult.data`` only, ``np.random.seed(0)`` shuffle, the
+  (github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py,
+  via sdgym 0.1.0): ``adult.data`` only, ``np.random.seed(0)`` shuffle, the
   last 10,000 rows dropped as SDGym's test → 22,561 rows (5,473 positives). SDGym codes
   categoricals by descending frequency, a data-dependent order; here the codes stay the public
   ``adult.names`` order in both protocols (only the ``codes`` encoding could tell them apart).
@@ -139,7 +140,10 @@ ADULT = TabularDataset(
     schema=SCHEMA,
     read=read,
     test_fraction=0.1,
-    split_source="90/10 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)",
-    undersampling=Undersampling(0, 0.4, "DP-HP grid (seed-dphp.md §3.3) and DP-MERF Table 4: keep 0.4 of <=50K"),
+    split_source="90/10 as in DP-MERF and DP-HP "
+        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(0, 0.4, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: keep 0.4 of <=50K"),
     read_paper=read_paper,
 )

@@ -1,8 +1,8 @@
-"""``adult-discrete``: the seeds' "simple" discretized Adult (Table 1; seed-dphp.md §3.2, §4.2).
+"""``adult-discrete``: the seeds' "simple" discretized Adult (Table 1; DP-HP (arXiv:2106.05042) Sec. 5.2).
 
 Rows: SDGym's adult train — ``adult.data`` shuffled by ``np.random.seed(0)``, the last 10,000
 rows dropped — 22,561 rows, 15 columns (the 14 features and the income label). The 10,000
-dropped rows are the test split. Recipe (anchors-parklab-code.md §4, "bounded" then "simple"
+dropped rows are the test split. Recipe (github.com/mvinaroz/dp-hp, in its history: "bounded" then "simple"
 from the seeds' ``discretization_funs.py``, verified there to reproduce the seeds' file on every
 column):
 

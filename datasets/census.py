@@ -8,7 +8,8 @@ census-income.names asks ("should *not* be used in the classifiers"). Label ``in
 
 Schema (public, hard-coded): the 40 attributes of census-income.names in its order, 7 numerical
 ("continuous" there) and 33 nominal (categorical, including ``year``, which the seeds' code
-omits by a column-index slip, anchors-parklab-code.md §2 census). Category lists are the value
+omits by a column-index slip,
+github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py, data_loading). Category lists are the value
 lists of census-income.names, transcribed below verbatim (whitespace-stripped). Missing values
 are written ``?``; they are kept as their own category ``"?"`` in the eight columns whose
 distinct-value count in census-income.names exceeds the listed values by one (state of previous
@@ -28,7 +29,8 @@ Protocols:
 - ``sound``: all 299,285 published rows (data + test), the seeds' 80/20 split (stratified),
   training-only undersampling of ``- 50000`` at 0.2 (DP-HP's grid).
 - ``paper``: ``census-income.data`` only (199,523 rows) — SDGym's census 'train', which both
-  seeds read (anchors-parklab-code.md §2 census; seed-dphp.md Table 3: 199,523 rows).
+  seeds read (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py;
+  DP-HP (arXiv:2106.05042) Table 3: 199,523 rows).
 """
 
 from __future__ import annotations
@@ -187,7 +189,10 @@ CENSUS = TabularDataset(
     schema=SCHEMA,
     read=read,
     test_fraction=0.2,
-    split_source="80/20 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)",
-    undersampling=Undersampling(0, 0.2, "DP-HP grid (seed-dphp.md §3.3): keep 0.2 of '- 50000' (DP-MERF Table 4: 0.4)"),
+    split_source="80/20 as in DP-MERF and DP-HP "
+        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(0, 0.2, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.2 of '- 50000' (DP-MERF Table 4: 0.4)"),
     read_paper=read_paper,
 )

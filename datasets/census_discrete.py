@@ -1,10 +1,10 @@
-"""``census-discrete``: Census-Income discretized by the seeds' rule (Table 1; seed-dphp.md §3.2).
+"""``census-discrete``: Census-Income discretized by the seeds' rule (Table 1; DP-HP (arXiv:2106.05042) Sec. 5.2).
 
 Rows: ``census-income.data`` (199,523 rows, SDGym's census train, which the seeds read); the 40
 attributes and the income label, 41 columns (the instance weight is dropped, as in ``census``).
 ``census-income.test`` (99,762 rows) is the test split.
 
-Recipe: the seeds' ``discretization_funs.py`` (anchors-parklab-code.md §4) divides every column
+Recipe: the seeds' ``code_tab/discretization_funs.py`` (github.com/mvinaroz/dp-hp history) divides every column
 whose maximum exceeds 50 by max // 10 ("bounded"), then squeezes columns whose maximum still
 exceeds 18 ("simple"). Here the maximum is the *public* one — the documented upper bound of a
 numerical column (``datasets.census.BOUNDS``) or the number of listed categories − 1 — never the

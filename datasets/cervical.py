@@ -1,7 +1,8 @@
 """``cervical``: UCI Cervical cancer (Risk Factors), label ``Biopsy``.
 
 File: ``cervical/kag_risk_factors_cervical_cancer.csv`` (858 rows × 36 columns with a header;
-``?`` = missing), the file the seeds' code reads (anchors-parklab-code.md §2 cervical).
+``?`` = missing), the file the seeds' code reads
+(github.com/ParkLabML/DP-HP data/Cervical/kag_risk_factors_cervical_cancer.csv).
 
 Rows: rows with 10 or more missing values are dropped (858 → 753 rows, 53 positives), as in the
 reference code. The filter looks at each row alone, so it is a row-wise transformation, not a
@@ -140,7 +141,10 @@ CERVICAL = TabularDataset(
     schema=SCHEMA,
     read=read,
     test_fraction=0.2,
-    split_source="80/20 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)",
-    undersampling=Undersampling(0, 0.3, "DP-HP grid (seed-dphp.md §3.3): keep 0.3 of class 0 (DP-MERF Table 4: 1.0)"),
+    split_source="80/20 as in DP-MERF and DP-HP "
+        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(0, 0.3, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.3 of class 0 (DP-MERF Table 4: 1.0)"),
     read_paper=read_paper,
 )

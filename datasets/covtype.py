@@ -23,7 +23,8 @@ Protocols:
 - ``sound``: all 581,012 rows; split 70/30 (seeds); training-only undersampling of class 1
   (Lodgepole Pine) at 0.03 (DP-HP grid).
 - ``paper``: the seeds concatenate SDGym's covtype train and test files and keep the first 20,000
-  rows (anchors-parklab-code.md §2 covtype). SDGym's recipe shuffles covtype.data with
+  rows (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py,
+  data_loading). SDGym's recipe shuffles covtype.data with
   ``np.random.seed(0)`` before cutting its test set off the end, so train + test is the whole
   file in that shuffled order; the paper rows are therefore the first 20,000 rows of that order
   (not the first 20,000 lines of the file, which are sorted by area).
@@ -132,7 +133,7 @@ def read_subset(data_dir: Path | None) -> Table:
     return Table(x, y.astype(np.int64))
 
 
-SPLIT = "70/30 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)"
+SPLIT = "70/30 as in DP-MERF and DP-HP (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"
 
 COVTYPE = TabularDataset(
     name="covtype",
@@ -142,7 +143,8 @@ COVTYPE = TabularDataset(
     test_fraction=0.3,
     split_source=SPLIT,
     undersampling=Undersampling(
-        1, 0.03, "DP-HP grid (seed-dphp.md §3.3) and DP-MERF Table 4: keep 0.03 of class 1 (Lodgepole Pine)"
+        1, 0.03, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: keep 0.03 of class 1 (Lodgepole Pine)"
     ),
     read_paper=read_paper,
 )
@@ -157,5 +159,6 @@ COVTYPE_SUBSET = TabularDataset(
     read=read_subset,
     test_fraction=0.3,
     split_source=SPLIT + " (covtype's ratio)",
-    undersampling=Undersampling(0, 0.03, "covtype's DP-HP rate for the same class, Lodgepole Pine (seed-dphp.md §3.3)"),
+    undersampling=Undersampling(0, 0.03, "covtype's DP-HP rate for the same class, Lodgepole Pine "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)"),
 )

@@ -82,7 +82,7 @@ def read_sample(data_dir: Path | None) -> Table:
     return _read(fetch(SAMPLE_FILE, data_dir), index_column=True)
 
 
-SOURCE_SPLIT = "80/20 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)"
+SOURCE_SPLIT = "80/20 as in DP-MERF and DP-HP (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"
 
 CREDIT = TabularDataset(
     name="credit",
@@ -91,7 +91,8 @@ CREDIT = TabularDataset(
     read=read,
     test_fraction=0.2,
     split_source=SOURCE_SPLIT,
-    undersampling=Undersampling(0, 0.002, "DP-HP grid (seed-dphp.md §3.3): keep 0.002 of class 0 (DP-MERF Table 4: 0.005)"),
+    undersampling=Undersampling(0, 0.002, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.002 of class 0 (DP-MERF Table 4: 0.005)"),
 )
 
 CREDIT_SAMPLE = TabularDataset(

@@ -1,8 +1,9 @@
 """Discretized tables: every column a small public domain of integer codes, for α-way marginal
-benchmarks (seed-dphp.md §3.2, §4.2; the seeds follow PrivBayes, Zhang et al. 2017).
+benchmarks (DP-HP (arXiv:2106.05042) Sec. 5.2; the seeds follow PrivBayes, Zhang et al. 2017).
 
 The task is to learn the joint distribution of all columns, the label included (the seeds' code
-uses all 15 Adult columns, anchors-parklab-code.md §4), so a discretized dataset has one class
+uses all 15 Adult columns,
+github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py), so a discretized dataset has one class
 ("all rows") and its class proportions are public. Bin edges come from public documentation (the
 source dataset's schema bounds and category lists), never from the rows; each dataset module
 states its recipe and where it deviates from the seeds'.

@@ -2,7 +2,7 @@
 
 File: ``epileptic/data.csv``: 11,500 rows × 180 columns with a header: an id column (e.g.
 ``X21.V1.791``, unnamed in the header), the 178 EEG samples ``X1``..``X178`` (integers), and ``y``
-in 1..5. The label is 1 if ``y == 1`` (seizure, 2,300 rows) else 0 (seed-dphp.md §4.1). The id
+in 1..5. The label is 1 if ``y == 1`` (seizure, 2,300 rows) else 0 (DP-HP (arXiv:2106.05042) App. G). The id
 column is not a feature. UCI no longer serves the file; it is mirrored on Kaggle. No content
 checksum is pinned yet (the file was not available offline); until it is, a local copy is used
 unverified, with a warning.
@@ -66,6 +66,9 @@ EPILEPTIC = TabularDataset(
     schema=SCHEMA,
     read=read,
     test_fraction=0.3,
-    split_source="70/30 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)",
-    undersampling=Undersampling(0, 1.0, "DP-HP grid (seed-dphp.md §3.3) and DP-MERF Table 4: rate 1.0 (none)"),
+    split_source="70/30 as in DP-MERF and DP-HP "
+        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(0, 1.0, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: rate 1.0 (none)"),
 )

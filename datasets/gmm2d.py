@@ -1,4 +1,4 @@
-"""``gmm2d``: the DP-HP paper's 2-D Gaussian mixture (seed-dphp.md §4.4, Sec. 5.1, Fig. 2).
+"""``gmm2d``: the DP-HP paper's 2-D Gaussian mixture (DP-HP (arXiv:2106.05042) Sec. 5.1, Fig. 2).
 
 25 Gaussians with standard deviation 0.2 per coordinate centred on the 5×5 integer grid; the
 class of cell (row r, column c) is (s_r + c) mod 5 with row starts s = 0, 2, 4, 1, 3 (authors'
@@ -21,7 +21,8 @@ from scipy.special import logsumexp
 from bench.core.contracts import Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
 
 GRID = 5
-STD = 0.2  # standard deviation per coordinate (covariance 0.04·I), seed-dphp.md §4.4
+STD = 0.2  # standard deviation per coordinate (covariance 0.04·I), as
+# github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py
 PER_GAUSSIAN = 4000
 TEST_FRACTION = 0.1
 ROW_STARTS = (0, 2, 4, 1, 3)
@@ -56,7 +57,7 @@ class GaussianMixtureDensity:
 
     def log_prob_paper(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The authors' code's value: the same sum with the 1-D normaliser 1/(√(2π)σ)
-        (seed-dphp.md §5.1), kept to compare with Fig. 2."""
+        (github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py), kept to compare with Fig. 2."""
         norm = -np.log(np.sqrt(2 * np.pi) * self.std)
         return logsumexp(self._log_terms(np.asarray(x, np.float64), np.asarray(y)), axis=1) + norm
 
@@ -71,7 +72,7 @@ SCHEMA = Schema(
         PublicFact(
             "class_proportions",
             tuple([1.0 / GRID] * GRID),
-            "uniform by construction: 5 Gaussians of 4,000 draws per class (seed-dphp.md §4.4)",
+            "uniform by construction: 5 Gaussians of 4,000 draws per class (DP-HP (arXiv:2106.05042) Sec. 5.1)",
         ),
     ),
     true_density=GaussianMixtureDensity(_CENTRES, _CLASSES, STD),

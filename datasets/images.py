@@ -9,7 +9,7 @@ rows — and carries the image shape as the public fact ``image_shape`` = (C, H,
 
 Protocols: image datasets come with a published train/test split, which both ``sound`` and
 ``paper`` use as it is (the seeds train on the whole training set and test on the published test
-set: seed-dpmepf.md §4, seed-dphp.md §4.3). The seed does not change the split; there is no
+set: DP-MEPF (arXiv:2205.12900) Sec. 6, DP-HP (arXiv:2106.05042) Sec. 5.3). The seed does not change the split; there is no
 undersampling and nothing is computed from the private rows, so no caveat is needed.
 """
 

@@ -151,8 +151,11 @@ INTRUSION = TabularDataset(
     schema=SCHEMA,
     read=read,
     test_fraction=0.3,
-    split_source="70/30 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)",
+    split_source="70/30 as in DP-MERF and DP-HP "
+        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
     undersampling=Undersampling(
-        0, 0.03, "DP-HP grid (seed-dphp.md §3.3): keep 0.03 of class 0, dos (DP-MERF Table 4: 0.1)"
+        0, 0.03, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.03 of class 0, dos (DP-MERF Table 4: 0.1)"
     ),
 )

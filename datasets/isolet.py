@@ -4,7 +4,7 @@
 ``isolet/isolet5.data`` (1,559 rows): no header, 617 comma-separated features, then the letter
 1..26 (written as a float, e.g. ``1.``). UCI serves them compressed (``.Z``); uncompress them into
 the data folder. The label is 1 for the vowels A, E, I, O, U (letters 1, 5, 9, 15, 21) and 0
-otherwise — the seeds' binarisation (anchors-parklab-code.md §2 isolet: the committed labels have
+otherwise — the seeds' binarisation (github.com/ParkLabML/DP-HP data/Isolet/isolet_labels.npy: the committed labels have
 ones exactly at those letters). No content checksum is pinned yet (the files were not available
 offline); until it is, local copies are used unverified, with a warning.
 
@@ -104,8 +104,9 @@ def read_subset(data_dir: Path | None) -> Table:
     return Table(fea.astype(np.float32), _binary_letters(gnd.astype(np.float64), path))
 
 
-SPLIT = "70/30 as in DP-MERF and DP-HP (seed-dpmerf.md §3.1, seed-dphp.md §4.1)"
-NO_UNDERSAMPLING = Undersampling(0, 1.0, "DP-HP grid (seed-dphp.md §3.3) and DP-MERF Table 4: rate 1.0 (none)")
+SPLIT = "70/30 as in DP-MERF and DP-HP (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"
+NO_UNDERSAMPLING = Undersampling(0, 1.0, "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: rate 1.0 (none)")
 
 ISOLET = TabularDataset(
     name="isolet",

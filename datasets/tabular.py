@@ -5,7 +5,8 @@ undersample the majority class of the *training split only*, keeping each of its
 independently with probability ``rate`` (a row-wise, data-independent operation, so it cannot
 leak how many rows a class has). The test split keeps the natural class distribution.
 
-``--protocol paper``: the reference code's order (anchors-parklab-code.md §2): undersample the
+``--protocol paper``: the reference code's order
+(github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py, data_loading): undersample the
 whole table first — keep ``int(count_majority × rate)`` rows of the majority class — then a plain
 (unstratified) ``train_test_split(random_state=seed)``, so the test set is undersampled too. The
 reference draws that subset unseeded; here it is seeded so runs are reproducible. A dataset may

@@ -1,7 +1,9 @@
 """``downstream``: train 12 classifiers on the synthetic rows, test them on the real test split.
 
 This is the "synthetic-to-real generalisation" protocol of DP-MERF and DP-HP (Table 1/2 of the
-papers; anchors-parklab-code.md §3.1–3.2, seed-dpmerf.md §5.1–5.2, seed-dphp.md §5.3). Tabular
+papers: DP-MERF (arXiv:2002.11603) Sec. 6, DP-HP (arXiv:2106.05042) Sec. 5.3; the authors' code,
+github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py and
+github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py). Tabular
 rows are encoded with :class:`bench.core.encoding.TabularEncoder`: ``onehot`` under the sound
 protocol, the reference code's raw integer ``codes`` under ``paper``. ``real_train`` is not used:
 the "Real" column of the tables comes from the ``real`` method, whose synthetic data *are* the
@@ -41,7 +43,8 @@ of ``timeout_s`` per fit (per variant under ``paper``); see ``evaluators.fitpool
 
 Seeding: every estimator that has a ``random_state`` gets ``random_state=seed`` (attribute,
 default 0; deliberately not the cell's ``EvalContext.seed``). The evaluator is deterministic: the same data give the same numbers. The reference
-code set no seed at all (anchors §3.1), so its classifier noise is not reproducible anyway.
+code set no seed at all
+(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py), so its classifier noise is not reproducible anyway.
 
 Caveats:
 
@@ -162,8 +165,8 @@ class ClassifierSpec:
 # The 12 classifiers. Base settings: one documented setting per classifier, the source cited.
 # "MERF" = DP-MERF code_tab/single_generator_priv_all.py::test_models (sklearn 0.21.2),
 # "HP" = DP-HP dp_mehp/all_aux_files_tab_data.py::test_models (sklearn 0.24.2, xgboost 0.90);
-# anchors-parklab-code.md §3.1 / §3.2. Variants: DP-HP's retrained models, binary branch then
-# multi-class branch, transcribed from that function (anchors §3.2 summarises them).
+# github.com/ParkLabML/DP-MERF and github.com/ParkLabML/DP-HP. Variants: DP-HP's retrained models, binary branch then
+# multi-class branch, transcribed from that function (github.com/ParkLabML/DP-HP).
 # Installed library adaptations are marked "ADAPT".
 # --------------------------------------------------------------------------------------------
 
@@ -193,7 +196,7 @@ def _lr_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
 def _gnb_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
     if f.binary:
         # HP quirk kept on purpose: priors=(mean(y), 1 - mean(y)) give class 0 the *positive*
-        # rate (anchors §10.2). Fails (as in the reference) when a class is missing.
+        # rate (all_aux_files_tab_data.py::test_models). Fails (as in the reference) when a class is missing.
         positive = f.class_frequencies[-1] if len(f.class_frequencies) == 2 else 1.0
         return [("vs1e-3_reversed_priors", GaussianNB(var_smoothing=1e-3, priors=(positive, 1 - positive)))]
     priors = f.class_frequencies

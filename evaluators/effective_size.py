@@ -1,5 +1,5 @@
 """``effective-size``: accuracy of the 12 image classifiers against the number of synthetic
-training images (the seeds' Fig. 3, "effective dataset size"; seed-dphp.md §5.3 and §6.7).
+training images (the seeds' Fig. 3, "effective dataset size"; DP-HP (arXiv:2106.05042) Sec. 5.3, Fig. 3).
 
 For each ratio in ``ratios`` (default the seeds' [1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005,
 0.002, 0.001]) the classifiers of ``image-downstream`` (DP-HP Table 10, the same settings and
@@ -47,7 +47,7 @@ from bench.core.contracts import Direction, EvalContext, Evaluation, LabelledDat
 from evaluators.downstream import POOL_DIAGNOSTICS, summarise_fits
 from evaluators.image_downstream import ImageClassifiers
 
-# The seeds' Fig. 3 ratios of the synthetic set (seed-dphp.md §5.3 [code]).
+# The seeds' Fig. 3 ratios of the synthetic set (github.com/ParkLabML/DP-HP code_balanced/plot_results.py).
 FIG3_RATIOS: tuple[float, ...] = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
 LISTED_SIZE = 60_000  # the synthetic set size whose metric names `metrics` lists (MNIST's)
 CSV_FILE = "effective_size.csv"

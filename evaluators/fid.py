@@ -6,7 +6,7 @@ structure), its 2048-d pool3 features, with pytorch-fid's own preprocessing: bil
 replicated to 3 channels; pixels are clipped to the schema's [0, 1] bounds first (what saving to
 an image file, as pytorch-fid's command line expects, would do). The distance is
 ``pytorch_fid.fid_score.calculate_frechet_distance`` of the two feature Gaussians (mean,
-covariance), as in DP-MEPF's code (seed-dpmepf.md §5.1).
+covariance), as in DP-MEPF's code (github.com/ParkLabML/DP-MEPF code/eval_fid.py).
 
 Samples: ``n_samples`` synthetic images (default 5,000, the seeds' ``--fid_dataset_size``), a
 seeded random subset when more were generated; the count used is reported as ``n_samples`` (FID
@@ -14,7 +14,7 @@ is biased upwards at small counts, so only compare values at equal counts). ``n_
 reference images (default: the whole reference split), reported as ``n_real``.
 
 Reference split: ``--protocol paper`` uses the seeds' reference, the whole real **training** set
-(DP-MEPF: statistics over "the entire private training set", seed-dpmepf.md §5.1; DP-HP reports
+(DP-MEPF: statistics over "the entire private training set", github.com/ParkLabML/DP-MEPF code/eval_fid.py; DP-HP reports
 no FID). ``--protocol sound`` uses the real **test** split instead: a held-out reference, so a
 generator cannot lower its score by reproducing training images. Set ``reference`` to override.
 
@@ -333,10 +333,10 @@ class FrechetInceptionDistance:
             "seconds_per_image": MetricSpec.diagnostic("feature extraction wall time per synthetic image"),
         }
     )
-    n_samples: int = 5_000  # seed-dpmepf.md §5.1: "5,000 generated samples"
+    n_samples: int = 5_000  # DP-MEPF (arXiv:2205.12900) Sec. 6: "5,000 generated samples"
     n_real: int | None = None  # None: the whole reference split (the seeds: the whole training set)
     reference: str | None = None  # "train" or "test"; None: the protocol's (PROTOCOL_REFERENCE)
-    batch_size: int = 50  # the seeds' FID batch size (seed-dpmepf.md §5.1)
+    batch_size: int = 50  # the seeds' FID batch size (github.com/ParkLabML/DP-MEPF code/eval_fid.py)
     threads: int | None = None  # CPU torch threads while extracting features; None: every available core
     weights: str | None = None
     seed: int = 0

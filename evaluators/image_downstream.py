@@ -2,8 +2,8 @@
 images and tested on the real test images (DP-HP Fig. 6; DP-MERF's image table).
 
 Classifiers: the settings of DP-HP's Table 10, "hyper-parameters for downstream models used in
-image data experiments" (seed-dphp.md §5.3; the same as DP-MERF's ``synth_data_benchmark.py``
-except AdaBoost, seed-dpmerf.md §5.1(b)/(c)), written for scikit-learn 0.24.2 and xgboost 0.90.
+image data experiments" (DP-HP (arXiv:2106.05042) Table 10; the same as DP-MERF's ``synth_data_benchmark.py``
+except AdaBoost, github.com/ParkLabML/DP-MERF), written for scikit-learn 0.24.2 and xgboost 0.90.
 Each adaptation to the installed versions is marked "ADAPT" beside the setting it changes. The
 classifiers carry the short names of the seeds' Fig. 6 (:data:`IMAGE_CLASSIFIER_NAMES`, in the
 figure's column order), which ``bench.report.tables`` maps to the seeds' values.
@@ -21,7 +21,8 @@ the seeds report accuracy; their code also computed macro F1), ``<clf>.fit_secon
 ``sample_fraction`` (default 1.0, the seeds' Fig. 6: all 60,000 images): the seeds' code's
 ``--sampling-rate-synth`` option, a class-balanced subset of that fraction of the synthetic set
 (:func:`balanced_indices`, seeded by ``seed``). The registered ``image-downstream-10pct`` uses
-0.1, the default of the seeds' end-of-training check (seed-dphp.md §3.4).
+0.1, the default of the seeds' end-of-training check
+(github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py --sampling-rate-synth).
 
 Both protocols are the same here: the seeds' image protocol has no hard-label or test-selected
 variants. Execution, seeding and failures are as in ``downstream`` (``evaluators.fitpool``, one
@@ -80,8 +81,8 @@ from evaluators.downstream import (
 IMAGE_METRICS = ("accuracy", "f1_macro")
 
 # --------------------------------------------------------------------------------------------
-# The 12 classifiers of DP-HP Table 10 (seed-dphp.md §5.3), in the column order of the seeds'
-# Fig. 6 (seed-dphp.md §6.7). "T10" = Table 10 under scikit-learn 0.24.2 / xgboost 0.90.
+# The 12 classifiers of DP-HP Table 10 (DP-HP (arXiv:2106.05042) Sec. 5.3), in the column order of the seeds'
+# Fig. 6 (DP-HP (arXiv:2106.05042) App. H.1). "T10" = Table 10 under scikit-learn 0.24.2 / xgboost 0.90.
 # --------------------------------------------------------------------------------------------
 
 
@@ -112,7 +113,7 @@ IMAGE_CLASSIFIERS: tuple[ClassifierSpec, ...] = (
         "LR",
         # ADAPT: `multi_class='auto'` was removed (sklearn 1.7); lbfgs is multinomial for ≥ 3
         # classes, which is what 'auto' chose. T10 says max_iter 5000; the seeds' code used 50000
-        # (seed-dphp.md §5.3 [code]); the table's value is used.
+        # (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files.py); the table's value is used.
         lambda f: LogisticRegression(solver="lbfgs", max_iter=5000, random_state=f.seed),
         "T10: LogisticRegression(solver='lbfgs', max_iter=5000, multi_class='auto')",
     ),

@@ -3,10 +3,10 @@
 For each α, every one of the C(D, α) column subsets is scored by the total variation distance
 (½ L1) between the real and the synthetic normalised contingency tables, each over the full
 public domain of its columns (empty bins included); the metric ``tv_<α>`` is the mean over all
-subsets (seed-dphp.md §5.2, after PrivBayes). Lower is better. The real rows are the training
+subsets (DP-HP (arXiv:2106.05042) Sec. 5.2, after PrivBayes). Lower is better. The real rows are the training
 rows the generator learned from, as in the seeds and the marginal-based literature.
 
-``paper.tv_<α>`` reproduces the seeds' ``marginals_eval.py`` (anchors-parklab-code.md §4) so
+``paper.tv_<α>`` reproduces the seeds' ``dp_mehp/marginals_eval.py`` (github.com/ParkLabML/DP-HP) so
 Table 1 can be compared like-for-like: it scores (α+1)-way marginals (``get_alpha_indices``
 builds (α+1)-tuples), with ``np.histogramdd`` bins per column = real max − min (a binary column
 gets one bin and never contributes; the top two codes share a bin), edges from each matrix's

@@ -1,7 +1,7 @@
 """``nll``: negative log-likelihood of the generated (x, y) under the true generating density.
 
 Needs a dataset whose schema declares its ``true_density`` (``gmm2d``). This scores sample
-quality, not coverage: it is −log p(x̃, ỹ) of the *generated* rows (seed-dphp.md §5.1, footnote 7).
+quality, not coverage: it is −log p(x̃, ỹ) of the *generated* rows (DP-HP (arXiv:2106.05042) Sec. 5.1, footnote 7).
 
 * ``mean`` (default, sound): mean over samples of −log p with the correct 2-D Gaussian density.
 * ``paper_sum``: the authors' code's convention, a *sum* over the samples with a 1-D normaliser,

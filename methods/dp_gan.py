@@ -1,5 +1,5 @@
 """``dp-gan`` and ``dp-cgan``: GANs whose discriminator is trained with DP-SGD through Opacus
-(Xie et al. 2018; Torkzadehmahani et al. 2019), the seeds' GAN baselines (seed-dphp.md §7).
+(Xie et al. 2018; Torkzadehmahani et al. 2019), the seeds' GAN baselines (DP-HP (arXiv:2106.05042) Sec. 5).
 
 Only the discriminator touches real rows, and only through Opacus: per-sample gradients of the
 real-data loss, clipped to ``max_grad_norm``, summed, Gaussian noise added, on Poisson-sampled
@@ -47,11 +47,12 @@ from methods.space import ModelSpace
 
 
 def _images() -> dict[str, Setting]:
-    """The seeds' DP-CGAN image code (seed-dpmerf.md §7): MLP generator and discriminator with
+    """The seeds' DP-CGAN image code
+    (github.com/ParkLabML/DP-MERF dpcgan/dp_cgan_reference_im.py): MLP generator and discriminator with
     h_dim 128, z_dim 100, batch 600, clipping norm 1.1, run at the seeds' weaker ε = 9.6
     (``--eps 9.6``). The code's up-to-100k TensorFlow steps (lr 0.1 → 0.052) are out of reach on
     a CPU; 20 epochs = 2,000 steps with the DCGAN Adam setting are a documented choice."""
-    code = "seed-dpmerf.md §7 DP-CGAN image code"
+    code = "github.com/ParkLabML/DP-MERF dpcgan/dp_cgan_reference_im.py"
     return {
         "noise_dim": Setting(100, f"{code}: z_dim 100"),
         "hidden": Setting("128", f"{code}: MLP generator, h_dim 128"),
@@ -83,18 +84,21 @@ HYPERPARAMETERS = HyperParameters(
         "max_grad_norm": Setting(1.0, "documented choice: per-sample clipping norm (Opacus examples)"),
         "lr_discriminator": Setting(2e-4, "documented choice: Adam 2e-4, β = (0.5, 0.999) (DCGAN defaults)"),
         "lr_generator": Setting(2e-4, "documented choice: Adam 2e-4, β = (0.5, 0.999) (DCGAN defaults)"),
-        "noise_dim": Setting(10, "as the seeds' tabular generators (seed-dphp.md §3.3)"),
-        "hidden": Setting("4d-2d", "generator widths as the seeds' tabular generators (seed-dphp.md §3.3)"),
+        "noise_dim": Setting(10, "as the seeds' tabular generators "
+            "(github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"),
+        "hidden": Setting("4d-2d", "generator widths as the seeds' tabular generators "
+            "(github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"),
         "discriminator_hidden": Setting("2d-1d", "documented choice: LeakyReLU(0.2) MLP, no BatchNorm (per-sample gradients)"),
         "label_share": Setting(0.1, "dp-cgan: share of ε (and δ/2) for the class proportions when they are not public"),
     },
     per_dataset={
         "gmm2d": {
-            "hidden": Setting("200-500-500-200", "the 2-D generator of the mean-embedding methods (seed-dphp.md §3.1)"),
+            "hidden": Setting("200-500-500-200", "the 2-D generator of the mean-embedding methods "
+                "(github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py)"),
             "discriminator_hidden": Setting("200-200", "documented choice for 2-D data"),
-            "batch_size": Setting(500, "the 2-D batch of the seeds' code (seed-dphp.md §3.1)"),
+            "batch_size": Setting(500, "the 2-D batch of the seeds' code (github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py)"),
             "epochs": Setting(10, "documented choice: 1,800 DP-SGD steps on 90,000 rows"),
-            "noise_dim": Setting(5, "seed-dphp.md §3.1: d_code 5"),
+            "noise_dim": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: d_code 5"),
         },
         "mnist": _images(),
         "fashion-mnist": _images(),

@@ -1,25 +1,27 @@
 """``dp-hp``: DP mean embeddings with Hermite-polynomial features (Vinaroz et al., ICML 2022).
 
-Algorithm (seed-dphp.md §1, privacy §2):
+Algorithm (DP-HP (arXiv:2106.05042) Sec. 3, privacy Sec. 2.5 and App. F):
 
 1. Per-coordinate HP features φ^{(C)} (methods/hermite.py), ρ_d from a squared length scale ℓ_d².
 2. Sum kernel h_s(x) = [φ(x_1); …; φ(x_D)] / √D (eq. 10), order C_sum, ‖h_s(x)‖ ≤ 1.
 3. Product kernel h_p(x) = φ(x_{s_1}) ⊗ … ⊗ φ(x_{s_k}) over k = D_prod coordinates S drawn
    uniformly without replacement (eq. 8), order C_prod, ‖h_p(x)‖ ≤ 1. S is re-drawn at the
-   start of every epoch (§1.3), and each draw is a new release of the data.
+   start of every epoch (Sec. 3.4), and each draw is a new release of the data.
 4. Joint embeddings with one-hot labels (eq. 13–15), both with L2 sensitivity 2/m under
    replace-one (App. F). The sum embedding is released once; the product embedding once per
    epoch with fresh noise (once in all when D_prod = D: every draw is then the same set).
 5. The budget is split between the two parts (``sum_share``, the code's split-eps-rate); the
-   class proportions, when not public, are released with the sum part (the code's k = 2, §2.5).
+   class proportions, when not public, are released with the sum part (the code's k = 2 in
+   github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py).
 6. A conditional generator minimises ‖μ̃_s − μ_s(G)‖² + γ‖μ̃_p − μ_p(G)‖² (γ on the product
    term: tabular, eq. 16) or ‖μ̃_p − μ_p(G)‖² + γ‖μ̃_s − μ_s(G)‖² (γ on the sum term: images and
    the 2-D code), each class column divided by its released proportion as in the tabular code
-   (§1.5; for uniform labels, a constant factor on eq. 15).
+   (dp_mehp/run_sum_prod_kernel_tabular_data.py; for uniform labels, a constant factor on eq. 15).
 
 Length scales come from public facts only: a hyperparameter, or (default) per coordinate
 ℓ_d = (1 − 1/√2) × the coordinate's public range — the median gap of two uniform points — in
-place of the seeds' median heuristic on private rows, which their code does not charge (§3.2).
+place of the seeds' median heuristic on private rows, which their code does not charge
+(github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py, heuristic_for_length_scale).
 """
 
 from __future__ import annotations
@@ -76,9 +78,9 @@ class DPHermiteParams:
 def _table6(
     batch_fraction: float, prod_order: int, prod_dims: int, sum_order: int, gamma: float, epochs: int, code_note: str = ""
 ) -> dict[str, Setting]:
-    """A row of DP-HP's Table 6 (seed-dphp.md §3.3, (1, 1e-5)-DP tabular classification), with
+    """A row of DP-HP's Table 6 (DP-HP (arXiv:2106.05042) Sec. 5.3 and App. G.3, (1, 1e-5)-DP tabular classification), with
     the epochs of the authors' grid (the paper gives none) and the tabular code's constants."""
-    table = "seed-dphp.md §3.3 Table 6"
+    table = "DP-HP (arXiv:2106.05042) Table 6"
     note = f" ({code_note})" if code_note else ""
     return {
         "batch_fraction": Setting(batch_fraction, f"{table}: batch rate{note}"),
@@ -86,18 +88,18 @@ def _table6(
         "prod_dims": Setting(prod_dims, f"{table}: prod dimension"),
         "sum_order": Setting(sum_order, f"{table}: order hermite (sum){note}"),
         "gamma": Setting(gamma, f"{table}: gamma (weights the product term){note}"),
-        "epochs": Setting(epochs, "seed-dphp.md §3.3 code grid: epochs (absent from Table 6)"),
+        "epochs": Setting(epochs, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid: epochs (absent from Table 6)"),
     }
 
 
 def _table4(
     batch_fraction: float, prod_order: int, prod_dims: int, gamma: float, columns: int, row: str
 ) -> dict[str, Setting]:
-    """A row of DP-HP's Table 4 (seed-dphp.md §3.2, discretized data, α-way marginals), with the
+    """A row of DP-HP's Table 4 (DP-HP (arXiv:2106.05042) Sec. 5.2 and App. G.1, discretized data, α-way marginals), with the
     discretized code's constants (unconditional generator 5 → 400·D → 100·D → D, Adam 1e-4,
     split 0.5); epochs are not given (the γ ablation uses 8)."""
-    table = f"seed-dphp.md §3.2 Table 4 ({row})"
-    code = "seed-dphp.md §3.2 discretized code"
+    table = f"DP-HP (arXiv:2106.05042) Table 4 ({row})"
+    code = "github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py"
     return {
         "batch_fraction": Setting(batch_fraction, f"{table}: batch rate"),
         "prod_order": Setting(prod_order, f"{table}: order hermite prod"),
@@ -105,7 +107,7 @@ def _table4(
         "sum_order": Setting(100, f"{table}: order hermite 100"),
         "gamma": Setting(gamma, f"{table}: gamma"),
         "sum_share": Setting(0.5, f"{code}: split rate 0.5"),
-        "epochs": Setting(8, "seed-dphp.md §6.5: the γ ablation's 8 epochs (Table 4 gives none)"),
+        "epochs": Setting(8, "DP-HP (arXiv:2106.05042) Table 5: the γ ablation's 8 epochs (Table 4 gives none)"),
         "lr": Setting(1e-4, f"{code}: Adam lr 1e-4"),
         "noise_dim": Setting(5, f"{code}: input noise dim 5"),
         # D = the table's columns, not the encoded width: one-hot (sound) would make it 400 × 117
@@ -114,11 +116,11 @@ def _table4(
 
 
 def _table9(dataset: str, length_sq: float, gamma: float, architecture: str) -> dict[str, Setting]:
-    """DP-HP's Table 9 column for a (1, 1e-5)-DP image run (seed-dphp.md §3.4), with the image
+    """DP-HP's Table 9 column for a (1, 1e-5)-DP image run (DP-HP (arXiv:2106.05042) App. H.2, Table 9), with the image
     code's constants; the non-private column differs only in γ (``per_dataset_non_private``).
-    The kernel lengths are published hyperparameters (ℓ², §3.4), not computed here from rows."""
-    table = f"seed-dphp.md §3.4 Table 9 ({dataset} (1,1e-5)-DP)"
-    code = "seed-dphp.md §3.4 image code"
+    The kernel lengths are published hyperparameters (ℓ², Table 9), not computed here from rows."""
+    table = f"DP-HP (arXiv:2106.05042) Table 9 ({dataset} (1,1e-5)-DP)"
+    code = "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py"
     return {
         "sum_order": Setting(100, f"{table}: Hermite order (sum) 100"),
         "prod_order": Setting(20, f"{table}: Hermite order (product) 20"),
@@ -143,45 +145,51 @@ def _table9(dataset: str, length_sq: float, gamma: float, architecture: str) -> 
 HYPERPARAMETERS = HyperParameters(
     DPHermiteParams,
     defaults={
-        "sum_order": Setting(100, "seed-dphp.md §3.3 Table 6 (adult/census): order hermite 100"),
-        "prod_order": Setting(5, "seed-dphp.md §3.3 Table 6 (adult): order hermite prod 5"),
-        "prod_dims": Setting(5, "seed-dphp.md §3.3 Table 6 (adult): prod dimension 5"),
-        "gamma": Setting(0.1, "seed-dphp.md §3.3 Table 6 (adult): gamma 0.1"),
-        "gamma_on": Setting("prod", "seed-dphp.md §1.6/§9.1: tabular code weights the product term"),
-        "sum_share": Setting(0.6, "seed-dphp.md §2.3: tabular code split-eps-rate 0.6 for the sum part"),
+        "sum_order": Setting(100, "DP-HP (arXiv:2106.05042) Table 6 (adult/census): order hermite 100"),
+        "prod_order": Setting(5, "DP-HP (arXiv:2106.05042) Table 6 (adult): order hermite prod 5"),
+        "prod_dims": Setting(5, "DP-HP (arXiv:2106.05042) Table 6 (adult): prod dimension 5"),
+        "gamma": Setting(0.1, "DP-HP (arXiv:2106.05042) Table 6 (adult): gamma 0.1"),
+        "gamma_on": Setting("prod", "DP-HP (arXiv:2106.05042) eq. 16; "
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py weights the product term"),
+        "sum_share": Setting(0.6, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: split-eps-rate 0.6 for the sum part"),
         "sum_length_sq": Setting(
-            None, "None = per coordinate ((1 − 1/√2) × public range)²; else ℓ² for every coordinate (seed-dphp.md §3.4: 'kernel length' = ℓ²)"
+            None, "None = per coordinate ((1 − 1/√2) × public range)²; else ℓ² for every coordinate (DP-HP (arXiv:2106.05042) Table 9's "
+            "'kernel length' = ℓ² in github.com/ParkLabML/DP-HP dp_mehp/all_aux_files.py find_rho)"
         ),
-        "prod_length_sq": Setting(None, "None = as the sum kernel's per-coordinate ℓ² (seed-dphp.md §1.3: code uses the same ρ_d)"),
-        "epochs": Setting(20, "seed-dphp.md §3.3 code grid (adult: 20 epochs)"),
-        "batch_fraction": Setting(0.1, "seed-dphp.md §3.3 Table 6 (adult): batch rate 0.1"),
+        "prod_length_sq": Setting(None, "None = as the sum kernel's per-coordinate ℓ² ("
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: uses the same ρ_d)"),
+        "epochs": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid (adult: 20 epochs)"),
+        "batch_fraction": Setting(0.1, "DP-HP (arXiv:2106.05042) Table 6 (adult): batch rate 0.1"),
         "batch_size": Setting(None, "None = batch_fraction × n; the 2-D and image code use a fixed batch"),
-        "lr": Setting(1e-2, "seed-dphp.md §3.3: tabular code Adam lr 0.01"),
-        "lr_decay": Setting(1.0, "seed-dphp.md §3.3: no scheduler in the tabular code"),
-        "noise_dim": Setting(10, "seed-dphp.md §3.3: 10 noise dims (+ label; one-hot here, see README)"),
-        "hidden": Setting("4c-2c", "seed-dphp.md §3.3: hidden layers 4·D and 2·D with BN + ReLU, D = the table's columns"),
-        "architecture": Setting("fc", "seed-dphp.md §3.3/§3.4: fully connected (tabular, MNIST); conv = CNN + bilinear upsampling"),
-        "conv_channels": Setting("16-8", "seed-dphp.md §3.4 code: ConvCondGen n_channels 16,8"),
-        "conv_kernel": Setting(5, "seed-dphp.md §3.4 code: kernel sizes 5,5"),
-        "labels": Setting("released", "seed-dphp.md §2.5: tabular code releases class proportions with the sum part"),
+        "lr": Setting(1e-2, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: Adam lr 0.01"),
+        "lr_decay": Setting(1.0, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: no scheduler"),
+        "noise_dim": Setting(10, "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: 10 noise dims (+ label; one-hot here, see README)"),
+        "hidden": Setting("4c-2c", "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: hidden layers 4·D and 2·D with BN + ReLU, D = the table's columns"),
+        "architecture": Setting("fc", "DP-HP (arXiv:2106.05042) Table 9 and "
+            "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: fully connected (tabular, MNIST); conv = CNN + bilinear upsampling"),
+        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: ConvCondGen n_channels 16,8"),
+        "conv_kernel": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: kernel sizes 5,5"),
+        "labels": Setting("released", "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py "
+            "releases class proportions with the sum part"),
     },
     per_dataset={
         "gmm2d": {
-            "sum_order": Setting(20, "seed-dphp.md §3.1 code: order 20 (the text's 25 is inconsistent, §9.11)"),
-            "prod_order": Setting(20, "seed-dphp.md §3.1 code: order 20 for both kernels"),
-            "prod_dims": Setting(2, "seed-dphp.md §3.1: no dimension subsampling (product over both dims)"),
-            "gamma": Setting(10.0, "seed-dphp.md §3.1 code: loss = loss_prod + 10·loss_sum"),
-            "gamma_on": Setting("sum", "seed-dphp.md §3.1 code: the 10 multiplies the sum loss"),
-            "sum_share": Setting(0.5, "seed-dphp.md §2.3: ε/2 each (the 2-D code adds no noise; the γ ablation's split)"),
-            "sum_length_sq": Setting(10.0, "seed-dphp.md §3.1 code: ℓ²_sum = 10 (ρ = 0.0499)"),
-            "prod_length_sq": Setting(0.5, "seed-dphp.md §3.1 code: ℓ²_prod = 0.5 (ρ = 0.618)"),
-            "epochs": Setting(100, "seed-dphp.md §3.1 code: 100 epochs"),
-            "batch_size": Setting(500, "seed-dphp.md §3.1 code: batch 500"),
+            "sum_order": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: order 20 "
+                "(DP-HP Sec. 5.1's order 25 does not fit its feature count)"),
+            "prod_order": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: order 20 for both kernels"),
+            "prod_dims": Setting(2, "DP-HP (arXiv:2106.05042) Sec. 5.1: no dimension subsampling (product over both dims)"),
+            "gamma": Setting(10.0, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: loss = loss_prod + 10·loss_sum"),
+            "gamma_on": Setting("sum", "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: the 10 multiplies the sum loss"),
+            "sum_share": Setting(0.5, "DP-HP (arXiv:2106.05042) App. G.2: ε/2 each (the 2-D code adds no noise; the γ ablation's split)"),
+            "sum_length_sq": Setting(10.0, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: ℓ²_sum = 10 (ρ = 0.0499)"),
+            "prod_length_sq": Setting(0.5, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: ℓ²_prod = 0.5 (ρ = 0.618)"),
+            "epochs": Setting(100, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: 100 epochs"),
+            "batch_size": Setting(500, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: batch 500"),
             "batch_fraction": Setting(None, "DP-HP (arXiv:2106.05042) 2-D code: a fixed batch of 500, not a fraction"),
-            "lr": Setting(1e-2, "seed-dphp.md §3.1 code: Adam lr 0.01"),
-            "lr_decay": Setting(0.9, "seed-dphp.md §3.1 code: StepLR γ = 0.9 per epoch"),
-            "noise_dim": Setting(5, "seed-dphp.md §3.1 code: d_code 5"),
-            "hidden": Setting("200-500-500-200", "seed-dphp.md §3.1 code: FCCondGen 200-500-500-200"),
+            "lr": Setting(1e-2, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: Adam lr 0.01"),
+            "lr_decay": Setting(0.9, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: StepLR γ = 0.9 per epoch"),
+            "noise_dim": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: d_code 5"),
+            "hidden": Setting("200-500-500-200", "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: FCCondGen 200-500-500-200"),
         },
         "adult": _table6(0.1, 5, 5, 100, 0.1, 20),
         "census": _table6(0.5, 5, 5, 100, 0.1, 50, "the code grid has batch rate 0.4"),
@@ -198,8 +206,8 @@ HYPERPARAMETERS = HyperParameters(
         "fashion-mnist": _table9("FashionMNIST", 0.15, 10.0, "conv"),
     },
     per_dataset_non_private={
-        "mnist": {"gamma": Setting(5.0, "seed-dphp.md §3.4 Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
-        "fashion-mnist": {"gamma": Setting(20.0, "seed-dphp.md §3.4 Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
+        "mnist": {"gamma": Setting(5.0, "DP-HP (arXiv:2106.05042) Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
+        "fashion-mnist": {"gamma": Setting(20.0, "DP-HP (arXiv:2106.05042) Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
     },
     # batch_fraction none: the smoke batch is 200 rows on every dataset (batch_rows lets a fraction win)
     profiles={"smoke": {
@@ -211,7 +219,7 @@ HYPERPARAMETERS = HyperParameters(
 
 @dataclass(frozen=True)
 class HermiteSumKernel:
-    """h_s(x) = [φ(x_1); …; φ(x_D)] / √D with per-coordinate ρ (seed-dphp.md eq. 10)."""
+    """h_s(x) = [φ(x_1); …; φ(x_D)] / √D with per-coordinate ρ (DP-HP (arXiv:2106.05042) eq. 10)."""
 
     rho: torch.Tensor  # (D,)
     order: int
@@ -231,7 +239,7 @@ class HermiteSumKernel:
 
 @dataclass(frozen=True)
 class HermiteProductKernel:
-    """h_p(x) = ⊗_{d ∈ S} φ(x_d) over the coordinates S (seed-dphp.md eq. 8)."""
+    """h_p(x) = ⊗_{d ∈ S} φ(x_d) over the coordinates S (DP-HP (arXiv:2106.05042) eq. 8)."""
 
     rho: torch.Tensor  # (D,), of all coordinates; the selected ones are used
     order: int
@@ -270,7 +278,8 @@ def length_scales_sq(space: ModelSpace, value: float | None) -> np.ndarray:
 
 
 def draw_coordinates(dimension: int, k: int, rng: np.random.Generator) -> tuple[int, ...]:
-    """k distinct coordinates, uniformly without replacement (seed-dphp.md §1.3), in draw order."""
+    """k distinct coordinates, uniformly without replacement (DP-HP (arXiv:2106.05042) Sec. 3.4;
+    np.random.choice in github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py), in draw order."""
     return tuple(int(i) for i in rng.choice(dimension, size=k, replace=False))
 
 
@@ -354,7 +363,7 @@ class DPHermite:
         product: list[ProductTarget] = []  # this epoch's: one entry once the first release is made
 
         def release_product(epoch: int) -> None:
-            """Epoch ``epoch``'s product release: a fresh draw of S and fresh noise (seed-dphp.md §1.3)."""
+            """Epoch ``epoch``'s product release: a fresh draw of S and fresh noise (DP-HP (arXiv:2106.05042) Sec. 3.4; np.random.choice in github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)."""
             if product and product_releases == 1:
                 return
             coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)

@@ -1,24 +1,25 @@
 """``dp-mepf``: DP mean embeddings of pretrained perceptual features (Harder, Jalali Asadabadi,
-Sutherland & Park, TMLR 2023, arXiv 2205.12900; seed-dpmepf.md, the TMLR version [T]).
+Sutherland & Park, TMLR 2023, arXiv 2205.12900; the revised TMLR version).
 
-Algorithm (seed-dpmepf.md §1.1–§1.7):
+Algorithm (DP-MEPF (arXiv:2205.12900) Sec. 3):
 
 1. A frozen encoder pretrained on PUBLIC data (``methods/encoders.py``) gives e(x) ∈ R^D, the
    post-ReLU activations of the chosen layers, concatenated. Its public training data is
    recorded in the ledger.
-2. φ1(x) = e/‖e‖, φ2(x) = e²/‖e²‖ (elementwise square; §1.4). An all-zero e (all activations
+2. φ1(x) = e/‖e‖, φ2(x) = e²/‖e²‖ (elementwise square, each normalised to unit norm; Sec. 3.1). An all-zero e (all activations
    dead) maps to the zero vector — the authors' code divides by zero there — so ‖φ_t(x)‖ ≤ 1
    always, and every entry is ≥ 0.
 3. ONE streaming pass over the private images accumulates the (per-class, when labelled) SUMS
    of φ1 and φ2 in batches of ``batch_size``; per-image features are never stored (CIFAR-10 with
-   VGG19 would be 60 GB, §7). Each moment is released once through ``ledger.gaussian`` as
+   VGG19 would be 60 GB). Each moment is released once through ``ledger.gaussian`` as
    S_t/m (m public), then divided by the class proportions (uniform: the paper's eq. 6 with its
    1/m normalisation and a balanced generator; or released: ``labels=released``).
 4. A generator (conv for 28×28, ResNet for 32×32) is trained on the released embedding only,
-   with the authors' GFMN moving-average estimate of the embedding difference (§1.4).
+   with the authors' GFMN moving-average estimate of the embedding difference
+   (github.com/ParkLabML/DP-MEPF code/feature_matching.py).
 5. Optional DP early stopping (``early_stopping=true``; the paper's CIFAR-10/CelebA runs): the
    first and second moments of FID-Inception pool3 features of the private TRAINING set are
-   released with noise multiplier σ_stop = 10σ (§2.4), and the generator checkpoint with the
+   released with noise multiplier σ_stop = 10σ (Sec. 3.2), and the generator checkpoint with the
    smallest proxy distance to that noisy release is returned. Selection reads nothing else.
 
 Sensitivity (replace-one, m public) — :func:`embedding_sensitivity`. For a ≥ 0, b ≥ 0 with
@@ -28,11 +29,12 @@ of class sums): if the label stays, one row moves by φ(x′) − φ(x) (≤ √
 label changes from k to k′, row k moves by −φ(x) and row k′ by +φ(x′), so
 ‖ΔS‖²_F = ‖φ(x)‖² + ‖φ(x′)‖² ≤ 2. Either way ‖ΔS/m‖_F ≤ √2/m per moment. The paper states 2/m
 (eq. 4, valid but loose by √2); the authors' code uses 1/m for φ2 (``second_moment_sens =
-var_bound / 2``, §2.1) — an UNDER-estimate (two orthogonal non-negative unit vectors are √2
+var_bound / 2`` in code/dp_functions.py) — an UNDER-estimate (two orthogonal non-negative unit vectors are √2
 apart), so their φ2 release is under-noised. This module never does that: both moments use √2/m.
 
 Deviations from the authors' code, on purpose (and in the README): the proxy release really
-adds its noise (their code charges σ_stop in the accountant but never adds it, §2.5), and a
+adds its noise (their code charges σ_stop in the accountant but never adds it:
+get_test_data_embedding in code/feature_matching.py), and a
 (φ1)-only run composes both proxy moments (their accounting counted one).
 """
 
@@ -58,8 +60,8 @@ from methods.space import ModelSpace
 SQRT2 = math.sqrt(2.0)
 NORM_FLOOR = 1e-12  # ‖e‖ below this is treated as an all-zero e: φ stays ≤ 1 in norm, no 0/0
 MEPF_ARCHITECTURE = Rule(choices=("conv", "resnet"))  # its own generators (methods/nets.py: conv, ResNet)
-T7 = "seed-dpmepf.md §3.1 Table 7"
-T8 = "seed-dpmepf.md §3.2 Table 8"
+T7 = "DP-MEPF (arXiv:2205.12900) Table 7"
+T8 = "DP-MEPF (arXiv:2205.12900) Table 8"
 
 
 # --- feature moments and the private release -------------------------------------------------------
@@ -132,7 +134,8 @@ def release_embedding(
 
 @dataclass
 class MovingAverageLoss:
-    """seed-dpmepf.md §1.2/§1.4: per moment a parameter v_t (U(−1/√D, 1/√D), the code's
+    """github.com/ParkLabML/DP-MEPF code/feature_matching.py and
+    code/model_builder.py (ConstMat): per moment a parameter v_t (U(−1/√D, 1/√D), the code's
     ``kaiming_uniform_(a=√5)``) tracks d_t = μ̃_t − m_t(fake) by an Adam step on mean((v_t − d_t)²);
     the generator then minimises −Σ_t ⟨v_t, m_t(fake)⟩ with the updated v_t held constant, whose
     gradient is that of ½‖μ̃_t − m_t‖² once v_t ≈ d_t, with the batch noise averaged out."""
@@ -162,7 +165,8 @@ class MovingAverageLoss:
 
 
 def balanced_labels(batch: int, n_classes: int, generator: torch.Generator) -> torch.Tensor:
-    """batch // K of every class plus batch mod K random ones (the code's balanced batches, §1.6)."""
+    """batch // K of every class plus batch mod K random ones (the code's balanced batches,
+    github.com/ParkLabML/DP-MEPF code/util.py GeneratorNoiseMaker)."""
     labels = torch.arange(n_classes).repeat(batch // n_classes)
     extra = torch.randint(0, n_classes, (batch % n_classes,), generator=generator)
     return torch.cat([labels, extra])
@@ -199,8 +203,8 @@ def release_proxy(
     batch: int, device: torch.device,
 ) -> ReleasedProxy:
     """ν̃_t = (1/m) Σᵢ φ_t^proxy(xᵢ) + N(0, (σ_stop·√2/m)²), t = 1, 2, unlabelled, over the private
-    training set (the paper's proxy, §2.4, with its noise actually added: the authors' code
-    forgets it, §2.5). Two releases, both charged."""
+    training set (the paper's proxy, Sec. 3.2, with its noise actually added: the authors' code
+    forgets it, code/feature_matching.py). Two releases, both charged."""
     shape = image_shape(train.schema)
     m = len(train)
     sums = streaming_moment_sums(encoder, train.x, np.zeros(m, dtype=np.int64), 1, 2, shape, batch, device)
@@ -212,7 +216,7 @@ def release_proxy(
 
 
 def cifar10_lr_mavg(labelled: bool, moments: int, epsilon: float) -> float:
-    """Table 7's LR_mavg for CIFAR-10 by setting, variant and ε group (seed-dpmepf.md §3.1)."""
+    """Table 7's LR_mavg for CIFAR-10 by setting, variant and ε group (DP-MEPF (arXiv:2205.12900) App. B.1)."""
     if not labelled:
         return 1e-3  # unlabelled: 1e-3 at every ε
     if epsilon >= 5:  # {∞, 10, 5}
@@ -224,26 +228,29 @@ def _mnist_like(name: str, lr_gen: float, lr_mavg: float) -> dict[str, Setting]:
     return {
         "encoder": Setting(
             "efficientnet-lite0-imagenet",
-            f"deviation: the paper's {('SVHN' if name == 'MNIST' else 'CIFAR-10')}-trained ResNet18 (seed-dpmepf.md §1.3) "
-            "is not published (§8 item 5); an ImageNet encoder shipped on PyPI instead",
+            f"deviation: the paper's {('SVHN' if name == 'MNIST' else 'CIFAR-10')}-trained ResNet18 (DP-MEPF (arXiv:2205.12900) Sec. 6) "
+            "is not published (not in github.com/ParkLabML/DP-MEPF); an ImageNet encoder shipped on PyPI instead",
         ),
         "iterations": Setting(100_000, f"{T8}: 100,000 iterations ({name})"),
         "batch_size": Setting(100, f"{T8}: batch size 100 ({name})"),
         "lr_gen": Setting(lr_gen, f"{T7}: {name}, ε < ∞, LR_gen"),
         "lr_mavg": Setting(lr_mavg, f"{T7}: {name}, ε < ∞, LR_mavg"),
-        "architecture": Setting("conv", "seed-dpmepf.md §1.5: ConvCondGen (FC → bilinear upsampling conv)", rule=MEPF_ARCHITECTURE),
+        "architecture": Setting("conv", "DP-MEPF (arXiv:2205.12900) Sec. 6, "
+            "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py: ConvCondGen (FC → bilinear upsampling conv)", rule=MEPF_ARCHITECTURE),
     }
 
 
 def _cifar10() -> dict[str, Setting]:
     return {
-        "encoder": Setting("vgg19-imagenet", "seed-dpmepf.md §1.3: VGG19 pretrained on ImageNet, all 16 conv layers"),
+        "encoder": Setting("vgg19-imagenet", "DP-MEPF (arXiv:2205.12900) Sec. 6, "
+            "github.com/ParkLabML/DP-MEPF code/model_builder.py: VGG19 pretrained on ImageNet, all 16 conv layers"),
         "iterations": Setting(200_000, f"{T8}: 200,000 iterations (CIFAR-10)"),
         "batch_size": Setting(128, f"{T8}: batch size 128 (CIFAR-10)"),
         "lr_gen": Setting(1e-3, f"{T7}: CIFAR-10, LR_gen 1e-3 in every row"),
         "lr_mavg": Setting(None, f"None = {T7} by setting, variant and ε group (cifar10_lr_mavg)"),
-        "architecture": Setting("resnet", "seed-dpmepf.md §1.5: ResnetG (3 residual blocks at 32×32)", rule=MEPF_ARCHITECTURE),
-        "early_stopping": Setting(True, "seed-dpmepf.md §1.7/§2.4: DP proxy checkpoint selection on CIFAR-10"),
+        "architecture": Setting("resnet", "DP-MEPF (arXiv:2205.12900) App. B.1, "
+            "github.com/ParkLabML/DP-MEPF code/generators.py: ResnetG (3 residual blocks at 32×32)", rule=MEPF_ARCHITECTURE),
+        "early_stopping": Setting(True, "DP-MEPF (arXiv:2205.12900) Sec. 3.2: DP proxy checkpoint selection on CIFAR-10"),
     }
 
 
@@ -275,31 +282,32 @@ class DPMepfParams:
 HYPERPARAMETERS = HyperParameters(
     DPMepfParams,
     defaults={
-        "moments": Setting(2, "seed-dpmepf.md §1.1: (φ1, φ2), the first row of Tables 1, 2, 14–16; 1 = (φ1)"),
-        "labelled": Setting(True, "seed-dpmepf.md §1.6: labelled generation (MNIST, FashionMNIST, CIFAR-10 'labeled')"),
+        "moments": Setting(2, "DP-MEPF (arXiv:2205.12900) Sec. 3.1: (φ1, φ2), the first row of Tables 1, 2, 14–16; 1 = (φ1)"),
+        "labelled": Setting(True, "DP-MEPF (arXiv:2205.12900) Sec. 3.1, eq. 6: labelled generation (MNIST, FashionMNIST, CIFAR-10 'labeled')"),
         "encoder": Setting("efficientnet-lite0-imagenet", "methods/encoders.py: the encoder available offline"),
-        "layers": Setting("all", "seed-dpmepf.md §1.3: every layer of the encoder (VGG19: all 16 convs)"),
-        "input_size": Setting(None, "seed-dpmepf.md §1.3: native resolution (None), no upsampling"),
+        "layers": Setting("all", "DP-MEPF (arXiv:2205.12900) Sec. 3.1: every layer of the encoder (VGG19: all 16 convs)"),
+        "input_size": Setting(None, "github.com/ParkLabML/DP-MEPF code/model_builder.py: native resolution (None), no upsampling"),
         "weights": Setting(None, "None = the encoder's default local file (methods/encoders.py)"),
         "iterations": Setting(100_000, f"{T8}: 100,000 (MNIST, FashionMNIST)"),
         "batch_size": Setting(100, f"{T8}: batch size 100 (MNIST, FashionMNIST)"),
         "lr_gen": Setting(1e-5, f"{T7}: MNIST, ε < ∞"),
         "lr_mavg": Setting(1e-4, f"{T7}: MNIST, ε < ∞"),
-        "z_dim": Setting(100, "seed-dpmepf.md §3.2 [C]: z_dim 100 (labelled: 10 one-hot + 90 Gaussian)"),
-        "architecture": Setting("conv", "seed-dpmepf.md §1.5: conv for 28×28, resnet for 32×32", rule=MEPF_ARCHITECTURE),
-        "hidden": Setting("500", "seed-dpmepf.md §1.5 ConvCondGen: FC(100 → 500)"),
-        "conv_channels": Setting("16-8", "seed-dpmepf.md §1.5 ConvCondGen: 16×7×7 → 8 → 1 channels"),
-        "conv_kernel": Setting(5, "seed-dpmepf.md §1.5 ConvCondGen: 5×5 convolutions"),
-        "ngf": Setting(64, "seed-dpmepf.md §1.5 ResnetG: ngf = 64"),
+        "z_dim": Setting(100, "github.com/ParkLabML/DP-MEPF code/dp_mepf_args.py: z_dim 100 (labelled: 10 one-hot + 90 Gaussian)"),
+        "architecture": Setting("conv", "DP-MEPF (arXiv:2205.12900) Sec. 6: conv for 28×28, resnet for 32×32", rule=MEPF_ARCHITECTURE),
+        "hidden": Setting("500", "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py ConvCondGen: FC(100 → 500)"),
+        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py ConvCondGen: 16×7×7 → 8 → 1 channels"),
+        "conv_kernel": Setting(5, "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py ConvCondGen: 5×5 convolutions"),
+        "ngf": Setting(64, "github.com/ParkLabML/DP-MEPF code/model_builder.py ResnetG: ngf = 64"),
         "labels": Setting(
             "uniform",
-            "seed-dpmepf.md §1.6 eq. 6: class blocks normalised by 1/m with balanced generated labels "
+            "DP-MEPF (arXiv:2205.12900) eq. 6: class blocks normalised by 1/m with balanced generated labels "
             "(counts not released); 'released' releases and charges the proportions",
         ),
-        "early_stopping": Setting(False, "seed-dpmepf.md §2.4: used for CIFAR-10 and CelebA only"),
-        "stop_noise_ratio": Setting(10.0, "seed-dpmepf.md §2.4 / Table 8: σ_stop = 10σ"),
-        "eval_every": Setting(5_000, "seed-dpmepf.md §1.7: proxy every 5,000 iterations (CIFAR-10)"),
-        "proxy_samples": Setting(5_000, "seed-dpmepf.md §2.4: 5,000 generated samples per proxy evaluation"),
+        "early_stopping": Setting(False, "DP-MEPF (arXiv:2205.12900) Sec. 3.2: used for CIFAR-10 and CelebA only"),
+        "stop_noise_ratio": Setting(10.0, "DP-MEPF (arXiv:2205.12900) Sec. 3.2: σ_stop = 10σ"),
+        "eval_every": Setting(5_000, "github.com/ParkLabML/DP-MEPF code/README.md, --syn_eval_iter 5_000: proxy every 5,000 iterations (CIFAR-10)"),
+        "proxy_samples": Setting(5_000, "github.com/ParkLabML/DP-MEPF "
+            "code/dp_mepf.py (fid_dataset_size): 5,000 generated samples per proxy evaluation"),
     },
     per_dataset={
         "mnist": _mnist_like("MNIST", 1e-5, 1e-4),

@@ -1,20 +1,22 @@
 """``dp-merf``: DP mean embeddings with random Fourier features (Harder et al., AISTATS 2021).
 
-Algorithm (seed-dpmerf.md §1.9):
+Algorithm (DP-MERF (arXiv:2002.11603) Sec. 3–4, Alg. 1):
 
 1. Draw Ω ∈ R^{D/2 × d} with Ω_jk ~ N(0, 1/ℓ_k²) — data-independent.
 2. φ(x) = √(2/D) [cos(Ωx); sin(Ωx)], so ‖φ(x)‖₂ = 1 exactly (eq. 4).
 3. U = (1/m) Σᵢ onehot(yᵢ) φ(xᵢ)ᵀ ∈ R^{C×D} (eq. 14, stored class-major); L2 sensitivity 2/m under replace-one
-   (§2, eq. 9–10).
+   (Sec. 3, eq. 9–10; App. F–G).
 4. Ũ = U + N(0, σ²(2/m)² I), σ from the ledger's calibrator; one release.
 5. Class proportions: public when the dataset schema says so (recorded as a public fact);
    otherwise released with the Gaussian mechanism (sensitivity √2/m, same σ, so k = 2 — Alg. 1
    and the authors' tabular code) and charged.
 6. Train a conditional generator to minimise ‖Ũ·diag(1/w̃) − V·diag(1/w̃)‖²_F where
-   V = (1/B) Σⱼ φ(G(zⱼ, yⱼ)) onehot(yⱼ)ᵀ and yⱼ ~ w̃ (the code's reweighting of both sides, §1.5).
+   V = (1/B) Σⱼ φ(G(zⱼ, yⱼ)) onehot(yⱼ)ᵀ and yⱼ ~ w̃ (the code's reweighting of
+   both sides, code_tab/single_generator_priv_all.py).
 
 The length scale is a fixed hyperparameter, never computed from the private rows: the seeds'
-median heuristic on training points is not accounted (seed-dpmerf.md §1.3, §8.1).
+median heuristic on training points is not accounted (github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py
+and code_tab/util.py (meddistance)).
 """
 
 from __future__ import annotations
@@ -58,11 +60,11 @@ class DPMerfParams:
 
 
 def _table4(steps: int, batch_fraction: float, n_features: int) -> dict[str, Setting]:
-    """A row of the private columns of DP-MERF's supplementary Table 4 (seed-dpmerf.md §3.1),
+    """A row of the private columns of DP-MERF's supplementary Table 4 (DP-MERF (arXiv:2002.11603) App. K.1),
     with the tabular code's constants: one Adam step per "epoch", lr 1e-2 without decay, noise
-    dimension 10, hidden widths 4d and 2d (seed-dpmerf.md §1.7, [C])."""
-    table = "seed-dpmerf.md §3.1 Table 4 (private)"
-    code = "seed-dpmerf.md §1.7 tabular code"
+    dimension 10, hidden widths 4d and 2d (github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py)."""
+    table = "DP-MERF (arXiv:2002.11603) Table 4 (private)"
+    code = "github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py"
     return {
         "epochs": Setting(steps, f"{table}: # epochs = Adam steps"),
         "steps_per_epoch": Setting(1, f"{code}: how_many_iter = 1"),
@@ -76,14 +78,15 @@ def _table4(steps: int, batch_fraction: float, n_features: int) -> dict[str, Set
 
 
 def _images(dataset: str) -> dict[str, Setting]:
-    """The image settings (seed-dpmerf.md §3.2, the same for MNIST and FashionMNIST). The seeds'
+    """The image settings (github.com/ParkLabML/DP-MERF code_balanced/mnist_sr_gen.py and
+    code_balanced/README.md, the same for MNIST and FashionMNIST). The seeds'
     fixed ℓ² (105 MNIST, 127 FashionMNIST) are squared medians of the real images, computed outside
-    the privacy accounting (§1.3), so they are not used: ℓ comes from the public pixel range,
+    the privacy accounting (mnist_sr_gen.py's --rff-sigma), so they are not used: ℓ comes from the public pixel range,
     √(784/6) = 11.43 (ℓ² = 130.7); ``--set dp-merf.length_scale=10.25`` gives MNIST's
     for comparison only (that value was read off the private images)."""
-    table = f"seed-dpmerf.md §3.2 ({dataset})"
+    table = f"github.com/ParkLabML/DP-MERF code_balanced/mnist_sr_gen.py ({dataset})"
     return {
-        "n_features": Setting(10_000, f"{table}: D = 10,000 (the 2022 'corrected' default, §9 item 19)"),
+        "n_features": Setting(10_000, f"{table}: D = 10,000 (the 2022 'corrected' --d-rff default)"),
         "epochs": Setting(5, f"{table}: 5 epochs of 600 steps"),
         "batch_size": Setting(100, f"{table}: generated batch 100"),
         "lr": Setting(1e-2, f"{table}: Adam lr 0.01"),
@@ -98,30 +101,33 @@ def _images(dataset: str) -> dict[str, Setting]:
 HYPERPARAMETERS = HyperParameters(
     DPMerfParams,
     defaults={
-        "n_features": Setting(10_000, "seed-dpmerf.md §3.2: D = 10,000 (image setting, code default)"),
+        "n_features": Setting(10_000, "github.com/ParkLabML/DP-MERF code_balanced/mnist_sr_gen.py: D = 10,000 (image setting, code default)"),
         "length_scale": Setting(
             None, "None = from public bounds: √(d_num/6) × each coordinate's public range (methods/space.py)"
         ),
-        "epochs": Setting(50, "seed-dpmerf.md §1.7 (2-D code: 50 epochs)"),
-        "steps_per_epoch": Setting(None, "None = ⌈n / batch⌉, as the 2-D and image code (seed-dpmerf.md §1.7)"),
-        "batch_size": Setting(500, "seed-dpmerf.md §1.7 (2-D code: batch 500)"),
+        "epochs": Setting(50, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: 50 epochs)"),
+        "steps_per_epoch": Setting(None, "None = ⌈n / batch⌉, as the 2-D and image code "
+            "(github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py, mnist_sr_gen.py)"),
+        "batch_size": Setting(500, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: batch 500)"),
         "batch_fraction": Setting(None, "None = use batch_size; tabular code: a fraction of n (Table 4)"),
-        "lr": Setting(3e-3, "seed-dpmerf.md §1.7 (2-D code: -lr 3e-3)"),
-        "lr_decay": Setting(0.9, "seed-dpmerf.md §1.7 (StepLR γ = 0.9 per epoch)"),
-        "noise_dim": Setting(5, "seed-dpmerf.md §1.7 (d_code 5)"),
-        "hidden": Setting("200-500-500-200", "seed-dpmerf.md §1.7 (FCCondGen widths)"),
-        "architecture": Setting("fc", "seed-dpmerf.md §1.7: FCCondGen (2-D, tabular); conv = ConvCondGen (images)"),
-        "conv_channels": Setting("16-8", "seed-dpmerf.md §1.7 ConvCondGen: channels 16 → 8 → image channels"),
-        "conv_kernel": Setting(5, "seed-dpmerf.md §1.7 ConvCondGen: 5×5 kernels"),
-        "labels": Setting("released", "seed-dpmerf.md §1.5: class proportions released (k = 2) unless public"),
+        "lr": Setting(3e-3, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: -lr 3e-3)"),
+        "lr_decay": Setting(0.9, "github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py (StepLR γ = 0.9 per epoch)"),
+        "noise_dim": Setting(5, "github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py (d_code 5)"),
+        "hidden": Setting("200-500-500-200", "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command) (FCCondGen widths)"),
+        "architecture": Setting("fc", "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py: "
+            "FCCondGen (2-D, tabular); conv = ConvCondGen (images)"),
+        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py ConvCondGen: channels 16 → 8 → image channels"),
+        "conv_kernel": Setting(5, "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py ConvCondGen: 5×5 kernels"),
+        "labels": Setting("released", "DP-MERF (arXiv:2002.11603) Sec. 4.2, Alg. 1: class proportions released (k = 2) unless public"),
     },
     per_dataset={
         "gmm2d": {
-            "n_features": Setting(30_000, "seed-dpmerf.md §3.3; seed-dphp.md §3.1: DP-MERF used 30,000 features"),
-            "length_scale": Setting(math.sqrt(0.5), "seed-dpmerf.md §1.3/§3.3: code --rff-sigma 0.5 = ℓ²"),
-            "epochs": Setting(50, "seed-dpmerf.md §3.3: 50 epochs"),
-            "batch_size": Setting(500, "seed-dpmerf.md §3.3: batch 500"),
-            "lr": Setting(3e-3, "seed-dpmerf.md §3.3: lr 3e-3, decay 0.9 per epoch"),
+            "n_features": Setting(30_000, "DP-HP (arXiv:2106.05042) Sec. 5.1: DP-MERF used 30,000 features"),
+            "length_scale": Setting(math.sqrt(0.5), "the 2-D command in "
+                "github.com/ParkLabML/DP-MERF code_balanced/README.md: --rff-sigma 0.5 = ℓ²"),
+            "epochs": Setting(50, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: 50 epochs"),
+            "batch_size": Setting(500, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: batch 500"),
+            "lr": Setting(3e-3, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: lr 3e-3, decay 0.9 per epoch"),
         },
         "adult": _table4(8000, 0.1, 1000),
         "census": _table4(2000, 0.5, 10000),
@@ -131,7 +137,8 @@ HYPERPARAMETERS = HyperParameters(
         "isolet": _table4(4000, 0.5, 500),
         "covtype": _table4(6000, 0.05, 1000),
         "intrusion": _table4(10000, 0.03, 2000),
-        # The discretized runs (Table 1) use the rebuttal model (anchors-parklab-code.md §4):
+        # The discretized runs (Table 1) use the rebuttal model
+        # (github.com/mvinaroz/dp-hp history, code_tab/rebuttal_adult_model.py):
         # unconditional 10 → 4D → 2D MLP, one release; its steps and features are not public, so
         # the tabular rows of the same data are used.
         "adult-discrete": _table4(8000, 0.1, 1000),
@@ -251,7 +258,7 @@ def rff_class_sums(x: torch.Tensor, labels: torch.Tensor, n_classes: int, freque
 
 @dataclass(frozen=True)
 class SumKernelFeatures:
-    """h(x) = [φ(x_num); x_cat / √d_cat] (seed-dpmerf.md §1.6); only φ when there is no
+    """h(x) = [φ(x_num); x_cat / √d_cat] (DP-MERF (arXiv:2002.11603) Sec. 4.3); only φ when there is no
     categorical block. ``sensitivity_factor`` bounds ‖h(x)‖₂ over every valid row."""
 
     frequencies: torch.Tensor | None  # Ω over the numerical coordinates, or None if there are none
@@ -346,7 +353,7 @@ class DPMerf:
         y = torch.as_tensor(train.y, device=device)
         features = features.to(device, torch.float64)
         # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ B, so replacing one row moves the mean by at most 2B/m:
-        # 2/m with RFF only, 2√2/m with one-hot categoricals (seed-dpmerf.md §2).
+        # 2/m with RFF only, 2√2/m with one-hot categoricals (DP-MERF (arXiv:2002.11603) App. F and G).
         embedding = labelled_embedding_sum(z, y, n_classes, features) / m
         noisy_embedding = context.ledger.gaussian(
             embedding, sensitivity=replace_one_l2(features.norm_bound, rows=m), noise_multiplier=sigma,

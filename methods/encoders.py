@@ -3,7 +3,7 @@
 An encoder maps images in [0, 1] (n × C × H × W, C = 1 or 3) to e(x) ∈ R^D: the concatenation of
 the flattened activations of the chosen layers, always taken **after** a ReLU-type activation so
 that every entry is non-negative — the property ``dp-mepf``'s √2/m sensitivity rests on
-(seed-dpmepf.md §1.3 and §8 item 18: the authors' VGG19 hooks are effectively post-ReLU because of
+(github.com/ParkLabML/DP-MEPF code/model_builder.py: the authors' VGG19 hooks are effectively post-ReLU because of
 in-place ReLUs; here the post-activation tensors are taken on purpose).
 
 Registry (``ENCODERS``); every entry names the public data its weights were trained on, which the
@@ -24,7 +24,7 @@ downloaded:
   Weights are found as FID finds them (``weights``, ``$DPBENCH_FID_WEIGHTS``, then
   ``$DPBENCH_DATA_DIR/fid-inception/``).
 * ``vgg19-imagenet`` — torchvision's VGG19 (no BN), ImageNet-1k, the paper's encoder for
-  CIFAR-10 and CelebA (seed-dpmepf.md §1.3). Layers ``c0`` … ``c15``: the ReLU after each of the
+  CIFAR-10 and CelebA (DP-MEPF (arXiv:2205.12900) Sec. 6). Layers ``c0`` … ``c15``: the ReLU after each of the
   16 conv layers (``features[1, 3, 6, …, 35]``). Input: ImageNet mean/std normalisation. The
   weights file is torchvision's ``vgg19-dcbb9e9d.pth``, read from ``--set dp-mepf.weights=PATH``
   or ``$TORCH_HOME/hub/checkpoints/``; absent, a one-line error says where to put it.
@@ -35,7 +35,7 @@ downloaded:
 
 Greyscale images are replicated to three channels (the authors' ``x.expand(-1, 3, -1, -1)``).
 ``input_size`` > 0 resizes bilinearly first (an encoder-side choice; the paper feeds native
-resolution, §1.3).
+resolution: github.com/ParkLabML/DP-MEPF code/model_builder.py).
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ RESNET_TAPS = ("stem", *(f"r{i}" for i in range(16)))  # the stem ReLU, then rel
 
 
 class ResNet18CifarEncoder(FeatureEncoder):
-    """The paper's MNIST/FashionMNIST encoder shape (seed-dpmepf.md §1.3): a checkpoint written
+    """The paper's MNIST/FashionMNIST encoder shape (DP-MEPF (arXiv:2205.12900) Sec. 6): a checkpoint written
     by ``python -m bench pretrain-encoder``, which names the public data it was trained on."""
 
     def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0) -> None:
@@ -344,7 +344,7 @@ ENCODERS: dict[str, EncoderSpec] = {
         EncoderSpec(
             "vgg19-imagenet",
             "ImageNet-1k (torchvision VGG19_Weights.IMAGENET1K_V1)",
-            "VGG19, the ReLU after each of the 16 conv layers (the paper's encoder, seed-dpmepf.md §1.3)",
+            "VGG19, the ReLU after each of the 16 conv layers (the paper's encoder, DP-MEPF (arXiv:2205.12900) Sec. 6)",
             tuple(f"c{i}" for i in range(16)),
             _build_vgg19,
         ),

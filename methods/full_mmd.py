@@ -1,5 +1,5 @@
-"""``full-mmd``: the seeds' non-private reference generator (DP-HP image plots, seed-dphp.md §7;
-seed-dpmerf.md §1.8): a conditional generator trained with the exact biased MMD² estimator
+"""``full-mmd``: the seeds' non-private reference generator (DP-HP (arXiv:2106.05042) Sec. 5.3,
+Figs. 3 and 6): a conditional generator trained with the exact biased MMD² estimator
 (DP-MERF eq. 2) between a mini-batch of real rows and a generated mini-batch, with the Gaussian
 kernel on the inputs times the label-matching kernel,
 
@@ -10,7 +10,7 @@ kernel on the inputs times the label-matching kernel,
 where the generated batch carries the real batch's labels. It reads the real rows at every step
 and releases them in effect: it is **not** private, and the grid runs it at ε = ∞ only.
 
-The seeds give no kernel or batch settings (seed-dphp.md §7): ℓ defaults to the same public
+The seeds give no kernel or batch settings (DP-HP (arXiv:2106.05042) Sec. 5.3): ℓ defaults to the same public
 choice as DP-MERF (√(d/6) × each coordinate's public range, ℓ² = 130.7 for 28×28 images, close
 to the seeds' DP-MERF image values 105/127); the batch, optimiser, epochs and generator are DP-HP's
 image settings for the same dataset (Table 9), so the two differ only in the loss.
@@ -31,7 +31,7 @@ from methods.space import ModelSpace, uniform_median_distance
 
 
 def _images(dataset: str, architecture: str) -> dict[str, Setting]:
-    table = f"seed-dphp.md §3.4 Table 9 ({dataset}), DP-HP's image settings (full MMD's are not given, §7)"
+    table = f"DP-HP (arXiv:2106.05042) Table 9 ({dataset}), DP-HP's image settings (full MMD's are not given)"
     return {
         "architecture": Setting(architecture, table),
         "hidden": Setting("500-500" if architecture == "fc" else "500", table),
@@ -55,21 +55,21 @@ class FullMMDParams:
 HYPERPARAMETERS = HyperParameters(
     FullMMDParams,
     defaults={
-        "length_scale": Setting(None, "None = √(d/6) × public ranges, as dp-merf (the seeds give none, seed-dphp.md §7)"),
-        "epochs": Setting(10, "seed-dphp.md §3.4 Table 9: 10 epochs (DP-HP's image setting)"),
-        "batch_size": Setting(200, "seed-dphp.md §3.4 Table 9: mini-batch 200"),
-        "lr": Setting(1e-2, "seed-dphp.md §3.4 Table 9: lr 0.01"),
-        "lr_decay": Setting(0.9, "seed-dphp.md §3.4 image code: StepLR 0.9 per epoch"),
-        "noise_dim": Setting(5, "seed-dphp.md §3.4 image code: d_code 5"),
+        "length_scale": Setting(None, "None = √(d/6) × public ranges, as dp-merf (none in DP-HP (arXiv:2106.05042) Sec. 5.3)"),
+        "epochs": Setting(10, "DP-HP (arXiv:2106.05042) Table 9: 10 epochs (DP-HP's image setting)"),
+        "batch_size": Setting(200, "DP-HP (arXiv:2106.05042) Table 9: mini-batch 200"),
+        "lr": Setting(1e-2, "DP-HP (arXiv:2106.05042) Table 9: lr 0.01"),
+        "lr_decay": Setting(0.9, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: StepLR 0.9 per epoch"),
+        "noise_dim": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: d_code 5"),
         "architecture": Setting("fc", "methods/nets.py: fc or conv (images)"),
-        "hidden": Setting("4d-2d", "seed-dphp.md §3.3: tabular hidden widths 4·D, 2·D"),
-        "conv_channels": Setting("16-8", "seed-dphp.md §3.4 code: ConvCondGen n_channels 16,8"),
-        "conv_kernel": Setting(5, "seed-dphp.md §3.4 code: kernel sizes 5,5"),
+        "hidden": Setting("4d-2d", "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: tabular hidden widths 4·D, 2·D"),
+        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: ConvCondGen n_channels 16,8"),
+        "conv_kernel": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: kernel sizes 5,5"),
     },
     per_dataset={
         "mnist": _images("MNIST", "fc"),
         "fashion-mnist": _images("FashionMNIST", "conv"),
-        "gmm2d": {"hidden": Setting("200-500-500-200", "seed-dpmerf.md §1.7: the 2-D FCCondGen widths")},
+        "gmm2d": {"hidden": Setting("200-500-500-200", "github.com/ParkLabML/DP-MERF code_balanced/README.md: the 2-D FCCondGen widths")},
     },
     profiles={"smoke": {"epochs": 1, "batch_size": 100, "hidden": "2d-2d"}},
 )

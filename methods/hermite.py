@@ -1,4 +1,4 @@
-"""Hermite-polynomial (HP) features of the Gaussian kernel (DP-HP, seed-dphp.md §1.1–§1.5).
+"""Hermite-polynomial (HP) features of the Gaussian kernel (DP-HP, DP-HP (arXiv:2106.05042) Sec. 3).
 
 Mehler's formula writes the 1-D Gaussian kernel exp(−(x−y)²/(2ℓ²)) with 1/(2ℓ²) = ρ/(1−ρ²) as
 Σ_c φ_c(x) φ_c(y), where
@@ -7,9 +7,9 @@ Mehler's formula writes the 1-D Gaussian kernel exp(−(x−y)²/(2ℓ²)) with 
 
 (H_c the physicists' Hermite polynomials). Order C keeps c = 0..C, i.e. C+1 features. Since
 Σ_{c≥0} φ_c(x)² = 1, every truncation has ‖φ(x)‖₂ ≤ 1 for every x — the fact both of DP-HP's
-sensitivities rest on (seed-dphp.md §2.2).
+sensitivities rest on (DP-HP (arXiv:2106.05042) App. F).
 
-The features are computed by the stable three-term recursion (seed-dphp.md eq. 91)
+The features are computed by the stable three-term recursion (DP-HP (arXiv:2106.05042) App. E, eq. 91)
 
     φ_{k+1} = √(2ρ/(k+1)) · x · φ_k − ρ · √(k/(k+1)) · φ_{k−1},
 
@@ -23,7 +23,7 @@ import math
 import torch
 
 def rho_from_length_scale_sq(length_scale_sq: float | torch.Tensor) -> torch.Tensor:
-    """ρ ∈ (0, 1) with ρ/(1−ρ²) = 1/(2ℓ²) (seed-dphp.md footnote 4), the positive root written as
+    """ρ ∈ (0, 1) with ρ/(1−ρ²) = 1/(2ℓ²) (DP-HP (arXiv:2106.05042) footnote 4), the positive root written as
     2a/(1+√(1+4a²)), a = 1/(2ℓ²), which has no cancellation for large ℓ."""
     l2 = torch.as_tensor(length_scale_sq, dtype=torch.float64)
     if (l2 <= 0).any() or not torch.isfinite(l2).all():

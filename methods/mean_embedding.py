@@ -78,7 +78,8 @@ def release_proportions(train: LabelledData, context: FitContext, noise_multipli
     ones (charged).
 
     Released with the Gaussian mechanism at sensitivity √2/m (one replaced row moves two
-    proportions by 1/m), as the authors' tabular code (seed-dpmerf.md §1.5, seed-dphp.md §2.5)."""
+    proportions by 1/m), as the authors' tabular code (github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py,
+    github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)."""
     schema = train.schema
     fact = schema.public_fact("class_proportions")
     if fact is not None:

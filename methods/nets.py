@@ -11,7 +11,8 @@ from torch import nn
 class FullyConnectedConditionalGenerator(nn.Module):
     """The authors' ``FCCondGen``: [z; one-hot(y)] → (Linear → BatchNorm → ReLU)* → Linear.
 
-    seed-dpmerf.md §1.7 (2-D: z ∈ R⁵, widths 200-500-500-200, linear output)."""
+    github.com/ParkLabML/DP-MERF code_balanced/models_gen.py FCCondGen and
+    code_balanced/README.md (2-D: z ∈ R⁵, widths 200-500-500-200, linear output)."""
 
     def __init__(
         self, noise_dim: int, n_classes: int, hidden: tuple[int, ...], out_dim: int, head: nn.Module | None = None
@@ -38,7 +39,8 @@ class FullyConnectedConditionalGenerator(nn.Module):
 
 
 class ConvolutionalConditionalGenerator(nn.Module):
-    """The authors' ``ConvCondGen`` (seed-dpmerf.md §1.7, seed-dphp.md §3.4): [z; one-hot(y)] →
+    """The authors' ``ConvCondGen`` (github.com/ParkLabML/DP-MERF code_balanced/models_gen.py,
+    github.com/ParkLabML/DP-HP dp_mehp/all_aux_files.py): [z; one-hot(y)] →
     Linear(fc) → BN → ReLU → Linear(c₀·h·w) → BN → reshape (c₀, h, w) → for each further channel
     count: bilinear ×2 → Conv(k, same padding) → ReLU, the last convolution to the image's
     channels without ReLU → flattened channel-first (the ``head``, a sigmoid for pixels in [0, 1]).
@@ -92,7 +94,7 @@ class ConvolutionalConditionalGenerator(nn.Module):
 
 
 class ResidualBlockUp(nn.Module):
-    """DP-MEPF's ``ResidualBlockG`` (seed-dpmepf.md §1.5): main path BN → ReLU → nearest ×2 →
+    """DP-MEPF's ``ResidualBlockG`` (github.com/ParkLabML/DP-MEPF code/generators.py): main path BN → ReLU → nearest ×2 →
     Conv3×3 → BN → ReLU → Conv3×3; skip path Conv1×1 → nearest ×2; the sum of the two."""
 
     def __init__(self, in_channels: int, out_channels: int) -> None:
@@ -109,7 +111,7 @@ class ResidualBlockUp(nn.Module):
 
 
 class ResnetConditionalGenerator(nn.Module):
-    """DP-MEPF's ``ResnetG`` (seed-dpmepf.md §1.5) for square images of side 4·2^k:
+    """DP-MEPF's ``ResnetG`` (github.com/ParkLabML/DP-MEPF code/generators.py) for square images of side 4·2^k:
     [one-hot(y); z] (z_dim in all) → ConvTranspose(4×4, no bias) → k residual up-blocks
     (channels ngf·2^(k−1) … ngf) → BN → ReLU → Conv3×3 → tanh → (x + 1)/2 ∈ [0, 1], flattened
     channel-first. 32×32: 512 → 256 → 128 → 64 channels, ≈ 3.3 M parameters. Xavier-uniform

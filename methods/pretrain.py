@@ -1,9 +1,10 @@
 """``python -m bench pretrain-encoder``: train a CIFAR-style ResNet18 on PUBLIC images, for
 ``dp-mepf``'s ``resnet18-cifar`` encoder (the paper's MNIST/FashionMNIST encoders are ResNet18s
-trained on SVHN / CIFAR-10, whose checkpoints and recipe are not published: seed-dpmepf.md §1.3,
-§8 item 5).
+trained on SVHN / CIFAR-10, whose checkpoints and recipe are not published: DP-MEPF (arXiv:2205.12900) Sec. 6;
+not in github.com/ParkLabML/DP-MEPF).
 
-Architecture (the authors' code, §1.3): 3×3 stem conv with stride 1, no max-pool, BasicBlocks
+Architecture (the authors' code,
+github.com/ParkLabML/DP-MEPF code/old_code/models/resnet.py): 3×3 stem conv with stride 1, no max-pool, BasicBlocks
 [2, 2, 2, 2] with 64/128/256/512 channels, global average pool, 10-way head. Input: 28×28, scaled
 to [−1, 1] (their ``Normalize(0.5, 0.5)`` on centre-cropped 28×28 colour images; greyscale private
 images are replicated to 3 channels by the encoder).

@@ -6,7 +6,7 @@ For 2-D data the generator emits the raw coordinates; for images the flattened p
 the paper protocol), and its output heads keep each block in its valid range. Kernel methods
 split that space into a *numerical* part (fed to a Gaussian-kernel feature map) and a
 *categorical* part (one-hot or binary, fed to a linear kernel scaled by 1/√d_cat) — DP-MERF's
-sum kernel (seed-dpmerf.md §1.6).
+sum kernel (DP-MERF (arXiv:2002.11603) Sec. 4.3).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class ModelSpace:
         if kind == DataKind.TABULAR:
             return ModelSpace(schema, TabularEncoder(schema, "codes" if protocol == "paper" else "onehot"))
         if kind == DataKind.DISCRETE:
-            if protocol == "paper":  # the seeds feed every integer code to the Gaussian kernel (§3.2)
+            if protocol == "paper":  # the seeds feed every integer code to the Gaussian kernel
+                # (github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py)
                 return ModelSpace(schema, TabularEncoder(_all_ordinal(schema), "codes"))
             return ModelSpace(schema, TabularEncoder(schema, "onehot"))
         if kind == DataKind.IMAGE:
@@ -131,7 +132,7 @@ class OutputHead(nn.Module):
     """Keeps each block of the generator's output valid: softmax over a one-hot categorical
     block, sigmoid for [0, 1]-scaled and binary values; for the paper's codes, ReLU on numbers
     and sigmoid on categorical codes, as the reference code (which can then only emit codes 0
-    and 1: seed-dpmerf.md §8.4)."""
+    and 1: github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py)."""
 
     def __init__(self, space: ModelSpace) -> None:
         super().__init__()

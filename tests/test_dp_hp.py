@@ -22,7 +22,7 @@ F64 = torch.float64
 
 
 def closed_form(x: np.ndarray, rho: float, c: int) -> np.ndarray:
-    """φ_c(x) from H_c directly (seed-dphp.md §1.1) — only stable for small c."""
+    """φ_c(x) from H_c directly (DP-HP (arXiv:2106.05042) Sec. 3.1) — only stable for small c."""
     coefficients = np.zeros(c + 1)
     coefficients[c] = 1
     scale = ((1 + rho) * (1 - rho)) ** 0.25 * rho ** (c / 2) / math.sqrt(2.0**c * math.factorial(c))
@@ -46,7 +46,7 @@ def test_rho_solves_the_length_scale_relation():
     rho = rho_from_length_scale_sq(l2)
     assert ((rho > 0) & (rho < 1)).all()
     torch.testing.assert_close(rho / (1 - rho**2), 1 / (2 * l2), rtol=1e-12, atol=0)
-    # the image settings' "kernel length" read as ℓ² (seed-dphp.md §3.4)
+    # the image settings' "kernel length" read as ℓ² (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files.py find_rho)
     assert rho[1].item() == pytest.approx(0.995012, abs=1e-6)
     assert rho[2].item() == pytest.approx(0.861187, abs=1e-6)
 
@@ -66,7 +66,7 @@ def test_mehler_truncation_converges_to_the_gaussian_kernel(length_scale_sq):
 
 
 def test_order_two_matches_500_random_features_on_the_fig1_setup():
-    """Fig. 1 (seed-dphp.md §1.1): 100 points of N(0,1) against 100 of N(1,1), median-heuristic
+    """Fig. 1 (DP-HP (arXiv:2106.05042) Sec. 3.1): 100 points of N(0,1) against 100 of N(1,1), median-heuristic
     length scale, mean absolute kernel error. HP of order 2 (3 features) is at most the mean
     error of 500 random features √(2/A)·cos(ωx + b) (100 draws each), over 20 data sets. With
     eq. 4's paired cos/sin features — lower variance — the same holds from order 3 on."""
@@ -143,7 +143,7 @@ def _adversarial_rows(dimension: int) -> torch.Tensor:
 def test_embedding_sensitivity_holds_for_adversarial_neighbours(kind):
     """Replacing one row (features and label) moves Σᵢ onehot(yᵢ) h(xᵢ)ᵀ by g(r, l) − g(r', l'),
     so the mean embedding moves by at most 2/m iff ‖g(r, l) − g(r', l')‖_F ≤ 2 for every pair
-    of rows and labels (seed-dphp.md §2.2); checked over extreme and feature-peaking rows."""
+    of rows and labels (DP-HP (arXiv:2106.05042) App. F); checked over extreme and feature-peaking rows."""
     dimension, classes = 5, 3
     rho = torch.tensor([1e-6, 0.3, 0.6, 0.8, 0.999], dtype=F64)
     kernel = HermiteSumKernel(rho, 60) if kind == "sum" else HermiteProductKernel(rho, 30, (3, 0, 2))
@@ -204,7 +204,8 @@ def test_non_private_variant_adds_no_noise():
     assert all(r.noise_multiplier == 0 for r in ledger.releases)
 
 
-# seed-dphp.md §2.4: (ε part, δ part, k) → σ of the seeds' calibrator
+# DP-HP (arXiv:2106.05042) Sec. 3.4 (autodp's gaussian_mech, as
+# github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py calls it): (ε part, δ part, k) → σ of the seeds' calibrator
 TABULATED = [(0.8, 1, 6.28), (0.2, 10, 78.4), (0.5, 1, 9.98), (0.5, 100, 99.8), (0.6, 2, 11.8)]
 
 

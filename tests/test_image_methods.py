@@ -40,7 +40,7 @@ def tiny_mnist(data_dir):
 
 def test_conv_generator_follows_the_seeds_shapes():
     net = ConvolutionalConditionalGenerator(5, 10, 200, (16, 8), 5, (1, 28, 28), torch.nn.Sigmoid())
-    assert net.start == (16, 7, 7)  # Linear(200 → 16·7·7 = 784), seed-dpmerf.md §1.7
+    assert net.start == (16, 7, 7)  # Linear(200 → 16·7·7 = 784), github.com/ParkLabML/DP-MERF code_balanced/models_gen.py
     out = net(torch.arange(10).repeat(3))
     assert out.shape == (30, 784) and ((out > 0) & (out < 1)).all()
     rgb = ConvolutionalConditionalGenerator(5, 10, 64, (16, 8), 5, (3, 32, 32))

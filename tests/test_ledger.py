@@ -48,7 +48,7 @@ def test_tight_calibration_is_valid_and_tight_against_the_analytic_gaussian(epsi
 
 
 @pytest.mark.parametrize(
-    "epsilon,compositions,expected",  # seed-dpmerf.md §2, autodp 0.2.3.1 values
+    "epsilon,compositions,expected",  # DP-MERF (arXiv:2002.11603) Sec. 2.3 (σ from autodp), autodp 0.2.3.1 values
     [(1.0, 2, 6.9304), (1.0, 1, 4.9006), (0.2, 1, 24.096), (0.3, 2, 22.767), (0.1, 2, 68.008)],
 )
 def test_paper_calibrator_reproduces_the_seeds_sigmas(epsilon, compositions, expected):

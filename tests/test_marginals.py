@@ -1,4 +1,4 @@
-"""The α-way marginal evaluator and the discretized datasets (seed-dphp.md §3.2, §5.2)."""
+"""The α-way marginal evaluator and the discretized datasets (DP-HP (arXiv:2106.05042) Sec. 5.2 and App. G.1)."""
 
 from __future__ import annotations
 
@@ -83,10 +83,10 @@ def adult_discrete(data_dir):
 
 
 def test_adult_discrete_rows_and_domains(adult_discrete):
-    assert adult_discrete.train.x.shape == (22_561, 15)  # SDGym adult train (seed-dphp.md §4.2)
+    assert adult_discrete.train.x.shape == (22_561, 15)  # SDGym adult train (github.com/ParkLabML/DP-HP data/real/sdgym_simple_adult.npy)
     assert adult_discrete.test.x.shape == (10_000, 15)
     assert list(domain_sizes(ADULT_DISCRETE.schema)) == [7, 9, 11, 16, 16, 7, 15, 6, 2, 2, 2, 2, 4, 2, 2]
-    assert adult_discrete.train.x[:, -1].sum() == 5_473  # SDGym train's positives (anchors §2)
+    assert adult_discrete.train.x[:, -1].sum() == 5_473  # SDGym train's positives (sdgym 0.1.0 adult)
 
 
 def test_census_discrete_rows_and_domains(data_dir):

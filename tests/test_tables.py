@@ -87,7 +87,7 @@ def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
     assert "| dp-hp ε=0.3 | dp-hp ε=0.1 | mst ε=0.3 | mst ε=0.1 |" in table
     assert "| 3 | ours: all C(D,α) subsets | 0.250 ± 0.0707 (2) |  |  | 0.100 (1) |" in table
     assert "| 3 | ours: seeds' code, (α+1)-way | 0.400 ± 0 (2) |  |  | 0.150 (1) |" in table
-    assert "| 3 | seeds' Table 1 | 0.332 | 0.377 |  |  |" in table  # seed-dphp.md §6.1
+    assert "| 3 | seeds' Table 1 | 0.332 | 0.377 |  |  |" in table  # DP-HP (arXiv:2106.05042) Table 1
     assert "| 4 | seeds' Table 1 | 0.418 | 0.467 |  |  |" in table
 
 
@@ -117,7 +117,7 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
     ours = next(i for i, line in enumerate(lines) if line.startswith("| mnist | real data | ours |"))
     assert lines[ours].startswith("| mnist | real data | ours | 0.810 ± 0.0141 (2) | 0.820 ± 0.0141 (2) |")
     assert lines[ours].endswith("| 0.865 ± 0.0141 (2) |")  # MEAN: the runs' image-downstream.accuracy
-    # seed-dphp.md §6.7, MNIST, real data and DP-HP ε=1 (LR … XGB, MEAN)
+    # DP-HP (arXiv:2106.05042) Fig. 6 (github.com/ParkLabML/DP-HP code_balanced/plots/), MNIST, real data and DP-HP ε=1 (LR … XGB, MEAN)
     assert lines[ours + 1] == ("| mnist | real data | seeds' Fig. 6 | 0.925 | 0.9688 | 0.555 | 0.842 | 0.918 | 0.8774 | "
                                "0.879 | 0.7097 | 0.9782 | 0.9282 | 0.909 | 0.912 | 0.8669 |")
     hp = lines.index(next(line for line in lines if line.startswith("| mnist | DP-HP ε=1 | ours |")))
@@ -134,7 +134,7 @@ def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
     table = render_fig3(image_frame(), "md")
     assert "| n=60000 | n=30000 | n=12000 | n=6000 | n=3000 | n=1200 | n=600 | n=300 | n=120 | n=60 |" in table
     assert "| mnist | real data | ours | 0.810 ± 0.0141 (2) |  |  |  |  |  | 0.700 ± 0 (2) |  |  |  |" in table
-    # seed-dphp.md §6.7 (Fig. 3, MNIST): the real data with their stds, DP-HP ε=1 with one std
+    # DP-HP (arXiv:2106.05042) Fig. 3 (MNIST): the real data with their stds, DP-HP ε=1 with one std
     assert ("| mnist | real data | seeds' Fig. 3 | 0.8669 ± 0.0003 | 0.8574 ± 0.0054 | 0.8379 ± 0.0034 | "
             "0.8316 ± 0.0051 | 0.8170 ± 0.0038 | 0.7880 ± 0.0040 | 0.7484 ± 0.0088 | 0.7084 ± 0.0100 | "
             "0.6174 ± 0.0118 | 0.5350 ± 0.0165 |") in table

@@ -120,7 +120,7 @@ def test_census_reads_both_files_and_drops_the_instance_weight(census_tables):
     kinds = [c.kind for c in census.COLUMNS]
     assert kinds.count(ColumnKind.NUMERICAL) == 7 and kinds.count(ColumnKind.CATEGORICAL) == 33
     assert "instance weight" not in [c.name for c in census.COLUMNS] and census.COLUMNS[-1].name == "year"
-    assert int(full.y[:199_523].sum()) == 12_382  # census-income.data positives (seed-dpmerf.md §4.2)
+    assert int(full.y[:199_523].sum()) == 12_382  # census-income.data positives (DP-MERF (arXiv:2002.11603) App. K)
 
 
 def test_census_paper_protocol_reads_the_data_file_only(census_tables):
@@ -249,7 +249,7 @@ def test_adult_protocols(adult_tables):
     dataset = cached(adult.ADULT, *adult_tables)
     check_sound(dataset)
     split = check_paper(dataset, 22_561)
-    assert len(split.train) == 11_077 and len(split.test) == 1_231  # anchors-parklab-code.md §2 adult
+    assert len(split.train) == 11_077 and len(split.test) == 1_231  # as github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py
 
 
 def test_census_protocols(census_tables):

@@ -8,7 +8,8 @@ Rows of a tabular ``LabelledData`` hold raw codes: numbers for numerical columns
   rank / (k − 1) in [0, 1], categorical columns one-hot, binary columns as 0/1.
 * ``codes`` (paper-compat): the reference code's raw values — numbers unscaled, categorical
   integer codes as they are. Its consequence: ‖x_cat‖² is no longer bounded by the number of
-  categorical columns, so a method must use a larger sensitivity (seed-dpmerf.md §8.4).
+  categorical columns, so a method must use a larger sensitivity (DP-MERF (arXiv:2002.11603) App. G
+  bounds one-hot codes; github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py feeds integer codes).
 """
 
 from __future__ import annotations

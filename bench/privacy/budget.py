@@ -11,7 +11,8 @@ from bench.core.errors import UsageError
 # How σ is calibrated to (ε, δ): tight (exact analysis) or paper (the seeds' RDP calibrator);
 # bench/privacy/accountants.py implements both.
 CALIBRATORS: tuple[str, ...] = ("tight", "paper")
-DEFAULT_DELTA = 1e-5  # every experiment of the seeds uses δ = 1e-5 (seed-dpmerf.md §2, seed-dphp.md §2)
+DEFAULT_DELTA = 1e-5  # every experiment of the seeds uses δ = 1e-5 (DP-MERF (arXiv:2002.11603)
+# Tables 1 and 3, DP-HP (arXiv:2106.05042) Tables 1 and 2)
 
 
 class BudgetError(UsageError, ValueError):

@@ -8,7 +8,7 @@ A preset is one or more :class:`Grid` (a grid is one ``bench run`` command; a ta
 columns need different settings, like DP-HP's Table 1 ε = 0.1 row, has several), the MLflow
 experiment they log to, and the paper's published values as {dataset: {(method, ε): {column:
 value}}}, each column naming the metric of ours that is its like-for-like counterpart. Published
-values are transcribed from the digests in ``../shared/research`` (section cited per preset),
+values are transcribed from the papers' tables and figures (source cited per preset),
 never computed here.
 """
 
@@ -94,7 +94,7 @@ def _table2_values(rows: dict[str, dict[tuple[str, float], tuple]]) -> dict:
     return out
 
 
-# DP-HP Table 2 and Table 7 (seed-dphp.md §6.2–§6.3): ROC / PRC (binary) or F1 (multi-class),
+# DP-HP Table 2 and Table 7 (DP-HP (arXiv:2106.05042) Tables 2 and 7): ROC / PRC (binary) or F1 (multi-class),
 # (1, 1e-5), average over 12 classifiers and 5 runs; Table 7 adds the non-private (ε = ∞) columns.
 _DPHP_TABLE2 = {
     "adult": {("real", INF): (0.786, 0.683), ("dp-cgan", 1.0): (0.509, 0.444), ("dp-gan", 1.0): (0.511, 0.445),
@@ -124,7 +124,7 @@ _DPHP_TABLE7_NON_PRIVATE = {
     "covtype": {("dp-merf", INF): (0.601,), ("dp-hp", INF): (0.580,)},
     "intrusion": {("dp-merf", INF): (0.884,), ("dp-hp", INF): (0.888,)},
 }
-# DP-MERF Table 1 (seed-dpmerf.md §6.1): (1, 1e-5), average over 12 classifiers and 5 runs,
+# DP-MERF Table 1 (DP-MERF (arXiv:2002.11603) Table 1): (1, 1e-5), average over 12 classifiers and 5 runs,
 # computed from hard predictions without selection on the test set (= our downstream.paper.*).
 _DPMERF_TABLE1 = {
     "adult": {("real", INF): (0.730, 0.639), ("dp-cgan", 1.0): (0.509, 0.444), ("dp-gan", 1.0): (0.511, 0.445),
@@ -206,7 +206,7 @@ PRESETS: dict[str, Preset] = {
                        ("dp-cgan", 1.0): {"NLL sum (seeds' convention)": "≈ 4.7×10⁵"},
                        ("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
                        ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"}}},
-            "seed-dphp.md §6.6 (read from the figure text of 000)",
+            "DP-HP (arXiv:2106.05042) Fig. 2, values read off the figure",
             plot_metrics=("nll.mean",),
         ),
         Preset(
@@ -221,19 +221,19 @@ PRESETS: dict[str, Preset] = {
                      sets=("dp-hp.prod_order=5", "dp-hp.prod_dims=7")),
                 Grid(("dp-hp",), ("census-discrete",), "0.3,0.1", protocol="paper"),
             ),
-            _TABLE1_COLUMNS, _TABLE1_PUBLISHED, "seed-dphp.md §6.1", plot_metrics=("marginals.tv_3",),
+            _TABLE1_COLUMNS, _TABLE1_PUBLISHED, "DP-HP (arXiv:2106.05042) Table 1", plot_metrics=("marginals.tv_3",),
         ),
         Preset(
             "dphp-table2", "DP-HP Table 2",
             "train on synthetic, test on real, (1, 1e-5), both protocols, with the trivial baselines", "table2",
             (Grid(_TABLE2_METHODS, TABULAR_DATASETS, "1", protocol="paper"), Grid(_TABLE2_METHODS, TABULAR_DATASETS, "1")),
-            _TABLE2_COLUMNS, _table2_values(_DPHP_TABLE2), "seed-dphp.md §6.2", plot_metrics=("downstream.roc_auc",),
+            _TABLE2_COLUMNS, _table2_values(_DPHP_TABLE2), "DP-HP (arXiv:2106.05042) Table 2", plot_metrics=("downstream.roc_auc",),
         ),
         Preset(
             "dphp-table7", "DP-HP Table 7", "Table 2's non-private DP-MERF and DP-HP columns (--eps inf, paper protocol)",
             "table2",
             (Grid(("dp-merf", "dp-hp"), TABULAR_DATASETS, "inf", protocol="paper"),),
-            _TABLE2_COLUMNS[:3], _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)), "seed-dphp.md §6.3",
+            _TABLE2_COLUMNS[:3], _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)), "DP-HP (arXiv:2106.05042) Table 7",
         ),
         Preset(
             "dphp-fig6", "DP-HP Fig. 6",
@@ -241,7 +241,8 @@ PRESETS: dict[str, Preset] = {
             "images",
             (Grid(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, "1,inf", evaluators=("image-downstream", "fid")),
              Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("image-downstream", "fid"))),
-            _FIG6_COLUMNS, _FIG6_PUBLISHED, "seed-dphp.md §6.7 (values from the released code's .npz files)",
+            _FIG6_COLUMNS, _FIG6_PUBLISHED, "DP-HP (arXiv:2106.05042) Fig. 6 (values from "
+            "github.com/ParkLabML/DP-HP code_balanced/plots/may17_*_mehp_by_model_values.npz)",
             digits=".4g", plot_metrics=("image-downstream.accuracy",),
         ),
         Preset(
@@ -249,7 +250,8 @@ PRESETS: dict[str, Preset] = {
             "images",
             (Grid(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, "1,inf", evaluators=("effective-size",)),
              Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("effective-size",))),
-            _FIG3_COLUMNS, _FIG3_PUBLISHED, "seed-dphp.md §6.7 (values from the released code's .npz files)",
+            _FIG3_COLUMNS, _FIG3_PUBLISHED, "DP-HP (arXiv:2106.05042) Fig. 3 (values from "
+            "github.com/ParkLabML/DP-HP code_balanced/plots/may27_order100_var_*_mehp_values.npz)",
             digits=".4f",
         ),
         Preset(
@@ -259,7 +261,7 @@ PRESETS: dict[str, Preset] = {
              Grid(("dp-merf",), TABULAR_DATASETS, "inf", protocol="paper")),
             (("ROC (hard labels)", "downstream.paper.roc_auc"), ("PRC (hard labels)", "downstream.paper.pr_auc"),
              ("F1 (hard labels)", "downstream.paper.f1_weighted")),
-            _hard_label_headers(_table2_values(_DPMERF_TABLE1)), "seed-dpmerf.md §6.1",
+            _hard_label_headers(_table2_values(_DPMERF_TABLE1)), "DP-MERF (arXiv:2002.11603) Table 1",
             plot_metrics=("downstream.paper.roc_auc",),
         ),
         Preset(
@@ -273,7 +275,7 @@ PRESETS: dict[str, Preset] = {
              "fashion-mnist": {("real", INF): {"MEAN": 0.78}, ("dp-cgan", 9.6): {"MEAN": 0.39},
                                ("dp-gan", 9.6): {"MEAN": 0.46}, ("dp-merf", 1.0): {"MEAN": 0.61},
                                ("dp-merf", 0.2): {"MEAN": 0.53}}},
-            "seed-dpmerf.md §6.2", digits=".2f", plot_metrics=("image-downstream.accuracy",),
+            "DP-MERF (arXiv:2002.11603) Table 3", digits=".2f", plot_metrics=("image-downstream.accuracy",),
         ),
         Preset(
             "privacy-utility", "beyond the seeds: utility against ε",

@@ -340,9 +340,9 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
     return _format(header, rows, title, fmt)
 
 
-# The seeds' Table 1 (seed-dphp.md §6.1): mean TV of α-way marginals, δ = 1e-5, lower is better.
+# The seeds' Table 1 (DP-HP (arXiv:2106.05042) Table 1): mean TV of α-way marginals, δ = 1e-5, lower is better.
 # {dataset: {α: {(method, ε): value}}}; computed with their code's (α+1)-way convention, if
-# Table 1 came from the published marginals_eval.py (anchors-parklab-code.md §4).
+# Table 1 came from the published marginals_eval.py (github.com/ParkLabML/DP-HP dp_mehp/marginals_eval.py).
 SEEDS_TABLE1 = {
     "adult-discrete": {
         3: {("privbayes", 0.3): 0.446, ("privbayes", 0.1): 0.577, ("dp-merf", 0.3): 0.405,
@@ -415,7 +415,8 @@ SEEDS_SETUP_NAMES = {
 # The columns of Fig. 6 (and the short names of evaluators/image_downstream.py), then MEAN.
 FIG6_CLASSIFIERS = ("LR", "RF", "GNB", "BNB", "LSVC", "DT", "LDA", "Ada", "MLP", "Bag", "GBM", "XGB")
 
-# The seeds' Fig. 6 (seed-dphp.md §6.7, from the released code_balanced/plots/
+# The seeds' Fig. 6 (DP-HP (arXiv:2106.05042) Fig. 6, from
+# github.com/ParkLabML/DP-HP code_balanced/plots/
 # may17_*_mehp_by_model_values.npz): accuracy on the real test set after training on 60k
 # synthetic images, mean over 5 seeds; {dataset: {(method, ε): (12 classifiers..., MEAN)}}.
 SEEDS_FIG6 = {
@@ -441,7 +442,8 @@ SEEDS_FIG6 = {
     },
 }
 
-# The seeds' Fig. 3 (seed-dphp.md §6.7, from code_balanced/plots/may27_order100_var_*_mehp_values.npz):
+# The seeds' Fig. 3 (DP-HP (arXiv:2106.05042) Fig. 3, from
+# github.com/ParkLabML/DP-HP code_balanced/plots/may27_order100_var_*_mehp_values.npz):
 # mean accuracy over the 12 classifiers and 5 seeds at each training-set size; (mean, std) where
 # the note gives the standard deviation. {dataset: {(method, ε): (one value per FIG3_SIZES)}}.
 FIG3_SIZES = (60000, 30000, 12000, 6000, 3000, 1200, 600, 300, 120, 60)
