@@ -122,3 +122,17 @@ def test_delta_auto_uses_a_tenth_of_one_over_n_and_warns_when_delta_is_large():
     assert DeltaChoice.parse("auto").resolve(1000) == pytest.approx(1e-4)
     with pytest.warns(UserWarning, match="not below 1/n_train"):
         DeltaChoice.parse("0.01").resolve(1000)
+
+
+def test_the_accountants_are_objects_named_as_the_calibrator_choices():
+    from bench.privacy.accountants import ACCOUNTANTS
+    from bench.privacy.budget import CALIBRATORS
+
+    assert tuple(ACCOUNTANTS) == CALIBRATORS
+    for name, accountant in ACCOUNTANTS.items():
+        assert accountant.name == name
+        # both split a budget so that the groups compose to at most the target
+        ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5), name)
+        for sigma, k in zip(accountant.split([(0.6, 1), (0.4, 3)], 1.0, 1e-5), (1, 3)):
+            ledger.record(GaussianRelease("share", 1.0, sigma, k))
+        assert ledger.epsilon_spent <= 1.0 * (1 + 1e-6)

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from bench.privacy.accountants import (  # noqa: F401 (re-exported: the ledger's public names)
-    CALIBRATORS,
+    ACCOUNTANTS,
     Calibrator,
     calibrate_gaussian_multiplier,
     compose_epsilon,
@@ -44,7 +44,7 @@ from bench.privacy.accountants import (  # noqa: F401 (re-exported: the ledger's
     zcdp_rho,
     zcdp_to_epsilon,
 )
-from bench.privacy.budget import PrivacyBudget
+from bench.privacy.budget import CALIBRATORS, PrivacyBudget
 from bench.privacy.independent import IndependentCheck, check_claim
 from bench.privacy.releases import NEIGHBOURING, GaussianRelease, PureRelease, Release
 
@@ -193,26 +193,16 @@ class PrivacyLedger:
         )
 
     def calibrate_shares(self, shares: Sequence[BudgetShare]) -> list[float]:
-        """Noise multipliers for several groups of releases that split the run's budget.
-
-        ``paper``: group i gets (fraction_i·ε, δ/len(shares)) and the seeds' calibrator with its
-        own number of compositions — the split of DP-HP's code (arXiv 2106.05042, Alg. 1), whose
-        total is (ε, δ) by basic composition. ``tight``: the releases compose exactly, so the
-        fractions split the total precision Σ kᵢ/σᵢ² = 1/σ² of the one Gaussian mechanism that
-        meets (ε, δ) — σᵢ = σ·√(kᵢ/fractionᵢ) — and no budget is lost to basic composition."""
+        """Noise multipliers for several groups of releases that split the run's budget, by the
+        calibrator's accountant (``Accountant.split``: basic composition for ``paper``, a split of
+        the exact composition's precision for ``tight``)."""
         if abs(sum(s.fraction for s in shares) - 1) > 1e-9 or min(s.fraction for s in shares) <= 0:
             raise ValueError(f"budget fractions must be > 0 and sum to 1 (got {[s.fraction for s in shares]})")
         if not self.budget.is_private:
             return [0.0 for _ in shares]
-        if self.calibrator == "paper":
-            delta = self.budget.delta / len(shares)
-            return [
-                calibrate_gaussian_multiplier(s.fraction * self.budget.epsilon, delta, s.compositions, "paper")
-                for s in shares
-            ]
-        sigma = self.calibrate_gaussian(compositions=1)
-        # rounded up by a hair so that round-off in Σ kᵢ/σᵢ² never tips the total over ε
-        return [sigma * math.sqrt(s.compositions / s.fraction) * (1 + 1e-9) for s in shares]
+        return ACCOUNTANTS[self.calibrator].split(
+            [(s.fraction, s.compositions) for s in shares], self.budget.epsilon, self.budget.delta
+        )
 
     def zcdp_budget(self) -> float:
         """ρ of the whole target: mechanisms planned in zCDP (MST, AIM) split this."""
