@@ -60,7 +60,7 @@ def dphp_adult_paper() -> float:
     split = _split("adult", "paper")
     method = METHODS.get("dp-hp")
     budget = PrivacyBudget(1.0, 1e-5)
-    params = method.hyperparameters.resolve("adult", overrides={}).values
+    params = method.hyperparameters.resolve("adult", overrides={}).params
     torch.manual_seed(0)
     started = time.perf_counter()
     fitted = method.fit(split.train, FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), "paper"))

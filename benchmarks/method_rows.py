@@ -57,7 +57,7 @@ def fit_seconds(
     torch.manual_seed(0)
     data, card = DATASETS.get(dataset), METHODS.get(method)
     train = data.load(None, 0, protocol).train
-    params = card.hyperparameters.resolve(dataset, profile, overrides or {}).values
+    params = card.hyperparameters.resolve(dataset, profile, overrides or {}).params
     budget = PrivacyBudget(1.0, 1e-5)
     marks: list[tuple[int, int, float]] = []
 
