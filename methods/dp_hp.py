@@ -38,6 +38,7 @@ from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import BudgetShare
 from bench.privacy.releases import replace_one_l2
 from methods.hermite import clip_feature_norm, hermite_features, product_class_sums, rho_from_length_scale_sq
+from methods.hermite_fused import sum_class_sums
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
     bounded_class_sums,
@@ -229,12 +230,21 @@ class HermiteSumKernel:
     def width(self) -> int:
         return len(self.rho) * (self.order + 1)
 
+    def elements_per_row(self, device: torch.device) -> int:
+        """Entries per row of the largest intermediate: on the CPU the fused pass keeps a few
+        copies of the row (methods/hermite_fused.py); elsewhere the features and their gradient."""
+        return 4 * len(self.rho) if device.type == "cpu" else 2 * self.width
+
     def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
         """Σ_{j: yⱼ = c} h_s(zⱼ) for every class (K × D(C+1)), differentiable in z."""
-        phi = hermite_features(z, self.rho.to(z.device), self.order)
-        phi = clip_feature_norm(phi) if self.clip else phi
-        one_hot = torch.nn.functional.one_hot(labels, n_classes).to(phi.dtype)
-        return (one_hot.T @ phi.reshape(len(z), -1)) / math.sqrt(len(self.rho))  # the 1/√D of eq. 10
+        if z.device.type == "cpu":
+            sums = sum_class_sums(z, labels, self.rho, self.order, n_classes, self.clip).reshape(n_classes, -1)
+        else:
+            phi = hermite_features(z, self.rho.to(z.device), self.order)
+            phi = clip_feature_norm(phi) if self.clip else phi
+            one_hot = torch.nn.functional.one_hot(labels, n_classes).to(phi.dtype)
+            sums = one_hot.T @ phi.reshape(len(z), -1)
+        return sums / math.sqrt(len(self.rho))  # the 1/√D of eq. 10
 
 
 @dataclass(frozen=True)
@@ -340,7 +350,7 @@ class DPHermite:
             return (noisy / proportions[:, None]).float()
 
         sum_target = release(
-            sum_kernel, 2 * sum_kernel.width, sigma_sum,
+            sum_kernel, sum_kernel.elements_per_row(z.device), sigma_sum,
             f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
         )
         product_what = (
@@ -376,7 +386,9 @@ class DPHermite:
             labels = draw_labels()
             x = net(labels)
             kernel, prod_target = product[0].kernel, product[0].target
-            sums = bounded_class_sums(generated_sum_kernel.class_sums, x, labels, n_classes, 2 * sum_kernel.width)
+            sums = bounded_class_sums(
+                generated_sum_kernel.class_sums, x, labels, n_classes, generated_sum_kernel.elements_per_row(x.device)
+            )
             prods = bounded_class_sums(kernel.class_sums, x, labels, n_classes, kernel.elements_per_row(n_classes))
             loss_sum = ((sum_target - sums / scale) ** 2).sum()
             loss_prod = ((prod_target - prods / scale) ** 2).sum()
