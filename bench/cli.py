@@ -130,7 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--protocol", choices=PROTOCOLS,
         help="data and evaluation conventions: sound (default) or the seeds' paper conventions",
     )
-    run.add_argument("--jobs", type=int, default=1, help="cells run in parallel worker processes")
+    run.add_argument(
+        "--jobs", type=int, default=None,
+        help="cells run in parallel worker processes (default: on the CPU, as many as the cores allow at "
+        "--threads each, at most the number of cells; 1 on a GPU)",
+    )
     run.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
     run.add_argument("--experiment", help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
     run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
@@ -299,11 +303,26 @@ def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
     return runs
 
 
+def default_jobs(cells: list, threads: int) -> int:
+    """Worker processes when --jobs is not given: the cores this process may use, divided by the
+    threads of a cell, so that a grid uses the machine without oversubscribing it; one when a cell
+    runs on a GPU (cells would share it)."""
+    if any(cell.device == "cuda" for cell in cells):
+        return 1
+    if any(cell.device == "auto" for cell in cells):
+        import torch
+
+        if torch.cuda.is_available():
+            return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores // threads, len(cells)))
+
+
 def command_run(args: argparse.Namespace) -> int:
     from bench.harness.preflight import check_data, check_device
     from bench.harness.runner import GridInterrupted, run_grid
 
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise GridError("--jobs must be at least 1")
     if args.threads < 1:
         raise GridError("--threads must be at least 1")
@@ -331,6 +350,7 @@ def command_run(args: argparse.Namespace) -> int:
         from bench.harness.ray_executor import RayExecutor
 
         executor = RayExecutor(args.ray_address, args.device, cpus=args.threads)
+    jobs = args.jobs or default_jobs(every_cell, args.threads)
     ok = True
     for run_args, cells, notes in grids:
         for note in notes:
@@ -338,7 +358,7 @@ def command_run(args: argparse.Namespace) -> int:
         print(f"{len(cells)} cells → experiment {run_args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
         try:
             report = run_grid(
-                cells, run_args.experiment, args.jobs, args.timeout, args.rerun, not args.no_progress, executor=executor
+                cells, run_args.experiment, min(jobs, len(cells)), args.timeout, args.rerun, not args.no_progress, executor=executor
             )
         except GridInterrupted as stop:
             print(stop.report.summary())
