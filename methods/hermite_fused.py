@@ -27,6 +27,11 @@ import numba
 import numpy as np
 import torch
 
+# Numba's OpenMP layer shares libgomp with torch, and starting it sets the process's OpenMP
+# thread count back to all cores, so torch's own ops then oversubscribe a `--jobs 2` grid (seen:
+# 4 busy threads on 2 cores). The work-queue layer keeps its own threads and touches nothing else.
+numba.config.THREADING_LAYER = "workqueue"
+
 _BLOCK = 512  # rows per block: the recursion's few block buffers stay in L1
 
 

@@ -91,3 +91,16 @@ def test_the_sum_kernel_takes_the_fused_path_on_the_cpu(monkeypatch):
     honest = kernel.class_sums(x, labels, 2)
     monkeypatch.setattr(dp_hp, "sum_class_sums", lambda *args: torch.zeros(2, x.shape[1], 11))
     assert not torch.equal(kernel.class_sums(x, labels, 2), honest)
+
+
+def test_the_fused_pass_leaves_torch_thread_count_alone():
+    """Numba's OpenMP layer would reset the process's OpenMP threads: a one-thread cell's torch
+    ops then ran on every core (oversubscribing `--jobs 2` grids)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        x = torch.rand(600, 5, requires_grad=True)
+        sum_class_sums(x, torch.arange(600) % 2, torch.full((5,), 0.5, dtype=torch.float64), 10, 2, False).sum().backward()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
