@@ -233,3 +233,23 @@ def test_no_method_reads_the_old_seed_arithmetic():
     root = Path(__file__).parents[1] / "methods"
     offenders = [p.name for p in root.glob("*.py") if "context.seed" in p.read_text()]
     assert offenders == []
+
+
+def test_a_parameter_added_later_keeps_earlier_cell_keys_only_at_its_old_value():
+    """dp-hp.prod_target_scale came after runs were logged: at 1 (the old behaviour) it is left
+    out of the cell key, so those runs still count; any other value is a different cell."""
+    from dataclasses import replace
+
+    from bench.harness.grid import GridSpec, expand
+
+    def cell(sets):
+        spec = GridSpec(methods=["dp-hp"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0], overrides={"dp-hp": sets})
+        (only,), _ = expand(spec)
+        return only
+
+    default, explicit_one, changed = cell({}), cell({"prod_target_scale": "1"}), cell({"prod_target_scale": "180"})
+    assert default.params["prod_target_scale"] == 1.0 and default.unkeyed_params == ("prod_target_scale",)
+    assert default.key == explicit_one.key != changed.key
+    without = {name: value for name, value in default.params.items() if name != "prod_target_scale"}
+    assert replace(default, params=without, unkeyed_params=()).key == default.key  # the key before the parameter
+    assert "prod_target_scale" in changed.params and changed.unkeyed_params == ()

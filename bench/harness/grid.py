@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench.core.errors import UsageError
-from bench.core.params import HyperParameterError, ResolvedParams, parse_like
+from bench.core.params import HyperParameterError, ResolvedParams, parse_like, unkeyed_parameters
 from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
 
@@ -40,6 +40,8 @@ class Cell:
     # torch intra-op threads of the cell's process (--threads): fixed per cell, never derived from
     # --jobs, because a different thread count can change float reductions and so the results
     threads: int = 1
+    # parameters logged but left out of the key (HyperParameters.added_later at their old value)
+    unkeyed_params: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -50,7 +52,7 @@ class Cell:
             "epsilon": "inf" if math.isinf(self.epsilon) else repr(float(self.epsilon)),
             "delta": self.delta,
             "seed": self.seed,
-            "params": self.params,
+            "params": {name: value for name, value in self.params.items() if name not in self.unkeyed_params},
             "evaluators": list(self.evaluators),
             "calibrator": self.calibrator,
             "protocol": self.protocol,
@@ -74,7 +76,8 @@ class Cell:
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> "Cell":
-        return Cell(**{**data, "evaluators": tuple(data["evaluators"])})
+        return Cell(**{**data, "evaluators": tuple(data["evaluators"]),
+                       "unkeyed_params": tuple(data.get("unkeyed_params", ()))})
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -222,6 +225,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             data_dir=spec.data_dir,
                             evaluator_settings=_cell_evaluator_settings(chosen_evaluators, evaluators, spec.profile, settings),
                             threads=spec.threads,
+                            unkeyed_params=unkeyed_parameters(method.hyperparameters, resolved.values),
                         )
                     )
     if not cells:
