@@ -133,29 +133,20 @@ _TILE = 64  # the transposes' square tiles: a tile's source and target stay in L
 
 
 @numba.njit(cache=True, parallel=True)
-def _gather_transposed(x, rows, xt):
-    """xt[d, j] = x[rows[j], d], by tiles (x: n × D; xt: D × len(rows))."""
-    n, dims = len(rows), x.shape[1]
+def _transpose_rows(rowwise, rows, columnwise, gather):
+    """gather: columnwise[d, j] = rowwise[rows[j], d]; else the inverse, rowwise[rows[j], d] =
+    columnwise[d, j]. By tiles (rowwise: n × D; columnwise: D × len(rows))."""
+    n, dims = len(rows), columnwise.shape[0]
     for tile in numba.prange((n + _TILE - 1) // _TILE):
         j0 = tile * _TILE
         for d0 in range(0, dims, _TILE):
             for j in range(j0, min(j0 + _TILE, n)):
                 row = rows[j]
                 for d in range(d0, min(d0 + _TILE, dims)):
-                    xt[d, j] = x[row, d]
-
-
-@numba.njit(cache=True, parallel=True)
-def _scatter_transposed(xt, rows, x):
-    """x[rows[j], d] = xt[d, j], the inverse of ``_gather_transposed``."""
-    n, dims = len(rows), xt.shape[0]
-    for tile in numba.prange((n + _TILE - 1) // _TILE):
-        j0 = tile * _TILE
-        for d0 in range(0, dims, _TILE):
-            for j in range(j0, min(j0 + _TILE, n)):
-                row = rows[j]
-                for d in range(d0, min(d0 + _TILE, dims)):
-                    x[row, d] = xt[d, j]
+                    if gather:
+                        columnwise[d, j] = rowwise[row, d]
+                    else:
+                        rowwise[row, d] = columnwise[d, j]
 
 
 def _constants(rho: torch.Tensor, order: int, dtype: np.dtype):
@@ -177,7 +168,7 @@ class _SumClassSums(torch.autograd.Function):
         rows_by_class = torch.argsort(labels, stable=True)
         x_np = x.detach().clamp(-largest, largest).contiguous().numpy()
         xt = np.empty(x_np.shape[::-1], dtype=dtype)
-        _gather_transposed(x_np, rows_by_class.numpy(), xt)
+        _transpose_rows(x_np, rows_by_class.numpy(), xt, True)
         bounds = np.concatenate([[0], np.cumsum(np.bincount(labels.numpy(), minlength=n_classes))]).astype(np.int64)
         constants = _constants(rho, order, dtype)
         first, a, b, _, _ = constants
@@ -196,7 +187,7 @@ class _SumClassSums(torch.autograd.Function):
         grad = np.ascontiguousarray(grad_sums.numpy(), dtype=xt.dtype)
         _backward(xt, bounds, first, a, b, grad, lower_weight, x_factor, grad_xt)
         grad_x = np.empty(grad_xt.shape[::-1], dtype=xt.dtype)
-        _scatter_transposed(grad_xt, rows_by_class.numpy(), grad_x)
+        _transpose_rows(grad_x, rows_by_class.numpy(), grad_xt, False)
         return torch.from_numpy(grad_x), None, None, None, None, None
 
 
