@@ -232,14 +232,20 @@ def build_parser() -> argparse.ArgumentParser:
         "pretrain-encoder",
         help="train a CIFAR-style ResNet18 on public images for dp-mepf's resnet18-cifar encoder",
         description="Train the paper's MNIST/FashionMNIST encoder shape on a PUBLIC image dataset (never the "
-        "private one) and save a checkpoint that records it; see methods/pretrain.py for the recipe.",
+        "private one) and save a checkpoint that records it; see methods/pretrain.py for the recipe. A checkpoint "
+        "with the same content key (architecture, public data, --grey, --epochs, --limit, recipe) is reused, not "
+        "retrained; each checkpoint is logged as an artifact of the MLflow experiment 'encoders'.",
         formatter_class=_Formatter,
     )
     pretrain.add_argument("--arch", default="resnet18-cifar", help="network (registered encoder pretrainers: resnet18-cifar)")
-    pretrain.add_argument("--public", default="cifar10", help="registered colour image dataset used as public data")
+    pretrain.add_argument("--public", default="cifar10", help="registered image dataset used as public data "
+                          "(greyscale ones are replicated to 3 channels)")
+    pretrain.add_argument("--grey", action="store_true", help="train on the luma of colour public images (for a "
+                          "greyscale private task such as MNIST: --public cifar10-jpeg --grey)")
     pretrain.add_argument("--epochs", type=int, default=30, help="training epochs")
     pretrain.add_argument("--limit", type=int, help="use only the first N train and test images (quick checks)")
-    pretrain.add_argument("--out", type=Path, default=Path("encoders/resnet18-cifar.pt"), help="checkpoint path")
+    pretrain.add_argument("--out", type=Path, help="checkpoint path (default: encoders/<arch>-<public>[-grey]-<key>.pt)")
+    pretrain.add_argument("--experiment", default="encoders", help="MLflow experiment the checkpoint is logged to")
     pretrain.add_argument("--data-dir", help="dataset folder (default: $%s)" % DATA_DIR_VARIABLE)
     pretrain.add_argument("--device", default="cpu", help="torch device")
     return parser
@@ -530,10 +536,17 @@ def command_pretrain_encoder(args: argparse.Namespace) -> int:
     if DATASETS.card(args.public).kinds != ("image",):  # RegistryError for an unknown name
         raise GridError(f"--public {args.public} is not an image dataset")
     try:
-        pretrainer.pretrain(args.public, Path(args.data_dir) if args.data_dir else None, args.out, args.epochs, args.limit, args.device)
-    except ValueError as error:  # e.g. non-colour data: one line (missing files are DataErrors)
+        checkpoint = pretrainer.pretrain(args.public, Path(args.data_dir) if args.data_dir else None, args.out,
+                                         args.epochs, args.limit, args.device, args.grey)
+    except ValueError as error:  # e.g. too small images: one line (missing files are DataErrors)
         print(f"error: {error}", file=sys.stderr)
         return 2
+    try:
+        run_id = tracking.log_checkpoint(args.experiment, args.arch, checkpoint)
+        print(f"logged to MLflow experiment '{args.experiment}', run {run_id}")
+    except Exception as error:  # the checkpoint is on disk whatever the store does
+        print(f"warning: the checkpoint {checkpoint.path} is saved but was not logged to MLflow: "
+              f"{type(error).__name__}: {error}", file=sys.stderr)
     return 0
 
 

@@ -13,11 +13,19 @@ Recipe — a documented choice, the paper gives none: SGD (momentum 0.9, weight 
 learning rate 0.1 with a cosine schedule, batch 128, random 28×28 crops of the 32×32 training
 images and horizontal flips; test accuracy on the centre crops of the public test split is
 stored with the weights. The public data must be a dataset that is *public for the private
-task*: CIFAR-10 for FashionMNIST as the paper; never the private dataset itself.
+task*: CIFAR-10 for FashionMNIST as the paper; never the private dataset itself. For MNIST the
+paper used SVHN, which is not in the data mirror: ``--public fashion-mnist`` (greyscale, replicated
+to 3 channels) or ``--public cifar10-jpeg --grey`` (luma, replicated) stand in, a named deviation.
+
+Checkpoints are cached by content key: the key hashes the architecture, the public dataset (its
+loader pins its files' sha256, so the name fixes the content), ``--grey``, the epochs, ``--limit``
+and :data:`RECIPE`; a checkpoint already at the path with the same key is reused, not retrained.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -29,6 +37,9 @@ import torch.nn.functional as F
 from torch import nn
 
 CROP = 28
+# the training recipe, hashed into every checkpoint's key: change it and old checkpoints no longer match
+RECIPE = {"optimiser": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "cosine", "batch": 128,
+          "crop": CROP, "flip": 0.5, "seed": 0, "input": "[-1, 1]", "version": 1}
 
 
 class BasicBlock(nn.Module):
@@ -88,18 +99,38 @@ def _centre(images: torch.Tensor) -> torch.Tensor:
     return images[..., top : top + CROP, top : top + CROP]
 
 
+def as_three_channels(x: np.ndarray, shape: tuple[int, int, int], grey: bool) -> np.ndarray:
+    """Rows (n × C·H·W) as 3-channel rows: greyscale replicated (the encoder replicates grey private
+    images the same way); colour kept, or with ``grey`` turned into its luma (ITU-R 601) replicated."""
+    images = x.reshape(len(x), *shape)
+    if shape[0] == 1:
+        images = np.repeat(images, 3, axis=1)
+    elif grey:
+        luma = np.tensordot(np.array([0.299, 0.587, 0.114], dtype=images.dtype), images, axes=([0], [1]))
+        images = np.repeat(luma[:, None], 3, axis=1)
+    return images.reshape(len(x), -1)
+
+
+def checkpoint_key(arch: str, public: str, grey: bool, epochs: int, limit: int | None) -> str:
+    """The content key of a pretrained checkpoint (module docstring)."""
+    text = json.dumps({"arch": arch, "public": public, "grey": grey, "epochs": epochs, "limit": limit, "recipe": RECIPE},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def pretrain_resnet18(
     train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, shape: tuple[int, int, int],
-    epochs: int, batch: int = 128, lr: float = 0.1, seed: int = 0, device: str = "cpu", log=print,
+    epochs: int, batch: int = RECIPE["batch"], lr: float = RECIPE["lr"], seed: int = RECIPE["seed"], device: str = "cpu",
+    log=print,
 ) -> tuple[ResNet18Cifar, float]:
-    """Train on the public images (n × C·H·W in [0, 1]); returns the network and its test accuracy."""
+    """Train on the public images (n × 3·H·W in [0, 1]); returns the network and its test accuracy."""
     if shape[0] != 3 or shape[1] < CROP or shape[2] < CROP:
-        raise ValueError(f"pretrain-encoder needs colour images of at least {CROP}×{CROP} (got {shape})")
+        raise ValueError(f"pretrain-encoder needs 3-channel images of at least {CROP}×{CROP} (got {shape})")
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     net = ResNet18Cifar(int(max(train_y.max(), test_y.max())) + 1).to(device)
     steps = epochs * math.ceil(len(train_x) / batch)
-    optimiser = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    optimiser = torch.optim.SGD(net.parameters(), lr=lr, momentum=RECIPE["momentum"], weight_decay=RECIPE["weight_decay"])
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, max(steps, 1))
     images = torch.from_numpy(np.ascontiguousarray(train_x, dtype=np.float32)).view(len(train_x), *shape)
     labels = torch.as_tensor(train_y, dtype=torch.long)
@@ -133,19 +164,50 @@ def test_accuracy(net: nn.Module, x: np.ndarray, y: np.ndarray, shape, device: s
     return correct / max(len(x), 1)
 
 
-def save_checkpoint(net: ResNet18Cifar, path: Path, public: str, accuracy: float, epochs: int) -> None:
+def save_checkpoint(net: ResNet18Cifar, path: Path, public: str, accuracy: float, epochs: int, key: str = "") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(
-        {"arch": "resnet18-cifar", "public_data": public, "test_accuracy": accuracy, "epochs": epochs,
-         "state_dict": net.state_dict()},
+        {"arch": "resnet18-cifar", "public_data": public, "test_accuracy": accuracy, "epochs": epochs, "key": key,
+         "recipe": RECIPE, "state_dict": net.state_dict()},
         path,
     )
 
 
-def run_pretraining(public: str, data_dir: Path | None, out: Path, epochs: int, limit: int | None, device: str, log=print) -> float:
-    """Load the public dataset from the registry, train, save; returns the test accuracy."""
+@dataclass(frozen=True)
+class PretrainedCheckpoint:
+    path: Path
+    key: str
+    public: str  # as recorded in the checkpoint and, through the encoder, in every run's ledger
+    test_accuracy: float
+    epochs: int
+    cached: bool  # True: an existing checkpoint with the same key was reused
+
+
+def cached_checkpoint(path: Path, key: str) -> dict | None:
+    if not path.is_file():
+        return None
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    return stored if stored.get("key") == key else None
+
+
+def run_pretraining(
+    public: str, data_dir: Path | None, out: Path | None, epochs: int, limit: int | None, device: str, grey: bool = False,
+    log=print,
+) -> PretrainedCheckpoint:
+    """Load the public dataset from the registry, train, save (or reuse a checkpoint with the
+    same content key at the path); ``out`` None: ``encoders/resnet18-cifar-<public>[-grey]-<key>.pt``."""
     from bench.core.registry import DATASETS
 
+    key = checkpoint_key("resnet18-cifar", public, grey, epochs, limit)
+    label = f"{public} (greyscale)" if grey else public
+    path = out or Path("encoders") / f"resnet18-cifar-{public}{'-grey' if grey else ''}-{key}.pt"
+    stored = cached_checkpoint(path, key)
+    if stored is not None:
+        log(f"cached: {path} has key {key} (public data {stored['public_data']}, test accuracy "
+            f"{stored['test_accuracy']:.3f}); not retrained")
+        return PretrainedCheckpoint(path, key, stored["public_data"], stored["test_accuracy"], stored["epochs"], True)
+    if path.exists():
+        log(f"{path} exists with another key; overwriting it with key {key}")
     split = DATASETS.get(public).load(data_dir, 0)
     shape = tuple(int(v) for v in split.train.schema.public_fact("image_shape").value)
     train, test = split.train, split.test
@@ -153,14 +215,15 @@ def run_pretraining(public: str, data_dir: Path | None, out: Path, epochs: int, 
     # a random subset for --limit: some loaders order the rows by class (cifar10-jpeg)
     rows = np.sort(rng.permutation(len(train))[:limit]) if limit else slice(None)
     test_rows = np.sort(rng.permutation(len(test))[:limit]) if limit else slice(None)
+    colour = (3, *shape[1:])
     net, accuracy = pretrain_resnet18(
-        train.x[rows], train.y[rows], test.x[test_rows], test.y[test_rows], shape, epochs, device=device, log=log
+        as_three_channels(train.x[rows], shape, grey), train.y[rows], as_three_channels(test.x[test_rows], shape, grey),
+        test.y[test_rows], colour, epochs, device=device, log=log,
     )
-    save_checkpoint(net, out, public, accuracy, epochs)
-    log(f"saved {out} (public data {public}, test accuracy {accuracy:.3f}); use it with "
-        f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={out}")
-    return accuracy
-
+    save_checkpoint(net, path, label, accuracy, epochs, key)
+    log(f"saved {path} (public data {label}, test accuracy {accuracy:.3f}); use it with "
+        f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={path}")
+    return PretrainedCheckpoint(path, key, label, accuracy, epochs, False)
 
 
 @dataclass(frozen=True)
@@ -169,8 +232,11 @@ class EncoderPretrainer:
 
     name: str = "resnet18-cifar"
 
-    def pretrain(self, public: str, data_dir: Path | None, out: Path, epochs: int, limit: int | None, device: str) -> float:
-        return run_pretraining(public, data_dir, out, epochs, limit, device)
+    def pretrain(
+        self, public: str, data_dir: Path | None, out: Path | None, epochs: int, limit: int | None, device: str,
+        grey: bool = False,
+    ) -> PretrainedCheckpoint:
+        return run_pretraining(public, data_dir, out, epochs, limit, device, grey)
 
 
 RESNET18_CIFAR = EncoderPretrainer()

@@ -187,7 +187,7 @@ def test_zero_noise_from_the_door_leaves_every_release_clean(data_dir):
         def random(self, n):
             return np.full(n, 0.5)
 
-    for method, dataset in (("dp-merf", "cervical"), ("dp-hp", "cervical"), ("mst", "adult-discrete")):
+    for method, dataset in (("dp-merf", "cervical"), ("dp-hp", "cervical"), ("mst", "adult-discrete"), ("dp-mepf", "mnist")):
         seen = []
 
         def zero_ledger(budget, **kwargs):

@@ -235,6 +235,25 @@ def fill_cell_run(mlflow_client, run_id: str, cell: Cell, outcome: Outcome, fold
     mlflow_client.set_terminated(run_id, status=outcome.status)
 
 
+def log_checkpoint(experiment: str, arch: str, checkpoint: Any) -> str:
+    """Log a pretrained encoder checkpoint (``path``, ``key``, ``public``, ``test_accuracy``,
+    ``epochs``) as an artifact of ``experiment``, once per content key: a key already logged
+    returns that run's id."""
+    mlflow_client = client()
+    experiment_id_ = experiment_id(mlflow_client, experiment)
+    for run in iter_runs(mlflow_client, experiment_id_, f"tags.checkpoint_key = '{checkpoint.key}'"):
+        return run.info.run_id
+    run = mlflow_client.create_run(experiment_id_, tags={
+        "mlflow.runName": f"{arch} on {checkpoint.public}", "kind": "encoder", "checkpoint_key": checkpoint.key,
+    })
+    for key, value in {"arch": arch, "public_data": checkpoint.public, "epochs": checkpoint.epochs}.items():
+        mlflow_client.log_param(run.info.run_id, key, str(value))
+    mlflow_client.log_metric(run.info.run_id, "test_accuracy", float(checkpoint.test_accuracy))
+    mlflow_client.log_artifact(run.info.run_id, str(checkpoint.path))
+    mlflow_client.set_terminated(run.info.run_id)
+    return run.info.run_id
+
+
 def log_cell(
     mlflow_client, experiment: str, cell: Cell, outcome: Outcome, folder: Path, common_tags: dict[str, str],
     run_id: str | None = None,

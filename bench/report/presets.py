@@ -195,6 +195,57 @@ _FIG3_PUBLISHED = {
 }
 _IMAGES = ("mnist", "fashion-mnist")
 
+# DP-MEPF Tables 10 and 11 (DP-MEPF (arXiv:2205.12900) App. C; Table 2 prints their rounded
+# means): MLP and LogReg accuracy on the real test set after training on generated images,
+# mean ± std over 3 runs, δ = 1e-5; {variant: {dataset: {ε: (MLP, LogReg)}}} as fractions.
+_DPMEPF_TABLES_10_11 = {
+    "phi1phi2": {
+        "mnist": {INF: ((0.914, 0.003), (0.846, 0.005)), 10.0: ((0.898, 0.005), (0.834, 0.006)),
+                  5.0: ((0.899, 0.002), (0.833, 0.007)), 2.0: ((0.893, 0.003), (0.829, 0.007)),
+                  1.0: ((0.893, 0.006), (0.825, 0.005)), 0.2: ((0.799, 0.013), (0.758, 0.011))},
+        "fashion-mnist": {INF: ((0.744, 0.003), (0.743, 0.001)), 10.0: ((0.760, 0.004), (0.757, 0.010)),
+                          5.0: ((0.758, 0.006), (0.752, 0.004)), 2.0: ((0.751, 0.003), (0.758, 0.004)),
+                          1.0: ((0.747, 0.011), (0.754, 0.011)), 0.2: ((0.704, 0.019), (0.725, 0.012))},
+    },
+    "phi1": {
+        "mnist": {INF: ((0.882, 0.006), (0.814, 0.004)), 10.0: ((0.888, 0.001), (0.808, 0.009)),
+                  5.0: ((0.884, 0.005), (0.808, 0.008)), 2.0: ((0.880, 0.002), (0.805, 0.006)),
+                  1.0: ((0.875, 0.006), (0.790, 0.006)), 0.2: ((0.771, 0.004), (0.721, 0.014))},
+        "fashion-mnist": {INF: ((0.738, 0.005), (0.728, 0.005)), 10.0: ((0.755, 0.006), (0.755, 0.001)),
+                          5.0: ((0.751, 0.008), (0.755, 0.008)), 2.0: ((0.758, 0.007), (0.764, 0.008)),
+                          1.0: ((0.750, 0.018), (0.762, 0.008)), 0.2: ((0.690, 0.015), (0.717, 0.004))},
+    },
+}
+# DP-MEPF Table 1 (ε = 10): the other kernel methods' MLP / LogReg as DP-MEPF prints them (copied
+# from the literature there; their δ and classifier settings are not stated).
+_DPMEPF_TABLE1_OTHERS = {
+    "mnist": {("dp-merf", 10.0): (0.78, 0.79), ("dp-hp", 10.0): (0.82, 0.81)},
+    "fashion-mnist": {("dp-merf", 10.0): (0.75, 0.76), ("dp-hp", 10.0): (0.71, 0.73)},
+}
+_DPMEPF_COLUMNS = (("MLP", "image-downstream.MLP.accuracy"), ("LogReg", "image-downstream.LR.accuracy"),
+                   ("MEAN of 12", "image-downstream.accuracy"), ("FID", "fid.fid"))
+
+
+def _dpmepf_published(variant: str, with_others: bool) -> dict:
+    out: dict = {}
+    for dataset, by_eps in _DPMEPF_TABLES_10_11[variant].items():
+        for eps, (mlp, logreg) in by_eps.items():
+            out.setdefault(dataset, {})[("dp-mepf", eps)] = {"MLP": mlp, "LogReg": logreg}
+        if with_others:
+            for setup, (mlp, logreg) in _DPMEPF_TABLE1_OTHERS[dataset].items():
+                out[dataset][setup] = {"MLP": mlp, "LogReg": logreg}
+    return out
+
+
+# DP-MEPF Table 16 (App. C; Table 5 prints the means): unlabelled CIFAR-10 FID (5,000 samples),
+# mean ± std over 5 runs; {variant: {ε: FID}}.
+_DPMEPF_TABLE16 = {
+    "phi1phi2": {INF: (38.5, 1.5), 10.0: (38.8, 2.0), 5.0: (37.0, 1.1), 2.0: (38.7, 2.2), 1.0: (43.0, 1.1),
+                 0.5: (49.4, 1.0), 0.2: (67.3, 2.6)},
+}
+_DPMEPF_CPU = ("the `cpu` profile (methods/dp_mepf.py: EfficientNet-Lite0's first 7 layers, 4,000 iterations; "
+               "each deviation is named in its parameter's source)")
+
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
@@ -276,6 +327,40 @@ PRESETS: dict[str, Preset] = {
                                ("dp-gan", 9.6): {"MEAN": 0.46}, ("dp-merf", 1.0): {"MEAN": 0.61},
                                ("dp-merf", 0.2): {"MEAN": 0.53}}},
             "DP-MERF (arXiv:2002.11603) Table 3", digits=".2f", plot_metrics=("image-downstream.accuracy",),
+        ),
+        Preset(
+            "dpmepf-table2", "DP-MEPF Tables 2, 10, 11",
+            f"images: MLP and LogReg accuracy after training on generated MNIST / FashionMNIST, (φ1, φ2), at {_DPMEPF_CPU}; "
+            "DP-MERF and DP-HP beside it at ε = 1",
+            "dpmepf-table2",
+            (Grid(("dp-mepf",), _IMAGES, "0.2,1,10,inf", seeds="0-2", profile="cpu"),
+             Grid(("dp-merf", "dp-hp"), ("mnist",), "1", seeds="0-2", profile="cpu")),
+            _DPMEPF_COLUMNS, _dpmepf_published("phi1phi2", with_others=True),
+            "DP-MEPF (arXiv:2205.12900) Tables 10 and 11 (DP-MEPF rows, mean ± std over 3 runs) and Table 1 "
+            "(DP-MERF and DP-HP at ε = 10, as DP-MEPF prints them)",
+            plot_metrics=("image-downstream.MLP.accuracy",),
+        ),
+        Preset(
+            "dpmepf-table2-phi1", "DP-MEPF Tables 2, 10, 11 (φ1)",
+            f"as dpmepf-table2 with the first moment only (--set dp-mepf.moments=1), at {_DPMEPF_CPU}",
+            "dpmepf-table2-phi1",
+            (Grid(("dp-mepf",), _IMAGES, "0.2,1,10,inf", seeds="0-2", profile="cpu", sets=("dp-mepf.moments=1",)),),
+            _DPMEPF_COLUMNS, _dpmepf_published("phi1", with_others=False),
+            "DP-MEPF (arXiv:2205.12900) Tables 10 and 11, (φ1) rows, mean ± std over 3 runs",
+            plot_metrics=("image-downstream.MLP.accuracy",),
+        ),
+        Preset(
+            "dpmepf-table5", "DP-MEPF Tables 5, 16",
+            f"unlabelled CIFAR-10 (the data mirror's JPEG copy), (φ1, φ2), FID at 5,000 samples, at {_DPMEPF_CPU}, "
+            "with precision / recall / density / coverage on the same Inception features",
+            "dpmepf-table5",
+            (Grid(("dp-mepf",), ("cifar10-jpeg",), "1,10", seeds="0-2", profile="cpu", evaluators=("fid", "prdc"),
+                  sets=("dp-mepf.labelled=false",)),),
+            (("FID", "fid.fid"), ("precision", "prdc.precision"), ("recall", "prdc.recall"),
+             ("density", "prdc.density"), ("coverage", "prdc.coverage")),
+            {"cifar10-jpeg": {("dp-mepf", eps): {"FID": value} for eps, value in _DPMEPF_TABLE16["phi1phi2"].items()}},
+            "DP-MEPF (arXiv:2205.12900) Table 16, unlabelled (φ1, φ2), mean ± std over 5 runs (200,000 GPU steps)",
+            digits=".1f", plot_metrics=("fid.fid",),
         ),
         Preset(
             "dphp-gaps", "beyond the seeds: where DP-HP falls short of the seeds (issue 19)",
