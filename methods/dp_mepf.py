@@ -379,6 +379,8 @@ class DPMepf:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.IMAGE})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+    # shown beside the method in every table: the result depends on the encoder's public data
+    label_params: tuple[str, ...] = ("encoder",)
 
     def fit(self, train: LabelledData, context: FitContext[DPMepfParams]) -> TrainedConditionalGenerator:
         p = context.params

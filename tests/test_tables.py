@@ -254,3 +254,28 @@ def test_table_from_logged_runs_keeps_a_smoke_run_apart_from_the_paper_run(workd
     assert list(shown.columns) == ["dataset", "ε", "dp-merf", "dp-merf [profile smoke]"]
     assert shown["dp-merf"].str.endswith("(2)").all() and shown["dp-merf [profile smoke]"].str.endswith("(2)").all()
     assert "(4)" not in table.stdout
+
+
+def test_a_qualified_setup_sits_beside_the_published_row_of_its_method():
+    """Ours under a profile or --set label (dp-mepf [profile cpu, …]) is placed right before the
+    paper's row of the same registered method and ε; a setup the paper lacks comes after."""
+    from bench.report.tables import versus_seeds_rows
+
+    frame = pd.DataFrame({
+        "dataset": ["mnist"] * 3, "method": ["dp-mepf [profile cpu]", "dp-mepf [profile cpu]", "dp-merf"],
+        "method_name": ["dp-mepf", "dp-mepf", "dp-merf"], "epsilon": [1.0, 1.0, 1.0], "seed": [0, 1, 0],
+        "acc": [0.80, 0.82, 0.70],
+    })
+    published = {"mnist": {("dp-mepf", 10.0): {"ACC": 0.9}, ("dp-mepf", 1.0): {"ACC": 0.893}}}
+    rows = versus_seeds_rows(frame, [("ACC", "acc")], published, "paper", ".3f")
+    assert [(r[1], r[2]) for r in rows] == [
+        ("DP-MEPF ε=10", "paper"), ("dp-mepf [profile cpu] ε=1", "ours"), ("DP-MEPF ε=1", "paper"), ("DP-MERF ε=1", "ours"),
+    ]
+
+
+def test_a_method_can_ask_for_a_parameter_in_every_label():
+    """dp-mepf declares label_params = ("encoder",): the encoder is named even at its default."""
+    from bench.report.tables import _method_label
+
+    params = {"method": "dp-mepf", "dataset": "mnist", "profile": "paper", "hp.encoder": "efficientnet-lite0-imagenet"}
+    assert _method_label(params, 1.0) == "dp-mepf [encoder=efficientnet-lite0-imagenet]"

@@ -226,6 +226,8 @@ class MethodAdapter(Protocol):
     data_kinds: frozenset[DataKind]
     private: bool
     hyperparameters: HyperParameters  # its parameter dataclass and their cited values
+    # optional: ``label_params`` (tuple of parameter names), shown beside the method in every table
+    # whatever their value (dp-mepf: its encoder); ``audit`` (an AuditSpec), ``data_independent``
 
     def fit(self, train: LabelledData, context: FitContext) -> FittedModel:
         """``context.params`` is an instance of ``hyperparameters.params``."""

@@ -135,19 +135,24 @@ def _method_label(params: dict[str, str], epsilon: float) -> str | None:
     profile = params.get("profile", "paper")
     logged = {key[len("hp."):]: value for key, value in params.items() if key.startswith("hp.")}
     try:
-        hyper = METHODS.get(method).hyperparameters
+        adapter = METHODS.get(method)
+        hyper = adapter.hyperparameters
         private = not math.isinf(epsilon)
         as_logged_profile = {k: str(v) for k, v in hyper.resolve(dataset, profile, private=private).values.items()}
         as_paper = {k: str(v) for k, v in hyper.resolve(dataset, "paper", private=private).values.items()}
     except (RegistryError, HyperParameterError):
         # not registered now (a plugin that is not loaded): name the profile; any hyperparameter
         # difference is spelled out by _separate_remaining_settings
-        as_logged_profile = as_paper = None
+        adapter, as_logged_profile, as_paper = None, None, None
     qualifiers = []
     if profile != "paper" and (as_logged_profile is None or as_logged_profile != as_paper):
         qualifiers.append(f"profile {profile}")
+    # what a method asks to be shown always (dp-mepf: its encoder, the public data it depends on)
+    always = tuple(getattr(adapter, "label_params", ()))
+    qualifiers += [f"{key}={logged[key]}" for key in always if key in logged]
     if as_logged_profile is not None:
-        qualifiers += [f"{key}={value}" for key, value in sorted(logged.items()) if as_logged_profile.get(key) != value]
+        qualifiers += [f"{key}={value}" for key, value in sorted(logged.items())
+                       if as_logged_profile.get(key) != value and key not in always]
     return f"{method} [{', '.join(qualifiers)}]" if qualifiers and method else method
 
 
@@ -410,7 +415,7 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
 # Our method names → the seeds' setup names (GS-WGAN has no adapter here; its values are shown).
 SEEDS_SETUP_NAMES = {
     "real": "real data", "full-mmd": "full MMD", "dp-hp": "DP-HP", "dp-merf": "DP-MERF",
-    "dp-gan": "DP-GAN", "dp-cgan": "DP-CGAN", "gs-wgan": "GS-WGAN",
+    "dp-gan": "DP-GAN", "dp-cgan": "DP-CGAN", "gs-wgan": "GS-WGAN", "dp-mepf": "DP-MEPF",
 }
 # The columns of Fig. 6 (and the short names of evaluators/image_downstream.py), then MEAN.
 FIG6_CLASSIFIERS = ("LR", "RF", "GNB", "BNB", "LSVC", "DT", "LDA", "Ada", "MLP", "Bag", "GBM", "XGB")
@@ -509,12 +514,19 @@ def versus_seeds_rows(
     for dataset in sorted(datasets):
         ours = data[data["dataset"] == dataset]
         published = seeds.get(base_dataset(dataset), {})
-        ours_setups = sorted(set(zip(ours["method"], ours["epsilon"])), key=lambda s: (s[0], -s[1]))
-        setups = list(published) + [s for s in ours_setups if s not in published]
-        for method, eps in setups:
-            if (method, eps) in ours_setups:
-                selected = ours[(ours["method"] == method) & (ours["epsilon"] == eps)]
-                rows.append([dataset, setup_name(method, eps), "ours", *[
+        names = ours["method_name"] if "method_name" in ours.columns else ours["method"]
+        ours_setups = sorted(set(zip(ours["method"], names, ours["epsilon"])), key=lambda s: (s[0], -s[2]))
+        # each published setup is preceded by ours of the same registered method and ε, whatever
+        # qualifies our label (a profile, a --set value); ours without a published twin follow
+        placed: list[tuple[tuple[str, float], list[tuple[str, float]]]] = [
+            (setup, [(label, eps) for label, name, eps in ours_setups if (name, eps) == setup]) for setup in published
+        ]
+        twinned = {label_eps for _, labels in placed for label_eps in labels}
+        placed += [((None, None), [(label, eps)]) for label, _, eps in ours_setups if (label, eps) not in twinned]
+        for (method, eps), labels in placed:
+            for label, label_eps in labels:
+                selected = ours[(ours["method"] == label) & (ours["epsilon"] == label_eps)]
+                rows.append([dataset, setup_name(label, label_eps), "ours", *[
                     _cell_text(selected[metric]) if metric in selected.columns else "" for _, metric in columns
                 ]])
             if (method, eps) in published:
