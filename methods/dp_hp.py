@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from bench.core.params import HyperParameters, Setting, batch_rows
+from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import BudgetShare
@@ -64,6 +64,7 @@ class DPHermiteParams:
     sum_share: float
     sum_length_sq: float | None  # None: per coordinate, from the public range
     prod_length_sq: float | None  # None: as the sum kernel's
+    length_scale_rule: str  # "public-range", or the seeds' "median-heuristic" (non-private runs only)
     epochs: int
     batch_fraction: float | None  # batch_rows: batch_fraction, when set, wins
     batch_size: int | None
@@ -166,6 +167,13 @@ HYPERPARAMETERS = HyperParameters(
         ),
         "prod_length_sq": Setting(None, "None = as the sum kernel's per-coordinate ℓ² ("
             "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: uses the same ρ_d)"),
+        "length_scale_rule": Setting(
+            "public-range",
+            "public-range = (1 − 1/√2) × each coordinate's public range, when sum_length_sq is None; median-heuristic = "
+            "the seeds' rule (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py heuristic_for_length_scale: "
+            "ℓ_d = median |x_i − x_j| over 500 rows), which reads the private rows uncharged: an ablation for --eps inf only",
+            rule=Rule(choices=("public-range", "median-heuristic")),
+        ),
         "epochs": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid (adult: 20 epochs)"),
         "batch_fraction": Setting(0.1, "DP-HP (arXiv:2106.05042) Table 6 (adult): batch rate 0.1"),
         "batch_size": Setting(None, "None = batch_fraction × n; the 2-D and image code use a fixed batch"),
@@ -217,7 +225,7 @@ HYPERPARAMETERS = HyperParameters(
         "mnist": {"gamma": Setting(5.0, "DP-HP (arXiv:2106.05042) Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
         "fashion-mnist": {"gamma": Setting(20.0, "DP-HP (arXiv:2106.05042) Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
     },
-    added_later={"prod_target_scale": 1.0},  # issue 19's gmm2d ablation
+    added_later={"prod_target_scale": 1.0, "length_scale_rule": "public-range"},  # issue 19's ablations
     # batch_fraction none: the smoke batch is 200 rows on every dataset (batch_rows lets a fraction win)
     profiles={"smoke": {
         "sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "batch_fraction": None,
@@ -295,6 +303,21 @@ def length_scales_sq(space: ModelSpace, value: float | None) -> np.ndarray:
     return (UNIFORM_MEDIAN_GAP * space.coordinate_spans()) ** 2
 
 
+def median_heuristic_sq(z: np.ndarray, rng: np.random.Generator, rows: int = 500) -> np.ndarray:
+    """The seeds' per-coordinate ℓ² (heuristic_for_length_scale in github.com/ParkLabML/DP-HP
+    dp_mehp/all_aux_files_tab_data.py): the median of |z_i − z_j| over the pairs of ``rows``
+    random rows, their mean where the median is 0, squared; 1 where even that is 0. Reads rows:
+    never for a private run."""
+    sample = np.asarray(z, dtype=float)[rng.choice(len(z), size=min(rows, len(z)), replace=False)]
+    first, second = np.triu_indices(len(sample), k=1)
+    scale = np.empty(sample.shape[1])
+    for start in range(0, sample.shape[1], 32):  # 32 coordinates at a time: pairs × 32 floats in memory
+        gaps = np.abs(sample[first, start : start + 32] - sample[second, start : start + 32])
+        median = np.median(gaps, axis=0)
+        scale[start : start + 32] = np.where(median > 0, median, gaps.mean(axis=0))
+    return np.where(scale > 0, scale**2, 1.0)
+
+
 def draw_coordinates(dimension: int, k: int, rng: np.random.Generator) -> tuple[int, ...]:
     """k distinct coordinates, uniformly without replacement (DP-HP (arXiv:2106.05042) Sec. 3.4;
     np.random.choice in github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py), in draw order."""
@@ -335,14 +358,20 @@ class DPHermite:
         )
         proportions = release_proportions(train, context, sigma_sum).to(device)
 
-        sum_l2 = length_scales_sq(space, p.sum_length_sq)
-        prod_l2 = length_scales_sq(space, p.prod_length_sq) if p.prod_length_sq is not None else sum_l2
-        ledger.use_public_fact(
-            "length scales",
-            f"ℓ² sum {_describe(sum_l2)}, product {_describe(prod_l2)}",
-            "hyperparameters or (1 − 1/√2) × each coordinate's public range, never the rows (the seeds' "
-            "uncharged median heuristic is not used)",
-        )
+        if p.length_scale_rule == "median-heuristic":
+            if context.budget.is_private:
+                raise ValueError("dp-hp.length_scale_rule=median-heuristic reads the private rows without charging them "
+                                 "(the seeds' code does); it is an ablation for --eps inf only")
+            sum_l2 = prod_l2 = median_heuristic_sq(space.encode(train.x), context.rng("length scales"))
+        else:
+            sum_l2 = length_scales_sq(space, p.sum_length_sq)
+            prod_l2 = length_scales_sq(space, p.prod_length_sq) if p.prod_length_sq is not None else sum_l2
+            ledger.use_public_fact(
+                "length scales",
+                f"ℓ² sum {_describe(sum_l2)}, product {_describe(prod_l2)}",
+                "hyperparameters or (1 − 1/√2) × each coordinate's public range, never the rows (the seeds' "
+                "uncharged median heuristic is not used)",
+            )
         sum_kernel = HermiteSumKernel(rho_from_length_scale_sq(torch.as_tensor(sum_l2)), p.sum_order)
         prod_rho = rho_from_length_scale_sq(torch.as_tensor(prod_l2))
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 from numpy.polynomial.hermite import hermval
 
+from bench.core.params import HyperParameterError
 from bench.privacy.budget import PrivacyBudget
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
@@ -216,3 +217,23 @@ def test_paper_split_reproduces_the_tabulated_sigmas_and_tight_is_smaller(fracti
     tight = PrivacyLedger(PrivacyBudget(1.0, 1e-5), "tight").calibrate_shares(shares)
     assert paper[0] == pytest.approx(sigma, rel=0.01)
     assert tight[0] < paper[0] and tight[1] < paper[1]
+
+
+def test_the_seeds_median_heuristic_is_an_ablation_for_non_private_runs_only():
+    """length_scale_rule=median-heuristic: the seeds' per-coordinate median gap (its mean where the
+    median is 0), squared; refused for a private run, since it reads rows uncharged."""
+    from methods.dp_hp import median_heuristic_sq
+
+    z = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [3.0, 0.0, 0.0], [6.0, 0.0, 0.0], [10.0, 2.0, 0.0]])
+    # coordinate 0: gaps 1, 3, 6, 10, 2, 5, 9, 3, 7, 4 → median 4.5; coordinate 1: 4 gaps of 2 among 10,
+    # median 0 → mean 0.8; coordinate 2: all 0 → ℓ² = 1
+    assert median_heuristic_sq(z, np.random.default_rng(0)) == pytest.approx([20.25, 0.64, 1.0])
+    assert median_heuristic_sq(np.tile(z, (200, 1)), np.random.default_rng(0), rows=500).shape == (3,)
+    hp = HYPERPARAMETERS
+    with pytest.raises(HyperParameterError):
+        hp.resolve("adult", "smoke", {"length_scale_rule": "median"})
+    private = hp.resolve("gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"}).params
+    budget = PrivacyBudget(1.0, 1e-5)
+    with pytest.raises(ValueError, match="--eps inf only"):
+        DPHermite().fit(draw_split(seed=0).train, FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"),
+                                                         data_kind=DataKind.TWO_D))
