@@ -65,6 +65,7 @@ class DPHermiteParams:
     sum_length_sq: float | None  # None: per coordinate, from the public range
     prod_length_sq: float | None  # None: as the sum kernel's
     length_scale_rule: str  # "public-range", or the seeds' "median-heuristic" (non-private runs only)
+    prod_target_rule: str  # "per-class", or the seeds' tabular code's "unconditional" (non-private runs only)
     epochs: int
     batch_fraction: float | None  # batch_rows: batch_fraction, when set, wins
     batch_size: int | None
@@ -174,6 +175,13 @@ HYPERPARAMETERS = HyperParameters(
             "ℓ_d = median |x_i − x_j| over 500 rows), which reads the private rows uncharged: an ablation for --eps inf only",
             rule=Rule(choices=("public-range", "median-heuristic")),
         ),
+        "prod_target_rule": Setting(
+            "per-class",
+            "per-class = each class's product mean embedding (DP-HP (arXiv:2106.05042) eq. 15); unconditional = "
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py, whose per-class loop sums all of "
+            "X_train into every class's product target: an ablation for --eps inf only (its sensitivity is not derived here)",
+            rule=Rule(choices=("per-class", "unconditional")),
+        ),
         "epochs": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid (adult: 20 epochs)"),
         "batch_fraction": Setting(0.1, "DP-HP (arXiv:2106.05042) Table 6 (adult): batch rate 0.1"),
         "batch_size": Setting(None, "None = batch_fraction × n; the 2-D and image code use a fixed batch"),
@@ -225,7 +233,7 @@ HYPERPARAMETERS = HyperParameters(
         "mnist": {"gamma": Setting(5.0, "DP-HP (arXiv:2106.05042) Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
         "fashion-mnist": {"gamma": Setting(20.0, "DP-HP (arXiv:2106.05042) Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
     },
-    added_later={"prod_target_scale": 1.0, "length_scale_rule": "public-range"},  # issue 19's ablations
+    added_later={"prod_target_scale": 1.0, "length_scale_rule": "public-range", "prod_target_rule": "per-class"},  # issue 19's ablations
     # batch_fraction none: the smoke batch is 200 rows on every dataset (batch_rows lets a fraction win)
     profiles={"smoke": {
         "sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "batch_fraction": None,
@@ -381,8 +389,15 @@ class DPHermite:
         # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F)
         sensitivity = replace_one_l2(1.0, rows=m)
 
-        def release(kernel, elements_per_row: int, sigma: float, what: str) -> torch.Tensor:
-            embedding = embedding_sum(kernel.class_sums, z, y, n_classes, elements_per_row) / m
+        if p.prod_target_rule == "unconditional" and context.budget.is_private:
+            raise ValueError("dp-hp.prod_target_rule=unconditional (the seeds' tabular code) has no derived sensitivity "
+                             "here; it is an ablation for --eps inf only")
+
+        def release(kernel, elements_per_row: int, sigma: float, what: str, unconditional: bool = False) -> torch.Tensor:
+            embedding = embedding_sum(kernel.class_sums, z, torch.zeros_like(y) if unconditional else y, n_classes,
+                                      elements_per_row) / m
+            if unconditional:  # every class's row holds the sum over all rows, as the seeds' per-class loop does
+                embedding = embedding[:1].expand_as(embedding).contiguous()
             noisy = ledger.gaussian(embedding, sensitivity=sensitivity, noise_multiplier=sigma, what=what, rng=noise_rng)
             return (noisy / proportions[:, None]).float()
 
@@ -415,7 +430,8 @@ class DPHermite:
                 return
             coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
             kernel = HermiteProductKernel(prod_rho, p.prod_order, coordinates)
-            target = release(kernel, kernel.elements_per_row(n_classes), sigma_prod, product_what.format(epoch + 1))
+            target = release(kernel, kernel.elements_per_row(n_classes), sigma_prod, product_what.format(epoch + 1),
+                             unconditional=p.prod_target_rule == "unconditional")
             generated = HermiteProductKernel(prod_rho.float(), kernel.order, coordinates, clip=False)
             product[:] = [ProductTarget(generated, target * p.prod_target_scale)]
 

@@ -237,3 +237,28 @@ def test_the_seeds_median_heuristic_is_an_ablation_for_non_private_runs_only():
     with pytest.raises(ValueError, match="--eps inf only"):
         DPHermite().fit(draw_split(seed=0).train, FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"),
                                                          data_kind=DataKind.TWO_D))
+
+
+def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_runs_only():
+    """prod_target_rule=unconditional: every class's product target holds the mean over all rows
+    (÷ its proportion), as the seeds' tabular code's per-class loop does; refused when private."""
+    data = draw_split(seed=0).train
+    data = LabelledData(data.x[::90], data.y[::90], data.schema)
+    targets = {}
+    for rule in ("per-class", "unconditional"):
+        params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": rule, "epochs": "1"}).params
+        budget = PrivacyBudget.non_private()
+        ledger = PrivacyLedger(budget)
+        seen = []
+        ledger.observers.append(lambda event: seen.append(event))
+        DPHermite().fit(data, FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+        clean = [e for e in seen if "product" in e.release.what][0].clean
+        targets[rule] = torch.as_tensor(clean[0] if isinstance(clean, list) else clean)
+    per_class, unconditional = targets["per-class"], targets["unconditional"]
+    assert torch.allclose(unconditional, unconditional[:1].expand_as(unconditional))  # the same row for every class
+    assert torch.allclose(unconditional[0], per_class.sum(0))  # the sum over the classes' rows
+    assert not torch.allclose(per_class[0], per_class[1])
+    private = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"}).params
+    budget = PrivacyBudget(1.0, 1e-5)
+    with pytest.raises(ValueError, match="--eps inf only"):
+        DPHermite().fit(data, FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
