@@ -139,3 +139,12 @@ def test_privacy_utility_plot_draws_noise_free_runs_and_data_independent_baselin
     assert "uniform (data-independent), 2 seeds" in labels  # pooled over ε: each seed counts once
     assert "independent (2 seeds)" in labels  # a private baseline is a curve against ε
     assert ax.get_xscale() == "log"
+
+
+def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
+    from bench.report.report import MissingCells, missing_cost
+
+    two_seeds = MissingCells("dp-hp", "mnist", 1.0, (0, 1), "python -m bench run …")
+    assert missing_cost(two_seeds, {("dp-hp", "mnist"): 4515}) == "≈ 2.5 h on 2 CPU cores"
+    assert missing_cost(two_seeds, {("dp-hp", "mnist"): 60}) == "≈ 2 min on 2 CPU cores"
+    assert missing_cost(two_seeds, {}) == "no timing measured yet for this method and dataset"

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from bench.harness import tracking
-from bench.report.presets import PRESETS, Preset, grid_cells
+from bench.report.presets import DOCUMENTED_SECONDS, PRESETS, Preset, grid_cells, logged_seconds
 from bench.report.tables import TableError, base_dataset, load_runs, versus_seeds_rows
 
 FILES_FOLDER = "report_files"
@@ -98,7 +98,18 @@ def _data_independent_methods() -> set[str]:
     return {m.name for m in METHODS if getattr(m, "data_independent", False)}
 
 
-def preset_blocks(preset: Preset, frame: pd.DataFrame) -> list[Block]:
+def missing_cost(missing: MissingCells, timings: dict[tuple[str, str], float]) -> str:
+    """The estimated CPU time of one missing command: its cells × the median logged (or
+    documented) seconds of the same method and dataset; never a guess."""
+    seconds = timings.get((missing.method, missing.dataset))
+    if seconds is None:
+        return "no timing measured yet for this method and dataset"
+    total = seconds * len(missing.seeds)
+    amount = f"{total / 3600:.1f} h" if total >= 3600 else f"{max(total / 60, 1):.0f} min"
+    return f"≈ {amount} on 2 CPU cores"
+
+
+def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float] | None = None) -> list[Block]:
     runs = preset_runs(preset, frame)
     blocks = [
         Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
@@ -122,8 +133,11 @@ def preset_blocks(preset: Preset, frame: pd.DataFrame) -> list[Block]:
     blocks.append(Block("h3", f"Not run here ({n_missing} of {total} cells)"))
     if missing:
         blocks.append(Block("p", "Each command runs exactly the missing seeds of one method, dataset and ε "
-                                 "(add --jobs N, --data-dir DIR as needed):"))
-        blocks.append(Block("code", "\n".join(m.command for m in missing)))
+                                 "(add --jobs N, --data-dir DIR as needed); the comment estimates its time from the "
+                                 "median logged time of the same method and dataset on this machine (no GPU time "
+                                 "is measured: no GPU was lent to this project's runs):"))
+        timings = {**DOCUMENTED_SECONDS, **(timings or {})}
+        blocks.append(Block("code", "\n".join(f"{m.command}  # {missing_cost(m, timings)}" for m in missing)))
     else:
         blocks.append(Block("p", "Every cell of this preset has a finished run."))
     return blocks
@@ -172,9 +186,10 @@ def report_blocks(experiments: list[str] | None = None) -> list[Block]:
         Block("list", items=[f"{p.reproduces}: preset `{p.name}`" for p in presets]),
     ]
     frames: dict[str, pd.DataFrame] = {}
+    timings = logged_seconds()
     for preset in presets:
         frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
-        blocks += preset_blocks(preset, frame)
+        blocks += preset_blocks(preset, frame, timings)
     return blocks
 
 
