@@ -31,11 +31,22 @@ Protocols:
   last 10,000 rows dropped as SDGym's test → 22,561 rows (5,473 positives). SDGym codes
   categoricals by descending frequency, a data-dependent order; here the codes stay the public
   ``adult.names`` order in both protocols (only the ``codes`` encoding could tell them apart).
-  DP-HP's Table 2 uses a different, unrecoverable pickle (``adult.p``, 48,842 rows).
+  DP-HP's Table 2 uses a different, unrecoverable pickle (``adult.p``, 48,842 rows): see
+  ``adult-dphp`` below.
+
+``adult-dphp``: Adult as DP-HP's Table 2 reads it (DP-HP (arXiv:2106.05042) Table 3: 48,842
+samples, 6 numerical and 8 categorical features; github.com/ParkLabML/DP-HP
+dp_mehp/all_aux_files_tab_data.py reads ``adult.p`` with categorical columns [1,3,5,6,7,8,9,13],
+so ``education`` is categorical). The same published rows as ``adult``; it differs only where the
+seeds' two papers differ: under ``--protocol paper`` it keeps all 48,842 rows (not SDGym's
+22,561-row train part, which DP-MERF reads), and ``education`` is categorical, not ordinal, under
+both protocols. The pickle itself is not retrievable, so its value codes and row order may still
+differ (the codes follow ``adult.names`` here).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -146,4 +157,17 @@ ADULT = TabularDataset(
     undersampling=Undersampling(0, 0.4, "DP-HP grid "
         "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: keep 0.4 of <=50K"),
     read_paper=read_paper,
+)
+
+
+SCHEMA_DPHP = replace(SCHEMA, columns=tuple(
+    categorical(c.name, c.categories) if c.name == "education" else c for c in COLUMNS))
+
+ADULT_DPHP = replace(
+    ADULT,
+    name="adult-dphp",
+    description="UCI Adult as DP-HP's Table 2 reads it: all 48,842 rows under both protocols, education categorical "
+                "(6 numerical, 8 categorical features)",
+    schema=SCHEMA_DPHP,
+    read_paper=None,  # DP-HP's adult.p has all 48,842 rows (DP-HP (arXiv:2106.05042) Table 3)
 )

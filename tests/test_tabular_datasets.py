@@ -252,6 +252,16 @@ def test_adult_protocols(adult_tables):
     assert len(split.train) == 11_077 and len(split.test) == 1_231  # as github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py
 
 
+def test_adult_as_dphp_reads_it_keeps_every_row_and_codes_education_as_categorical(adult_tables):
+    """DP-HP (arXiv:2106.05042) Table 3: 48,842 samples, 6 numerical + 8 categorical features."""
+    dataset = cached(adult.ADULT_DPHP, adult_tables[0])
+    check_sound(dataset)
+    split = check_paper(dataset, 48_842)
+    assert len(split.train) + len(split.test) == 11_687 + int(37_155 * 0.4)  # >50K rows + 0.4 of <=50K
+    kinds = [c.kind for c in split.train.schema.columns]
+    assert kinds.count(ColumnKind.NUMERICAL) == 6 and kinds.count(ColumnKind.CATEGORICAL) == 8
+    assert DATASETS.get("adult-dphp") is adult.ADULT_DPHP
+
 def test_census_protocols(census_tables):
     full = census_tables
     paper = type(full)(full.x[:199_523], full.y[:199_523])
