@@ -403,9 +403,10 @@ def _setting_text(value: object) -> str:
 def _preset_rows() -> list[tuple[str, str]]:
     from bench.report.presets import PRESETS, estimate_cost, logged_seconds
 
-    timings = logged_seconds()
+    timings, gpu_timings = logged_seconds(), logged_seconds(gpu=True)
     return [
-        (p.name, f"{p.reproduces}: {p.description}; experiment {p.experiment}; {estimate_cost(p, timings).text()}")
+        (p.name, f"{p.reproduces}: {p.description}; experiment {p.experiment}; "
+                 f"{estimate_cost(p, timings, gpu_timings).text()}")
         for p in PRESETS.values()
     ]
 

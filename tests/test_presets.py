@@ -9,7 +9,7 @@ import pytest
 from bench.cli import build_parser, grid_spec_from_args, main
 from bench.harness.grid import expand
 from bench.harness import tracking
-from bench.report.presets import PRESETS, Grid, Preset, estimate_cost, grid_cells
+from bench.report.presets import PRESETS, Grid, Preset, estimate_cost, grid_cells, logged_seconds
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -49,6 +49,28 @@ def test_cost_counts_cells_and_never_guesses_unmeasured_ones():
     # dp-merf has a documented measurement (540 s), real the logged one; three methods have none
     assert cost.seconds == pytest.approx(5 * 540 + 5 * 60) and cost.unmeasured == 15
     assert "15 cells not measured yet" in cost.text()
+
+    assert cost.text().endswith("; GPU: no run logged on one yet")
+
+
+def test_gpu_cost_comes_only_from_runs_logged_on_a_gpu(tmp_path, monkeypatch):
+    """Two runs of the same cell in a real store, one on the CPU and one tagged with a GPU: each
+    feeds only its own estimate."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client = tracking.client()
+    experiment = client.create_experiment("timings", artifact_location=str(tmp_path / "artifacts"))
+    for device, fit_seconds in (("cpu", 400.0), ("NVIDIA H100 80GB HBM3", 30.0)):
+        run = client.create_run(experiment, tags={"device": device})
+        client.log_param(run.info.run_id, "method", "dp-merf")
+        client.log_param(run.info.run_id, "dataset", "gmm2d")
+        client.log_metric(run.info.run_id, "time.fit_s", fit_seconds)
+        client.log_metric(run.info.run_id, "time.eval_nll_s", 20.0)
+        client.set_terminated(run.info.run_id, "FINISHED")
+    cpu, gpu = logged_seconds(), logged_seconds(gpu=True)
+    assert cpu == {("dp-merf", "gmm2d"): 420.0} and gpu == {("dp-merf", "gmm2d"): 50.0}
+    cost = estimate_cost(PRESETS["dphp-fig2"], cpu, gpu)
+    assert cost.gpu_measured == 5 and cost.gpu_seconds == pytest.approx(5 * 50)
+    assert cost.text().endswith("; GPU: ≈ 4 min for the 5 cells measured on one")
 
 
 @pytest.mark.parametrize(

@@ -456,9 +456,10 @@ DOCUMENTED_SECONDS = {
 }
 
 
-def logged_seconds() -> dict[tuple[str, str], float]:
+def logged_seconds(gpu: bool = False) -> dict[tuple[str, str], float]:
     """Median wall seconds (load + fit + sample + every evaluator) per (method, dataset) over the
-    finished runs of every experiment in the store; empty when there is no store."""
+    finished runs of every experiment in the store, of the CPU runs or (``gpu``) of the runs whose
+    ``device`` tag names a GPU; empty when there is no store."""
     import statistics
 
     from bench.harness import tracking
@@ -470,6 +471,8 @@ def logged_seconds() -> dict[tuple[str, str], float]:
     seconds: dict[tuple[str, str], list[float]] = {}
     for experiment in client.search_experiments():
         for run in tracking.iter_runs(client, experiment.experiment_id, "attributes.status = 'FINISHED'"):
+            if (run.data.tags.get("device", "cpu") != "cpu") != gpu:
+                continue
             times = [v for k, v in run.data.metrics.items() if k.startswith("time.") and k.endswith("_s")]
             key = (run.data.params.get("method"), run.data.params.get("dataset"))
             if times and None not in key:
@@ -477,25 +480,37 @@ def logged_seconds() -> dict[tuple[str, str], float]:
     return {key: statistics.median(values) for key, values in seconds.items()}
 
 
+def duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{max(seconds / 60, 1):.0f} min"
+
+
 @dataclass(frozen=True)
 class CostEstimate:
     cells: int
-    seconds: float  # of the cells with a measurement
-    unmeasured: int  # cells with no logged or documented timing
+    seconds: float  # of the cells with a CPU measurement
+    unmeasured: int  # cells with no logged or documented CPU timing
+    gpu_seconds: float = 0.0  # of the cells with a GPU measurement
+    gpu_measured: int = 0
 
     def text(self) -> str:
-        hours = self.seconds / 3600
-        known = f"≈ {hours:.1f} h" if hours >= 1 else f"≈ {self.seconds / 60:.0f} min"
         if self.unmeasured == self.cells:
-            return f"{self.cells} cells, no timing measured yet"
-        extra = f" + {self.unmeasured} cells not measured yet" if self.unmeasured else ""
-        return f"{self.cells} cells, {known} on 2 CPU cores{extra}"
+            cpu = f"{self.cells} cells, no CPU timing measured yet"
+        else:
+            extra = f" + {self.unmeasured} cells not measured yet" if self.unmeasured else ""
+            cpu = f"{self.cells} cells, ≈ {duration(self.seconds)} on 2 CPU cores{extra}"
+        if not self.gpu_measured:
+            return f"{cpu}; GPU: no run logged on one yet"
+        return f"{cpu}; GPU: ≈ {duration(self.gpu_seconds)} for the {self.gpu_measured} cells measured on one"
 
 
-def estimate_cost(preset: Preset, timings: dict[tuple[str, str], float] | None = None) -> CostEstimate:
+def estimate_cost(preset: Preset, timings: dict[tuple[str, str], float] | None = None,
+                  gpu_timings: dict[tuple[str, str], float] | None = None) -> CostEstimate:
     """Cells × median logged seconds of the same method and dataset (any experiment), else the
-    documented measurement; cells with neither are counted apart, never guessed."""
+    documented CPU measurement; cells with neither are counted apart, never guessed. GPU cost
+    comes only from runs logged on a GPU."""
     timings = {**DOCUMENTED_SECONDS, **(timings or {})}
+    gpu_timings = gpu_timings or {}
     cells = [cell for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
     measured = [timings[(c.method, c.dataset)] for c in cells if (c.method, c.dataset) in timings]
-    return CostEstimate(len(cells), float(sum(measured)), len(cells) - len(measured))
+    on_gpu = [gpu_timings[(c.method, c.dataset)] for c in cells if (c.method, c.dataset) in gpu_timings]
+    return CostEstimate(len(cells), float(sum(measured)), len(cells) - len(measured), float(sum(on_gpu)), len(on_gpu))

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from bench.harness import tracking
-from bench.report.presets import DOCUMENTED_SECONDS, PRESETS, Preset, grid_cells, logged_seconds
+from bench.report.presets import DOCUMENTED_SECONDS, PRESETS, Preset, duration, grid_cells, logged_seconds
 from bench.report.tables import TableError, base_dataset, load_runs, versus_seeds_rows
 
 FILES_FOLDER = "report_files"
@@ -104,9 +104,7 @@ def missing_cost(missing: MissingCells, timings: dict[tuple[str, str], float]) -
     seconds = timings.get((missing.method, missing.dataset))
     if seconds is None:
         return "no timing measured yet for this method and dataset"
-    total = seconds * len(missing.seeds)
-    amount = f"{total / 3600:.1f} h" if total >= 3600 else f"{max(total / 60, 1):.0f} min"
-    return f"≈ {amount} on 2 CPU cores"
+    return f"≈ {duration(seconds * len(missing.seeds))} on 2 CPU cores"
 
 
 def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float] | None = None) -> list[Block]:
