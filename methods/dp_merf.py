@@ -130,6 +130,7 @@ HYPERPARAMETERS = HyperParameters(
             "lr": Setting(3e-3, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: lr 3e-3, decay 0.9 per epoch"),
         },
         "adult": _table4(8000, 0.1, 1000),
+        "adult-dphp": _table4(8000, 0.1, 1000),  # the same table, as DP-HP's code reads it
         "census": _table4(2000, 0.5, 10000),
         "cervical": _table4(200, 0.5, 2000),
         "credit": _table4(4000, 0.5, 5000),

@@ -27,8 +27,12 @@ SENTINELS_NOW_NONE = {
 }
 
 
+# datasets added since the snapshot, each resolved exactly as the dataset whose settings it shares
+DATASETS_ADDED_SINCE_THE_SNAPSHOT = {"adult-dphp": "adult"}  # Adult as DP-HP's code reads it (issue 19)
+
+
 def _old_values(method: str, dataset: str, profile: str, private: bool) -> dict:
-    entry = SNAPSHOT[method][dataset]
+    entry = SNAPSHOT[method][DATASETS_ADDED_SINCE_THE_SNAPSHOT.get(dataset, dataset)]
     return {**entry["paper/private"], **entry.get(f"{profile}/{'private' if private else 'non-private'}", {})}
 
 
