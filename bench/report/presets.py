@@ -399,7 +399,8 @@ PRESETS: dict[str, Preset] = {
              ("3-way (seeds' code)", "marginals.paper.tv_3"), ("4-way (seeds' code)", "marginals.paper.tv_4"),
              ("NLL sum (seeds' convention)", "nll.paper_sum")),
             _merge(
-                {"adult": {setup: cols for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items() if setup[0] == "dp-hp"}},
+                {name: {setup: cols for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items() if setup[0] == "dp-hp"}
+                 for name in ("adult", "adult-dphp")},
                 {"adult-discrete": {setup: cols for setup, cols in _TABLE1_PUBLISHED["adult-discrete"].items()
                                     if setup[0] == "dp-hp"}},
                 {"gmm2d": {("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
