@@ -102,6 +102,14 @@ def test_every_card_matches_the_object_it_names(registry):
             assert ("named-only" in card.tags) == (not getattr(made, "run_by_default", True)), card.name
 
 
+@pytest.mark.parametrize("registry,name", [(METHODS, "dp-merf"), (METHODS, "real"), (METHODS, "uniform"),
+                                           (EVALUATORS, "prdc"), (EVALUATORS, "downstream")])
+def test_an_object_registered_directly_gets_the_card_its_builtin_declares(registry, name):
+    """A plugin module registers objects, not cards: `bench list` must tag them as a card would."""
+    fresh: Registry = Registry(registry.kind, "dpbench.test-none")
+    fresh.register(registry.get(name))
+    assert fresh.card(name).tags == registry.card(name).tags and fresh.card(name).kinds == registry.card(name).kinds
+
 def test_a_card_that_names_the_wrong_object_is_refused():
     registry: Registry = Registry("method", "dpbench.test-none")
     registry.register(Plugin("not-real", "methods.real:Real", "a card whose object is named 'real'"))

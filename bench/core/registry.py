@@ -150,7 +150,21 @@ def _card_of(entry: Any) -> Plugin:
     """The card of an object registered directly (``DPBENCH_PLUGINS`` modules, tests)."""
     kinds = getattr(entry, "data_kinds", None) or (getattr(entry, "kind", None),)
     values = tuple(sorted(str(getattr(k, "value", k)) for k in kinds if k is not None))
-    return Plugin(entry.name, target="", description=str(getattr(entry, "description", "")), kinds=values)
+    return Plugin(entry.name, target="", description=str(getattr(entry, "description", "")), kinds=values,
+                  tags=_tags_of(entry))
+
+
+def _tags_of(entry: Any) -> tuple[str, ...]:
+    """The tags a built-in card declares, read off the object: a method's privacy (as ``bench list``
+    shows it) and an evaluator that runs only when named."""
+    tags: list[str] = []
+    if getattr(entry, "data_independent", False):
+        tags.append("data-independent")
+    elif hasattr(entry, "private"):
+        tags.append("private" if entry.private else "non-private")
+    if not getattr(entry, "run_by_default", True):
+        tags.append("named-only")
+    return tuple(tags)
 
 
 _plugin_modules_imported = False
