@@ -1,14 +1,13 @@
 """Runs the DP-HP authors' Table 2 code on adult, to compare with ours on the same data (issue 19).
 
     python benchmarks/reference_dphp_adult.py CHECKOUT --encoding sorted|names
-    python benchmarks/reference_dphp_adult.py --ours --encoding sorted|names [--seeds 0-4]
 
 CHECKOUT is a clone of github.com/ParkLabML/DP-HP. Its ``data/adult/adult.p`` is not retrievable
 (DP-HP (arXiv:2106.05042) Table 3 says 48,842 rows, 8 categorical features), so this script
 writes one from the UCI files of ``$DPBENCH_DATA_DIR/adult`` — the pickle ``(y_tot, x_tot)`` their
 ``data_loading`` reads, 14 columns in UCI order — with the categorical codes either ``sorted``
-(scikit-learn ``LabelEncoder`` order: sorted strings, ``?`` first) or ``names`` (our
-``datasets/adult.py`` codes: ``adult.names`` order, ``?`` last). Then it runs
+(scikit-learn ``LabelEncoder`` order: sorted strings, ``?`` first; our ``adult-dphp-sorted``) or
+``names`` (``adult.names`` order, ``?`` last; our ``adult-dphp``). Then it runs
 ``dp_mehp/run_sum_prod_kernel_tabular_data.py --data-name adult --is-private 1`` unchanged (its
 in-file grid: ε = 1, 5 repetitions) on today's libraries, through four shims that change no
 computation: autodp's import order, ``np.int``/``np.float``, ``OneHotEncoder(sparse=)`` and
@@ -18,10 +17,10 @@ computation: autodp's import order, ``np.int``/``np.float``, ``OneHotEncoder(spa
 ROC / PRC over the 12 classifiers (the number their Table 2 reports, averaged over repetitions).
 Takes about 5–8 minutes per repetition on 2 busy CPU cores.
 
-``--ours`` runs our ``dp-hp`` (paper protocol, ε = 1, its adult settings) on exactly that input:
-``adult-dphp`` with its category codes in the chosen order, registered for this process only
-(``adult-dphp`` itself keeps the ``adult.names`` order), one in-process cell per seed, and prints
-the same two numbers (``downstream.test_selected_best``, the seeds' metric).
+Ours on the same rows and codes, logged to MLflow (the ``dphp-gaps`` preset holds these cells):
+
+    python -m bench run --methods dp-hp --datasets adult-dphp-sorted,adult-dphp --eps 1 --seeds 0-4 \
+        --protocol paper --experiment dphp-gaps
 """
 
 from __future__ import annotations
@@ -58,54 +57,8 @@ runpy.run_path("run_sum_prod_kernel_tabular_data.py", run_name="__main__")
 def adult_pickle(data_dir: Path, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     from datasets import adult
 
-    table = recoded(adult.read(data_dir), encoding)
+    table = (adult.read_sorted_codes if encoding == "sorted" else adult.read)(data_dir)
     return table.y.astype(np.float64), table.x.astype(np.float64)
-
-
-def recoded(table, encoding: str):
-    """The table with each categorical column's codes in ``encoding`` order."""
-    from datasets import adult
-    from datasets.tabular import Table
-
-    if encoding == "names":
-        return table
-    x = table.x.copy()
-    for j, column in enumerate(adult.COLUMNS):
-        if column.categories:
-            rank = np.argsort(np.argsort(np.asarray(column.categories)))  # rank of each name when sorted
-            x[:, j] = rank[table.x[:, j].astype(int)]
-    return Table(x, table.y)
-
-
-def adult_as_read_by_dphp(encoding: str):
-    """``adult-dphp`` with its codes (and schema's category lists) in ``encoding`` order."""
-    from dataclasses import replace
-
-    from datasets import adult
-
-    order = sorted if encoding == "sorted" else tuple
-    columns = tuple(replace(c, categories=tuple(order(c.categories))) if c.categories else c
-                    for c in adult.SCHEMA_DPHP.columns)
-    return replace(adult.ADULT_DPHP, name=f"adult-dphp-{encoding}", schema=replace(adult.SCHEMA_DPHP, columns=columns),
-                   read=lambda data_dir: recoded(adult.read(data_dir), encoding))
-
-
-def ours(data_dir: Path, encoding: str, seeds: list[int]) -> list[tuple[float, float]]:
-    from bench import run_cell
-    from bench.core.registry import DATASETS
-
-    dataset = adult_as_read_by_dphp(encoding)
-    DATASETS.register(dataset)
-    scores = []
-    for seed in seeds:
-        result = run_cell("dp-hp", dataset.name, epsilon=1.0, seed=seed, protocol="paper", data_dir=data_dir,
-                          evaluators=["downstream"])
-        if not result.ok:
-            raise SystemExit(f"dp-hp seed {seed} failed: {result.error}")
-        scores.append((result.metrics["downstream.test_selected_best.roc_auc"],
-                       result.metrics["downstream.test_selected_best.pr_auc"]))
-        print(f"ours, seed {seed}: ROC {scores[-1][0]:.3f} / PRC {scores[-1][1]:.3f}", flush=True)
-    return scores
 
 
 def repetition_means(log: str) -> list[tuple[float, float]]:
@@ -116,20 +69,10 @@ def repetition_means(log: str) -> list[tuple[float, float]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout", type=Path, nargs="?", help="a clone of github.com/ParkLabML/DP-HP")
+    parser.add_argument("checkout", type=Path, help="a clone of github.com/ParkLabML/DP-HP")
     parser.add_argument("--encoding", choices=("sorted", "names"), default="sorted")
-    parser.add_argument("--ours", action="store_true", help="run our dp-hp on the same input instead")
-    parser.add_argument("--seeds", default="0-4", help="seeds for --ours, e.g. 0-4")
     args = parser.parse_args()
     data_dir = Path(os.environ.get("DPBENCH_DATA_DIR") or ROOT.parent / "shared" / "data")
-    if args.ours:
-        first, _, last = args.seeds.partition("-")
-        scores = np.asarray(ours(data_dir, args.encoding, list(range(int(first), int(last or first) + 1))))
-        print(f"ours: ROC {scores[:, 0].mean():.3f} ± {scores[:, 0].std(ddof=1) if len(scores) > 1 else 0:.3f} / "
-              f"PRC {scores[:, 1].mean():.3f}")
-        return 0
-    if args.checkout is None:
-        parser.error("give a clone of github.com/ParkLabML/DP-HP, or --ours")
     code = args.checkout / "dp_mehp"
     (args.checkout / "data" / "adult").mkdir(parents=True, exist_ok=True)
     with open(args.checkout / "data" / "adult" / "adult.p", "wb") as f:

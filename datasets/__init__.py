@@ -21,6 +21,13 @@ DATASET_PLUGINS = (
         kinds=("tabular",),
     ),
     Plugin(
+        "adult-dphp-sorted",
+        "datasets.adult:ADULT_DPHP_SORTED",
+        "adult-dphp with categorical codes in sorted-name order (scikit-learn LabelEncoder's, the likeliest "
+        "coding of DP-HP's adult.p): the same rows and values",
+        kinds=("tabular",),
+    ),
+    Plugin(
         "adult-discrete",
         "datasets.adult_discrete:ADULT_DISCRETE",
         "Adult discretized as the seeds' Table 1 ('simple'): 22,561 rows × 15 columns incl. income",

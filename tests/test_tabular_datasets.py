@@ -262,6 +262,24 @@ def test_adult_as_dphp_reads_it_keeps_every_row_and_codes_education_as_categoric
     assert kinds.count(ColumnKind.NUMERICAL) == 6 and kinds.count(ColumnKind.CATEGORICAL) == 8
     assert DATASETS.get("adult-dphp") is adult.ADULT_DPHP
 
+def test_adult_with_sorted_codes_holds_the_same_values_under_other_codes(adult_tables):
+    """adult-dphp-sorted renumbers categories only: decoding both gives the same names, row by row."""
+    need("adult/adult.data", "adult/adult.test")
+    names_coded, sorted_coded = adult_tables[0], adult.read_sorted_codes(DATA_DIR)
+    np.testing.assert_array_equal(sorted_coded.y, names_coded.y)
+    for j, (by_name, by_sort) in enumerate(zip(adult.SCHEMA_DPHP.columns, adult.SCHEMA_DPHP_SORTED.columns)):
+        if by_name.categories is None:
+            np.testing.assert_array_equal(sorted_coded.x[:, j], names_coded.x[:, j])
+            continue
+        assert list(by_sort.categories) == sorted(by_name.categories)
+        decoded_sorted = np.asarray(by_sort.categories)[sorted_coded.x[:, j].astype(int)]
+        np.testing.assert_array_equal(decoded_sorted, np.asarray(by_name.categories)[names_coded.x[:, j].astype(int)])
+    race = [c.name for c in adult.SCHEMA_DPHP.columns].index("race")
+    # adult.data's first row is White: code 0 in adult.names' order, 4 in sorted order (LabelEncoder's)
+    assert (names_coded.x[0, race], sorted_coded.x[0, race]) == (0, 4)
+    assert DATASETS.get("adult-dphp-sorted") is adult.ADULT_DPHP_SORTED
+
+
 def test_census_protocols(census_tables):
     full = census_tables
     paper = type(full)(full.x[:199_523], full.y[:199_523])
