@@ -264,11 +264,16 @@ def write_report(out_dir: Path, experiments: list[str] | None = None) -> list[Pa
     """``REPORT.md`` (+ ``report_files/*.png``) and the self-contained ``REPORT.html``."""
     blocks = report_blocks(experiments)
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = set()
     for block in blocks:
         if block.kind == "image":
             path = out_dir / block.file
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(block.png)
+            written.add(path)
+    # a plot of an earlier report that this one no longer shows would otherwise linger beside it
+    for stale in set((out_dir / FILES_FOLDER).glob("*.png")) - written:
+        stale.unlink()
     markdown, page = out_dir / "REPORT.md", out_dir / "REPORT.html"
     markdown.write_text(to_markdown(blocks))
     page.write_text(to_html(blocks))
