@@ -368,9 +368,9 @@ PRESETS: dict[str, Preset] = {
             "the seeds' median-heuristic length scales or their unconditional product target, and on adult as DP-HP's "
             "Table 2 reads it (adult-dphp: 48,842 rows, education categorical; adult-dphp-sorted: the same with sorted "
             "category codes; both also with the seeds' two rules together); discretized Adult at four ε with Table 4's "
-            "ε = 0.3 settings and 8 epochs, at ε = 0.3 and ∞ with 20, at ε = 0.3 with 50 (is Table 1 limited by noise or "
-            "by training?), at ε = ∞ with 20 and the seeds' median-heuristic length scales; "
-            "gmm2d DP-HP vs DP-MERF at ε = 1 and ∞, and DP-HP with the 2-D script's product target (n/B = 180 × "
+            "ε = 0.3 settings and 8 epochs, at five ε from 0.03 to ∞ with 20, at ε = 0.3 with 50 (is Table 1 limited by "
+            "noise or by training?), at ε = ∞ with 20 and the seeds' median-heuristic length scales; "
+            "gmm2d DP-HP vs DP-MERF at ε = 1 and ∞ (3 seeds), and DP-HP with the 2-D script's product target (n/B = 180 × "
             "the released mean embedding)",
             "dphp-gaps",
             (Grid(("dp-hp",), ("adult",), "1,inf", protocol="paper"),
@@ -388,8 +388,9 @@ PRESETS: dict[str, Preset] = {
                   sets=("dp-hp.length_scale_rule=median-heuristic", "dp-hp.prod_target_rule=unconditional")),
              Grid(("dp-hp",), ("adult-discrete",), "0.1,0.3,1,inf", seeds="0-2", protocol="paper", evaluators=("marginals",),
                   sets=("dp-hp.epochs=8",)),
-             Grid(("dp-hp",), ("adult-discrete",), "0.3,inf", seeds="0-1", protocol="paper", evaluators=("marginals",),
-                  sets=("dp-hp.epochs=20",)),
+             # ... and with 20 (Table 4's default here): does utility now move with ε?
+             Grid(("dp-hp",), ("adult-discrete",), "0.03,0.1,0.3,1,inf", seeds="0-2", protocol="paper",
+                  evaluators=("marginals",), sets=("dp-hp.epochs=20",)),
              Grid(("dp-hp",), ("adult-discrete",), "0.3", seeds="0-1", protocol="paper", evaluators=("marginals",),
                   sets=("dp-hp.epochs=50",)),
              # Table 1's code (github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py, --hyperparam 0) also takes
@@ -397,7 +398,7 @@ PRESETS: dict[str, Preset] = {
              Grid(("dp-hp",), ("adult-discrete",), "inf", seeds="0-1", protocol="paper", evaluators=("marginals",),
                   sets=("dp-hp.epochs=20", "dp-hp.length_scale_rule=median-heuristic")),
              Grid(("dp-hp",), ("gmm2d",), "1,inf", seeds="0-2"),
-             Grid(("dp-merf",), ("gmm2d",), "1,inf", seeds="0"),
+             Grid(("dp-merf",), ("gmm2d",), "1,inf", seeds="0-2"),
              # the 2-D script's product target, n/B = 180 × the mean embedding (methods/dp_hp.py prod_target_scale)
              Grid(("dp-hp",), ("gmm2d",), "1,inf", seeds="0-1", sets=("dp-hp.prod_target_scale=180",))),
             (("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
