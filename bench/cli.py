@@ -173,6 +173,16 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--format", default="md", choices=TABLE_FORMATS, help="output format")
     table.add_argument("--out", type=Path, help="also write the table to this file")
 
+    runs = commands.add_parser(
+        "runs", help="list the run ids behind a table's cells (for `show`)",
+        description="One line per run that `table` averages (finished, the latest of each cell): its id, "
+        "then the table's row (dataset and non-default settings), column (method and --set values), ε and seed.",
+        formatter_class=_Formatter,
+    )
+    runs.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    runs.add_argument("--method", help="only this method (registered name)")
+    runs.add_argument("--dataset", help="only this dataset (registered name)")
+
     plot = commands.add_parser(
         "plot", help="draw privacy–utility curves (metric vs ε) or effective-size curves as PNG files",
         formatter_class=_Formatter,
@@ -206,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
-    show.add_argument("run_id", metavar="RUN", help="MLflow run id (see the MLflow UI or `table`)")
+    show.add_argument("run_id", metavar="RUN", help="MLflow run id (`python -m bench runs` lists them)")
 
     audit = commands.add_parser(
         "audit", formatter_class=_Formatter,
@@ -465,6 +475,14 @@ def command_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_runs(args: argparse.Namespace) -> int:
+    from bench.report.tables import load_runs, render_run_list
+
+    tracking.check_tracking(for_writing=False)
+    print(render_run_list(load_runs(args.experiment), method=args.method, dataset=args.dataset))
+    return 0
+
+
 def command_plot(args: argparse.Namespace) -> int:
     from bench.report.plots import plot_effective_size, plot_experiment
     from bench.report.tables import TableError
@@ -594,7 +612,7 @@ def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
 
 COMMANDS = {
     "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
-    "report": command_report, "show": command_show, "audit": command_audit, "sync": command_sync,
+    "report": command_report, "runs": command_runs, "show": command_show, "audit": command_audit, "sync": command_sync,
     "pretrain-encoder": command_pretrain_encoder,
 }
 
@@ -618,6 +636,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (`| head`): stop quietly, as a Unix filter does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as error:  # one line instead of a traceback; DPBENCH_DEBUG=1 shows it
         if os.environ.get(DEBUG_VARIABLE):
             raise

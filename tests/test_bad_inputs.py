@@ -117,6 +117,8 @@ ROWS = [
     Row("show: no store here", ["show", "0123456789abcdef"], "no MLflow store at "),
     Row("show: unknown run", ["show", "0123456789abcdef"], "no run '0123456789abcdef'", store=True),
     Row("table: unknown experiment in a store", ["table", "--experiment", "nope"], "no experiment 'nope'", store=True),
+    Row("runs: unknown experiment in a store", ["runs", "--experiment", "nope"], "no experiment 'nope'", store=True),
+    Row("dead tracking server: runs", ["runs"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),
     Row("read-only working folder", [*RUN, *GMM], "set MLFLOW_TRACKING_URI to a writable place", cwd="readonly"),
     Row("dead tracking server: table", ["table"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),
     Row("dead tracking server: show", ["show", "0123456789abcdef"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),

@@ -254,6 +254,15 @@ def test_table_from_logged_runs_keeps_a_smoke_run_apart_from_the_paper_run(workd
     assert list(shown.columns) == ["dataset", "ε", "dp-merf", "dp-merf [profile smoke]"]
     assert shown["dp-merf"].str.endswith("(2)").all() and shown["dp-merf [profile smoke]"].str.endswith("(2)").all()
     assert "(4)" not in table.stdout
+    # `runs` names the run ids behind those cells, under the same labels, for `show`
+    listing = run_cli("runs", "--experiment", "mixed", "--method", "dp-merf", "--dataset", "cervical")
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()[1:]
+    assert len(lines) == 4 and sum("| dp-merf [profile smoke] |" in line for line in lines) == 2
+    shown_run = run_cli("show", lines[0].split()[0])
+    assert shown_run.returncode == 0 and "privacy ledger:" in shown_run.stdout, shown_run.stderr
+    nothing = run_cli("runs", "--experiment", "mixed", "--method", "dp-hp")
+    assert nothing.returncode == 2 and nothing.stderr.startswith("error: no finished run of method dp-hp")
 
 
 def test_a_qualified_setup_sits_beside_the_published_row_of_its_method():

@@ -114,6 +114,31 @@ def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
     return _separate_remaining_settings(frame)
 
 
+def epsilon_text(epsilon: float) -> str:
+    return "∞" if math.isinf(epsilon) else f"{epsilon:g}"
+
+
+def render_run_list(frame: pd.DataFrame, method: str | None = None, dataset: str | None = None) -> str:
+    """The run ids behind a table's cells, one line each, under the labels the table gives them."""
+    chosen = frame
+    if method is not None:
+        chosen = chosen[chosen["method_name"] == method]
+    if dataset is not None:
+        chosen = chosen[chosen["dataset"].map(base_dataset) == dataset]
+    if chosen.empty:
+        raise TableError(
+            f"no finished run of method {method or 'any'} on dataset {dataset or 'any'} in this experiment; "
+            "`python -m bench runs` without --method/--dataset lists them all"
+        )
+    chosen = chosen.sort_values(["dataset", "method", "epsilon", "seed"], key=lambda column: column.astype(str))
+    header = f"{'run id':<32}  dataset | method | ε | seed"
+    lines = [
+        f"{row.run_id:<32}  {row.dataset} | {row.method} | {epsilon_text(row.epsilon)} | {row.seed}"
+        for row in chosen.itertuples()
+    ]
+    return "\n".join([header, *lines])
+
+
 def _row_label(params: dict[str, str]) -> str | None:
     """The dataset, qualified by non-default grid-wide settings so that they are never averaged
     together: protocol, calibrator, δ, and every --eval-set value (``eval.<evaluator>.<name>``)."""
@@ -279,7 +304,7 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
     rows = []
     for row in text.index:
         dataset, eps = row
-        eps_text = "∞" if math.isinf(eps) else f"{eps:g}"
+        eps_text = epsilon_text(eps)
         cells = []
         for method in text.columns:
             value = text.loc[row, method]
@@ -339,7 +364,7 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
                 if row in text.index and method in text.columns and text.loc[row, method]
             ]
             cells.append(" / ".join(parts))
-        rows.append([dataset, "∞" if math.isinf(eps) else f"{eps:g}", *cells])
+        rows.append([dataset, epsilon_text(eps), *cells])
     header = ["dataset", "ε", *methods]
     title = " / ".join(present) + ": mean ± std over seeds (number of seeds), metrics a row lacks are left out"
     return _format(header, rows, title, fmt)
@@ -483,7 +508,7 @@ def setup_name(method: str, epsilon: float) -> str:
     """("dp-hp", 1.0) → "DP-HP ε=1"; the real data need no ε."""
     if method == "real":
         return SEEDS_SETUP_NAMES["real"]
-    return f"{SEEDS_SETUP_NAMES.get(method, method)} ε={'∞' if math.isinf(epsilon) else f'{epsilon:g}'}"
+    return f"{SEEDS_SETUP_NAMES.get(method, method)} ε={epsilon_text(epsilon)}"
 
 
 def _seeds_value(value: float | tuple[float, float] | str, digits: str) -> str:
