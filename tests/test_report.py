@@ -124,6 +124,52 @@ def test_html_renders_in_a_headless_browser_without_broken_images(tiny_store, wo
     assert ImageStat.Stat(rendered).stddev[0] > 10  # text, a table and a plot, not a blank page
 
 
+def _png_of_size(width: int) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, 40), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_sample_grids_come_from_the_runs_artifacts_and_survive_on_a_machine_without_them(workdir, monkeypatch, tmp_path):
+    """A preset with sample grids shows, per setup, its lowest seed's ``samples.png`` artifact;
+    a setup whose run left none is listed by run id, never drawn from another run. A regenerated
+    report on a machine without the artifacts keeps the file an earlier report wrote for that run."""
+    preset = Preset("tiny-samples", "a sample table", "real and uniform on cervical", "tiny-samples-exp",
+                    (Grid(("real", "uniform"), ("cervical",), "1", seeds="0-1"),), (("ROC", "downstream.roc_auc"),),
+                    sample_grids=True)
+    monkeypatch.setitem(PRESETS, preset.name, preset)
+    client = tracking.client()
+    experiment = tracking.experiment_id(client, preset.experiment)
+    pngs = {}
+    for cell in grid_cells(preset.grids[0], preset.experiment):
+        folder = tmp_path / f"cell-{cell.key}"
+        folder.mkdir()
+        if cell.method == "real":  # uniform logs no samples.png
+            pngs[cell.seed] = _png_of_size(100 + cell.seed)
+            (folder / "samples.png").write_bytes(pngs[cell.seed])
+        tracking.log_cell(client, experiment, cell, Outcome("FINISHED", metrics={"downstream.roc_auc": 0.5}), folder, {})
+    assert main(["report", "--experiment", preset.experiment, "--out", "out"]) == 0
+    text = (workdir / "out" / "REPORT.md").read_text()
+    shown = re.findall(r"!\[cervical: samples of real ε=∞, seed 0 \(run (\w+)\)\]\((report_files/samples_[^)]+)\)", text)
+    assert len(shown) == 1
+    run_id, file = shown[0]
+    assert run_id in file and (workdir / "out" / file).read_bytes() == pngs[0]  # seed 0's, not seed 1's
+    assert re.search(r"- cervical, uniform ε=1: run `\w+`", text)
+    assert sorted(image.size[0] for image in decoded_images((workdir / "out" / "REPORT.html").read_text()))[-1] == 100
+
+    # the artifacts gone (a fresh clone elsewhere): the file the earlier report kept for that run stays
+    shutil.rmtree(workdir / "mlartifacts")
+    assert main(["report", "--experiment", preset.experiment, "--out", "out"]) == 0
+    assert (workdir / "out" / "REPORT.md").read_text().split("\n", 3)[3] == text.split("\n", 3)[3]
+    assert (workdir / "out" / file).read_bytes() == pngs[0]
+    # ... but a new folder has nothing to keep: the setup is listed, not drawn
+    assert main(["report", "--experiment", preset.experiment, "--out", "elsewhere"]) == 0
+    again = (workdir / "elsewhere" / "REPORT.md").read_text()
+    assert "![cervical: samples" not in again and f"- cervical, real ε=∞: run `{run_id}`" in again
+
+
 def test_report_for_an_experiment_no_preset_uses_is_a_usage_error(workdir, capsys):
     assert main(["report", "--experiment", "nope"]) == 2
     error = capsys.readouterr().err.strip()
@@ -167,6 +213,9 @@ def test_the_committed_report_is_what_the_committed_store_gives(tmp_path, monkey
     code version). Catches a report edited by hand, or committed without the runs behind it."""
     store = tmp_path / "mlflow.db"
     shutil.copy(COMMITTED_STORE, store)
+    # regenerating into results/ keeps the committed sample grids, named by their runs, where the
+    # runs' artifacts are not on this machine
+    shutil.copytree(REPO / "results" / "report_files", tmp_path / "out" / "report_files")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
     assert main(["report", "--out", str(tmp_path / "out")]) == 0

@@ -2,7 +2,8 @@
 
 For every preset (``bench/report/presets.py``) whose experiment is asked for: our numbers beside
 the papers' published values, privacy–utility plots (metric against ε, with the runs without
-noise and the data-independent baselines as bands), and the cells not run here, each with the
+noise and the data-independent baselines as bands), sample grids (the ``samples.png`` artifact of
+one run per setup, for presets whose cells log one), and the cells not run here, each with the
 exact command that runs it. Written twice from one list of blocks: ``REPORT.md`` (plots as PNG
 files beside it, in ``report_files/``) and ``REPORT.html``, a single self-contained page whose
 images are embedded as base64 data.
@@ -23,7 +24,7 @@ import pandas as pd
 
 from bench.harness import tracking
 from bench.report.presets import DOCUMENTED_SECONDS, PRESETS, Preset, duration, grid_cells, logged_seconds
-from bench.report.tables import TableError, base_dataset, load_runs, versus_seeds_rows
+from bench.report.tables import TableError, base_dataset, epsilon_text, load_runs, versus_seeds_rows
 
 FILES_FOLDER = "report_files"
 
@@ -107,7 +108,8 @@ def missing_cost(missing: MissingCells, timings: dict[tuple[str, str], float]) -
     return f"≈ {duration(seconds * len(missing.seeds))} on 2 CPU cores"
 
 
-def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float] | None = None) -> list[Block]:
+def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float] | None = None,
+                  kept_files: Path | None = None) -> list[Block]:
     runs = preset_runs(preset, frame)
     blocks = [
         Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
@@ -124,7 +126,10 @@ def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, 
                                      " A column's metric is named in the legend below the table."))
             blocks.append(Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows))
             blocks.append(Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]))
+    blocks += _selection_gain_blocks(preset, runs)
     blocks += _plot_blocks(preset, runs)
+    if preset.sample_grids:
+        blocks += _sample_blocks(preset, runs, kept_files)
     missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
     total = sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids)
     n_missing = sum(len(m.seeds) for m in missing)
@@ -139,6 +144,35 @@ def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, 
     else:
         blocks.append(Block("p", "Every cell of this preset has a finished run."))
     return blocks
+
+
+def selection_gain_frame(preset: Preset, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """The runs with one column per :attr:`Preset.selection_gain`: per run, the metric chosen on
+    the test set minus the same fits' metric without that choice (NaN where a run lacks either,
+    e.g. under the sound protocol, which never selects on the test set)."""
+    gains, columns = runs.copy(), []
+    for header, selected, honest in preset.selection_gain:
+        if selected in gains.columns and honest in gains.columns:
+            name = f"{selected} − {honest}"
+            gains[name] = gains[selected] - gains[honest]
+            columns.append((header, name))
+    return gains, columns
+
+
+def _selection_gain_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
+    if not preset.selection_gain or runs.empty:
+        return []
+    gains, columns = selection_gain_frame(preset, runs)
+    rows = versus_seeds_rows(gains, columns, {}, "paper", preset.digits) if columns else []
+    if not rows:
+        return []
+    return [
+        Block("p", "What the paper protocol's test-set selection adds: per run, the seeds' best-of-variants metric "
+                   "(chosen on the test set) minus the hard-label metric of the same base fits without that choice; "
+                   "mean ± std over seeds (number of seeds). The sound protocol chooses nothing on the test set."),
+        Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows),
+        Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]),
+    ]
 
 
 def _plot_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
@@ -163,7 +197,57 @@ def _plot_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
     return blocks
 
 
-def report_blocks(experiments: list[str] | None = None) -> list[Block]:
+SAMPLES_ARTIFACT = "samples.png"
+
+
+def sample_file(preset: Preset, run_id: str) -> str:
+    """A sample grid's path in the report, named by its run: a file kept from an earlier report
+    under this name is that run's artifact and nothing else."""
+    return f"{FILES_FOLDER}/samples_{preset.name}_{run_id}.png"
+
+
+def _artifact_bytes(run_id: str, name: str) -> bytes | None:
+    """An artifact of a run, or None where the store cannot reach it: a run's artifacts stay with
+    the machine (or artifact server) that ran it, while its parameters and metrics travel with the
+    store."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            return Path(tracking.client().download_artifacts(run_id, name, tmp)).read_bytes()
+    except Exception:  # noqa: BLE001 — missing folder, missing file or unreachable server alike
+        return None
+
+
+def _sample_blocks(preset: Preset, runs: pd.DataFrame, kept_files: Path | None) -> list[Block]:
+    """One sample grid per dataset × setup × ε: the ``samples.png`` of its lowest seed's run, read
+    from the run's artifacts or, where they are not on this machine, kept from an earlier report
+    written to the same folder (the file name carries the run id)."""
+    if runs.empty:
+        return []
+    blocks, unreachable = [], []
+    first = runs.sort_values("seed").groupby(["dataset", "method", "epsilon"], sort=True).head(1)
+    for row in first.sort_values(["dataset", "method", "epsilon"], key=lambda c: c.astype(str)).itertuples():
+        file = sample_file(preset, row.run_id)
+        png = _artifact_bytes(row.run_id, SAMPLES_ARTIFACT)
+        if png is None and kept_files is not None and (kept_files.parent / file).is_file():
+            png = (kept_files.parent / file).read_bytes()
+        label = f"{row.dataset}: samples of {row.method} ε={epsilon_text(row.epsilon)}, seed {row.seed} (run {row.run_id})"
+        if png is None:
+            unreachable.append(f"{row.dataset}, {row.method} ε={epsilon_text(row.epsilon)}: run `{row.run_id}`")
+        else:
+            blocks.append(Block("image", text=label, png=png, file=file))
+    if blocks:
+        blocks.insert(0, Block("p", "Samples: real training points or images beside generated ones (the run's "
+                                    f"`{SAMPLES_ARTIFACT}` artifact), one run per setup, its lowest seed."))
+    if unreachable:
+        blocks.append(Block("p", "No sample grid for these setups: their runs' artifacts are not on this machine "
+                                 "(the store carries parameters and metrics; artifacts stay where the run ran)."))
+        blocks.append(Block("list", items=unreachable))
+    return blocks
+
+
+def report_blocks(experiments: list[str] | None = None, kept_files: Path | None = None) -> list[Block]:
     presets = [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
     if experiments:
         unknown = set(experiments) - {p.experiment for p in PRESETS.values()}
@@ -187,7 +271,7 @@ def report_blocks(experiments: list[str] | None = None) -> list[Block]:
     timings = logged_seconds()
     for preset in presets:
         frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
-        blocks += preset_blocks(preset, frame, timings)
+        blocks += preset_blocks(preset, frame, timings, kept_files)
     return blocks
 
 
@@ -262,7 +346,7 @@ def to_html(blocks: list[Block]) -> str:
 
 def write_report(out_dir: Path, experiments: list[str] | None = None) -> list[Path]:
     """``REPORT.md`` (+ ``report_files/*.png``) and the self-contained ``REPORT.html``."""
-    blocks = report_blocks(experiments)
+    blocks = report_blocks(experiments, kept_files=out_dir / FILES_FOLDER)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = set()
     for block in blocks:

@@ -1,0 +1,40 @@
+"""results/ holds only what is regenerated from the committed store (REPORT.md, REPORT.html,
+report_files/), the store itself, the design card's timing record and the README that reads the
+numbers, and every results/ path the READMEs name exists: a table whose runs are gone cannot
+linger there, and no README points at a file that is not there."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+RESULTS = REPO / "results"
+# name → why it may be in results/
+ALLOWED = {
+    "README.md": "reads the numbers of REPORT.md, with the commands behind them",
+    "REPORT.md": "python -m bench report --out results",
+    "REPORT.html": "python -m bench report --out results",
+    "report_files": "python -m bench report --out results (plots and sample grids)",
+    "store": "the committed MLflow store behind REPORT.md",
+    "design_card.md": "the design card's command, timed (a performance record, not an MLflow table)",
+}
+
+
+def test_results_holds_only_the_report_its_store_and_named_records():
+    present = {path.name for path in RESULTS.iterdir()}
+    assert present - set(ALLOWED) == set(), "results/ files not regenerated from the committed store"
+    assert {path.name for path in (RESULTS / "store").iterdir()} == {"mlflow.db"}
+    stray = [p.name for p in (RESULTS / "report_files").iterdir() if p.suffix != ".png"]
+    assert stray == []
+
+
+def test_every_results_path_a_readme_names_exists():
+    named = []
+    for readme in (REPO / "README.md", RESULTS / "README.md"):
+        named += [m.rstrip(".,;:)") for m in re.findall(r"results/[\w./-]+", readme.read_text())]
+    # results/README.md also names its neighbours without the folder: `REPORT.md`, `report_files/…`
+    named += [f"results/{m}" for m in re.findall(r"`([\w./-]+\.(?:md|html|png|db))`", (RESULTS / "README.md").read_text())
+              if not m.startswith(("results/", "methods/", "bench/", "tests/", "benchmarks/"))]
+    missing = sorted({path for path in named if not (REPO / path).exists()})
+    assert missing == [], f"named in a README but not in the repository: {missing}"
