@@ -10,6 +10,7 @@ from bench.cli import build_parser, grid_spec_from_args, main
 from bench.harness.grid import expand
 from bench.harness import tracking
 from bench.report.presets import PRESETS, Grid, Preset, estimate_cost, grid_cells, logged_seconds
+from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -108,3 +109,24 @@ def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkey
     runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "tiny-exp", create=False)))
     assert sorted(r.data.params["method"] for r in runs) == ["real", "uniform"]
     assert all(r.data.params["seed"] == "0" for r in runs)
+
+
+def test_the_datasets_the_report_calls_missing_from_the_mirror_are_missing_there(monkeypatch):
+    """The report's "not runnable here" line is a claim about the data mirror: each dataset it
+    names fails to load from it, with an error naming the file, and each sample that stands in
+    for one loads."""
+    from bench.core.contracts import DataError
+    from bench.core.registry import DATASETS
+    from bench.report.presets import MIRROR_SAMPLES, NOT_IN_MIRROR
+
+    monkeypatch.setenv("DPBENCH_OFFLINE", "1")  # a missing file must fail, not be downloaded
+    mirror = REPO.parent / "shared" / "data"
+    if not mirror.is_dir():
+        pytest.skip("no data mirror beside the repository")
+    for name, files in NOT_IN_MIRROR.items():
+        with pytest.raises(DataError) as error:
+            DATASETS.get(name).load(mirror, seed=0)
+        assert files.split(" and ")[0] in str(error.value), name
+    for name in MIRROR_SAMPLES:
+        if name != "covtype-subset":  # 286,048 rows: loading it is a slow test's job
+            assert len(DATASETS.get(name).load(mirror, seed=0).train) > 0

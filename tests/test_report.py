@@ -61,6 +61,9 @@ def test_report_puts_ours_beside_the_paper_and_lists_the_missing_cell(tiny_store
     assert "| cervical | independent ε=1 | paper | 0.500 |" in text
     assert "| cervical | independent ε=0.5 | ours | 0.610 ± 0.0141 (2) |" in text
     assert "### Not run here (1 of 10 cells)" in text
+    # the summary at the top: finished and missing cells, and the time of the missing one from
+    # the logged runs of the same method and dataset
+    assert re.search(r"\| `tiny` \| a test table \| 9 \| 1 \| ≈ \d+ min \|  \|", text)
     command = "python -m bench run --methods independent --datasets cervical --eps 1 --seeds 1 --experiment tiny-exp"
     assert command in text
     # the printed command runs exactly the missing cell

@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from bench.harness import tracking
-from bench.report.presets import DOCUMENTED_SECONDS, PRESETS, Preset, duration, grid_cells, logged_seconds
+from bench.report.presets import DOCUMENTED_SECONDS, NOT_IN_MIRROR, PRESETS, Preset, duration, grid_cells, logged_seconds
 from bench.report.tables import TableError, base_dataset, epsilon_text, load_runs, versus_seeds_rows
 
 FILES_FOLDER = "report_files"
@@ -141,6 +141,11 @@ def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, 
                                  "is measured: no GPU was lent to this project's runs):"))
         timings = {**DOCUMENTED_SECONDS, **(timings or {})}
         blocks.append(Block("code", "\n".join(f"{m.command}  # {missing_cost(m, timings)}" for m in missing)))
+        lacking = sorted({m.dataset for m in missing if m.dataset in NOT_IN_MIRROR})
+        if lacking:
+            blocks.append(Block("p", "Not runnable on this project's machines: the offline data mirror lacks "
+                                     + "; ".join(f"{d} ({NOT_IN_MIRROR[d]})" for d in lacking)
+                                     + ". Their commands run where those files are (--data-dir)."))
     else:
         blocks.append(Block("p", "Every cell of this preset has a finished run."))
     return blocks
@@ -265,14 +270,38 @@ def report_blocks(experiments: list[str] | None = None, kept_files: Path | None 
                    "(profile, --set, δ, calibrator, protocol, --eval-set) are separate rows, labelled by the "
                    "difference. `uniform` and `independent` are the trivial baselines (methods/baselines.py); "
                    "`uniform` reads no row (ε spent 0) and is drawn as a band."),
-        Block("list", items=[f"{p.reproduces}: preset `{p.name}`" for p in presets]),
     ]
     frames: dict[str, pd.DataFrame] = {}
     timings = logged_seconds()
+    summary, sections = [], []
     for preset in presets:
         frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
-        blocks += preset_blocks(preset, frame, timings, kept_files)
-    return blocks
+        summary.append(summary_row(preset, frame, {**DOCUMENTED_SECONDS, **timings}))
+        sections += preset_blocks(preset, frame, timings, kept_files)
+    blocks.append(Block("p", "What was run: per preset, the cells with a finished run in the store, the cells still "
+                             "to run (each listed with its command in the preset's section), their estimated time on "
+                             "2 CPU cores where a run of the same method and dataset was timed, and the datasets "
+                             "whose files the offline data mirror lacks."))
+    blocks.append(Block("table", header=["preset", "reproduces", "finished", "to run", "estimated CPU time to run",
+                                         "data not on this machine"], rows=summary))
+    return blocks + sections
+
+
+def summary_row(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float]) -> list[str]:
+    runs = preset_runs(preset, frame)
+    missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
+    total = sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids)
+    to_run = sum(len(m.seeds) for m in missing)
+    timed = [m for m in missing if (m.method, m.dataset) in timings]
+    seconds = sum(timings[(m.method, m.dataset)] * len(m.seeds) for m in timed)
+    untimed = to_run - sum(len(m.seeds) for m in timed)
+    if not to_run:
+        cost = "—"
+    else:
+        cost = f"≈ {duration(seconds)}" if timed else ""
+        cost += (" + " if timed and untimed else "") + (f"{untimed} cells not timed yet" if untimed else "")
+    lacking = sorted({m.dataset for m in missing if m.dataset in NOT_IN_MIRROR})
+    return [f"`{preset.name}`", preset.reproduces, str(total - to_run), str(to_run), cost, ", ".join(lacking)]
 
 
 # ------------------------------------------------------------------------------------------
