@@ -109,7 +109,7 @@ def missing_cost(missing: MissingCells, timings: dict[tuple[str, str], float]) -
 
 
 def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float] | None = None,
-                  kept_files: Path | None = None) -> list[Block]:
+                  earlier_report: Path | None = None) -> list[Block]:
     runs = preset_runs(preset, frame)
     blocks = [
         Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
@@ -129,7 +129,7 @@ def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, 
     blocks += _selection_gain_blocks(preset, runs)
     blocks += _plot_blocks(preset, runs)
     if preset.sample_grids:
-        blocks += _sample_blocks(preset, runs, kept_files)
+        blocks += _sample_blocks(preset, runs, earlier_report)
     missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
     total = sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids)
     n_missing = sum(len(m.seeds) for m in missing)
@@ -224,7 +224,7 @@ def _artifact_bytes(run_id: str, name: str) -> bytes | None:
         return None
 
 
-def _sample_blocks(preset: Preset, runs: pd.DataFrame, kept_files: Path | None) -> list[Block]:
+def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | None) -> list[Block]:
     """One sample grid per dataset × setup × ε: the ``samples.png`` of its lowest seed's run, read
     from the run's artifacts or, where they are not on this machine, kept from an earlier report
     written to the same folder (the file name carries the run id)."""
@@ -235,8 +235,8 @@ def _sample_blocks(preset: Preset, runs: pd.DataFrame, kept_files: Path | None) 
     for row in first.sort_values(["dataset", "method", "epsilon"], key=lambda c: c.astype(str)).itertuples():
         file = sample_file(preset, row.run_id)
         png = _artifact_bytes(row.run_id, SAMPLES_ARTIFACT)
-        if png is None and kept_files is not None and (kept_files.parent / file).is_file():
-            png = (kept_files.parent / file).read_bytes()
+        if png is None and earlier_report is not None and (earlier_report / file).is_file():
+            png = (earlier_report / file).read_bytes()
         label = f"{row.dataset}: samples of {row.method} ε={epsilon_text(row.epsilon)}, seed {row.seed} (run {row.run_id})"
         if png is None:
             unreachable.append(f"{row.dataset}, {row.method} ε={epsilon_text(row.epsilon)}: run `{row.run_id}`")
@@ -252,7 +252,7 @@ def _sample_blocks(preset: Preset, runs: pd.DataFrame, kept_files: Path | None) 
     return blocks
 
 
-def report_blocks(experiments: list[str] | None = None, kept_files: Path | None = None) -> list[Block]:
+def report_blocks(experiments: list[str] | None = None, earlier_report: Path | None = None) -> list[Block]:
     presets = [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
     if experiments:
         unknown = set(experiments) - {p.experiment for p in PRESETS.values()}
@@ -277,7 +277,7 @@ def report_blocks(experiments: list[str] | None = None, kept_files: Path | None 
     for preset in presets:
         frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
         summary.append(summary_row(preset, frame, {**DOCUMENTED_SECONDS, **timings}))
-        sections += preset_blocks(preset, frame, timings, kept_files)
+        sections += preset_blocks(preset, frame, timings, earlier_report)
     blocks.append(Block("p", "What was run: per preset, the cells with a finished run in the store, the cells still "
                              "to run (each listed with its command in the preset's section), their estimated time on "
                              "2 CPU cores where a run of the same method and dataset was timed, and the datasets "
@@ -375,7 +375,7 @@ def to_html(blocks: list[Block]) -> str:
 
 def write_report(out_dir: Path, experiments: list[str] | None = None) -> list[Path]:
     """``REPORT.md`` (+ ``report_files/*.png``) and the self-contained ``REPORT.html``."""
-    blocks = report_blocks(experiments, kept_files=out_dir / FILES_FOLDER)
+    blocks = report_blocks(experiments, earlier_report=out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = set()
     for block in blocks:
