@@ -29,12 +29,13 @@ from bench.report.layouts import PLOT_LAYOUTS, TABLE_FORMATS, TABLE_LAYOUTS
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
 DEBUG_VARIABLE = "DPBENCH_DEBUG"  # set to show the traceback of an unexpected error
+PLOTS_FOLDER = Path("plots")  # not results/: that folder is the report regenerated from the committed store
 
 EPILOG = """examples:
   python -m bench run --methods real,dp-merf --datasets gmm2d --eps 1 --seeds 0-4
   python -m bench run --methods dp-merf --datasets gmm2d --eps 0.3,1,3 --profile smoke --jobs 2
-  python -m bench table --experiment dpbench --format md --out results/gmm2d_nll.md
-  python -m bench plot --experiment dpbench --metric nll.mean --out results/plots
+  python -m bench table --experiment dpbench --format md --out gmm2d_nll.md
+  python -m bench plot --experiment dpbench --metric nll.mean --out plots
   python -m bench table --experiment images --layout fig6
   python -m bench plot --experiment images --layout effective-size
   python -m bench run --preset dphp-table2 --jobs 2
@@ -197,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--metric", help="metric to plot, e.g. nll.mean (required by the default layout)")
     plot.add_argument(
         "--out", type=Path,
-        help="output folder (default: results/plots; results for --layout effective-size)",
+        help="output folder (default: plots; results/ holds only the report regenerated from the committed store)",
     )
 
     report = commands.add_parser(
@@ -491,11 +492,11 @@ def command_plot(args: argparse.Namespace) -> int:
     if args.layout == "effective-size":
         if args.metric:
             raise TableError("--layout effective-size plots the effective-size.acc_n<size> metrics; drop --metric")
-        paths = plot_effective_size(args.experiment, args.out or Path("results"))
+        paths = plot_effective_size(args.experiment, args.out or PLOTS_FOLDER)
     else:
         if not args.metric:
             raise TableError("plot needs --metric M (e.g. --metric nll.mean), or --layout effective-size")
-        paths = plot_experiment(args.experiment, args.metric, args.out or Path("results/plots"))
+        paths = plot_experiment(args.experiment, args.metric, args.out or PLOTS_FOLDER)
     for path in paths:
         print(path)
     return 0

@@ -88,11 +88,13 @@ def decoded_images(page: str) -> list:
 
 
 def test_html_page_is_self_contained_and_every_image_decodes(tiny_store, workdir):
-    stale = workdir / "out" / "report_files" / "a-plot-no-report-shows-any-more.png"
+    stale = workdir / "out" / "report_files" / "tiny_a-plot-no-report-shows-any-more.png"
+    other = workdir / "out" / "report_files" / "samples_dphp-fig2_0123abcd.png"  # another preset's grid
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"")
+    other.write_bytes(b"")
     assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
-    assert not stale.exists() and len(list(stale.parent.glob("*.png"))) == 1
+    assert not stale.exists() and other.exists() and len(list(stale.parent.glob("tiny_*.png"))) == 1
     page = (workdir / "out" / "REPORT.html").read_text()
     images = decoded_images(page)
     assert len(images) == 1 and images[0].size[0] > 300

@@ -309,7 +309,6 @@ PRESETS: dict[str, Preset] = {
             "table2",
             (Grid(("dp-merf", "dp-hp"), TABULAR_DATASETS, "inf", protocol="paper"),),
             _TABLE2_COLUMNS[:3], _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)), "DP-HP (arXiv:2106.05042) Table 7",
-            selection_gain=_TABLE2_SELECTION_GAIN,
         ),
         Preset(
             "dphp-fig6", "DP-HP Fig. 6",
@@ -482,7 +481,6 @@ def grid_cells(grid: Grid, experiment: str, seeds: str | None = None) -> list:
 # Measured wall seconds per cell on the 2 shared development cores, for presets whose cells have
 # no timing in the store yet (sources: README.md and results/README.md, where each was reported).
 DOCUMENTED_SECONDS = {
-    ("dp-merf", "gmm2d"): 540,  # README: real + DP-MERF on gmm2d, "about 10 minutes"
     ("dp-hp", "mnist"): 4515,  # results/README, lost store: fit 3,656 s + classifiers 505 s + FID 354 s
     ("dp-merf", "mnist"): 1030,  # results/README, lost store: fit 526 s; classifiers ≈ DP-HP's 505 s
     ("mst", "census-discrete"): 923,  # results/README, lost store: MST fit 189 s + marginals 734 s

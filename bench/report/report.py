@@ -108,9 +108,33 @@ def missing_cost(missing: MissingCells, timings: dict[tuple[str, str], float]) -
     return f"≈ {duration(seconds * len(missing.seeds))} on 2 CPU cores"
 
 
-def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float] | None = None,
-                  earlier_report: Path | None = None) -> list[Block]:
+@dataclass(frozen=True)
+class PresetStatus:
+    """What the store holds of one preset: its finished runs and the cells still to run."""
+
+    runs: pd.DataFrame
+    missing: list[MissingCells]
+    total: int
+
+    @property
+    def to_run(self) -> int:
+        return sum(len(m.seeds) for m in self.missing)
+
+    @property
+    def lacking_data(self) -> list[str]:
+        return sorted({m.dataset for m in self.missing if m.dataset in NOT_IN_MIRROR})
+
+
+def preset_status(preset: Preset, frame: pd.DataFrame) -> PresetStatus:
     runs = preset_runs(preset, frame)
+    missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
+    return PresetStatus(runs, missing, sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids))
+
+
+def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[tuple[str, str], float],
+                  earlier_report: Path | None = None) -> list[Block]:
+    """A preset's section; ``timings``: seconds per (method, dataset), logged or documented."""
+    runs = status.runs
     blocks = [
         Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
         Block("p", f"{preset.description}. Experiment `{preset.experiment}`; "
@@ -130,21 +154,16 @@ def preset_blocks(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, 
     blocks += _plot_blocks(preset, runs)
     if preset.sample_grids:
         blocks += _sample_blocks(preset, runs, earlier_report)
-    missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
-    total = sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids)
-    n_missing = sum(len(m.seeds) for m in missing)
-    blocks.append(Block("h3", f"Not run here ({n_missing} of {total} cells)"))
-    if missing:
+    blocks.append(Block("h3", f"Not run here ({status.to_run} of {status.total} cells)"))
+    if status.missing:
         blocks.append(Block("p", "Each command runs exactly the missing seeds of one method, dataset and ε "
                                  "(add --jobs N, --data-dir DIR as needed); the comment estimates its time from the "
                                  "median logged time of the same method and dataset on this machine (no GPU time "
                                  "is measured: no GPU was lent to this project's runs):"))
-        timings = {**DOCUMENTED_SECONDS, **(timings or {})}
-        blocks.append(Block("code", "\n".join(f"{m.command}  # {missing_cost(m, timings)}" for m in missing)))
-        lacking = sorted({m.dataset for m in missing if m.dataset in NOT_IN_MIRROR})
-        if lacking:
+        blocks.append(Block("code", "\n".join(f"{m.command}  # {missing_cost(m, timings)}" for m in status.missing)))
+        if status.lacking_data:
             blocks.append(Block("p", "Not runnable on this project's machines: the offline data mirror lacks "
-                                     + "; ".join(f"{d} ({NOT_IN_MIRROR[d]})" for d in lacking)
+                                     + "; ".join(f"{d} ({NOT_IN_MIRROR[d]})" for d in status.lacking_data)
                                      + ". Their commands run where those files are (--data-dir)."))
     else:
         blocks.append(Block("p", "Every cell of this preset has a finished run."))
@@ -231,8 +250,11 @@ def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | No
     if runs.empty:
         return []
     blocks, unreachable = [], []
-    first = runs.sort_values("seed").groupby(["dataset", "method", "epsilon"], sort=True).head(1)
-    for row in first.sort_values(["dataset", "method", "epsilon"], key=lambda c: c.astype(str)).itertuples():
+    # the same run on every machine: lowest seed, then the earliest and the smallest id (presets
+    # sharing an experiment may hold two runs of one seed)
+    ordered = runs.sort_values(["seed", "start_time", "run_id"], kind="stable")
+    first = ordered.groupby(["dataset", "method", "epsilon"]).head(1).sort_values(["dataset", "method", "epsilon"], kind="stable")
+    for row in first.itertuples():
         file = sample_file(preset, row.run_id)
         png = _artifact_bytes(row.run_id, SAMPLES_ARTIFACT)
         if png is None and earlier_report is not None and (earlier_report / file).is_file():
@@ -246,14 +268,18 @@ def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | No
         blocks.insert(0, Block("p", "Samples: real training points or images beside generated ones (the run's "
                                     f"`{SAMPLES_ARTIFACT}` artifact), one run per setup, its lowest seed."))
     if unreachable:
-        blocks.append(Block("p", "No sample grid for these setups: their runs' artifacts are not on this machine "
-                                 "(the store carries parameters and metrics; artifacts stay where the run ran)."))
+        blocks.append(Block("p", f"No sample grid for these setups: no `{SAMPLES_ARTIFACT}` of their runs is reachable "
+                                 "here (the store carries parameters and metrics; artifacts stay where the run ran)."))
         blocks.append(Block("list", items=unreachable))
     return blocks
 
 
+def presets_of(experiments: list[str] | None) -> list[Preset]:
+    return [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
+
+
 def report_blocks(experiments: list[str] | None = None, earlier_report: Path | None = None) -> list[Block]:
-    presets = [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
+    presets = presets_of(experiments)
     if experiments:
         unknown = set(experiments) - {p.experiment for p in PRESETS.values()}
         if unknown:
@@ -272,36 +298,28 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
                    "`uniform` reads no row (ε spent 0) and is drawn as a band."),
     ]
     frames: dict[str, pd.DataFrame] = {}
-    timings = logged_seconds()
+    timings = {**DOCUMENTED_SECONDS, **logged_seconds()}
     summary, sections = [], []
     for preset in presets:
-        frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
-        summary.append(summary_row(preset, frame, {**DOCUMENTED_SECONDS, **timings}))
-        sections += preset_blocks(preset, frame, timings, earlier_report)
+        status = preset_status(preset, frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment)))
+        summary.append(summary_row(preset, status, timings))
+        sections += preset_blocks(preset, status, timings, earlier_report)
     blocks.append(Block("p", "What was run: per preset, the cells with a finished run in the store, the cells still "
                              "to run (each listed with its command in the preset's section), their estimated time on "
                              "2 CPU cores where a run of the same method and dataset was timed, and the datasets "
                              "whose files the offline data mirror lacks."))
     blocks.append(Block("table", header=["preset", "reproduces", "finished", "to run", "estimated CPU time to run",
-                                         "data not on this machine"], rows=summary))
+                                         "data not in the mirror"], rows=summary))
     return blocks + sections
 
 
-def summary_row(preset: Preset, frame: pd.DataFrame, timings: dict[tuple[str, str], float]) -> list[str]:
-    runs = preset_runs(preset, frame)
-    missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
-    total = sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids)
-    to_run = sum(len(m.seeds) for m in missing)
-    timed = [m for m in missing if (m.method, m.dataset) in timings]
+def summary_row(preset: Preset, status: PresetStatus, timings: dict[tuple[str, str], float]) -> list[str]:
+    timed = [m for m in status.missing if (m.method, m.dataset) in timings]
     seconds = sum(timings[(m.method, m.dataset)] * len(m.seeds) for m in timed)
-    untimed = to_run - sum(len(m.seeds) for m in timed)
-    if not to_run:
-        cost = "—"
-    else:
-        cost = f"≈ {duration(seconds)}" if timed else ""
-        cost += (" + " if timed and untimed else "") + (f"{untimed} cells not timed yet" if untimed else "")
-    lacking = sorted({m.dataset for m in missing if m.dataset in NOT_IN_MIRROR})
-    return [f"`{preset.name}`", preset.reproduces, str(total - to_run), str(to_run), cost, ", ".join(lacking)]
+    untimed = status.to_run - sum(len(m.seeds) for m in timed)
+    parts = ([f"≈ {duration(seconds)}"] if timed else []) + ([f"{untimed} cells not timed yet"] if untimed else [])
+    return [f"`{preset.name}`", preset.reproduces, str(status.total - status.to_run), str(status.to_run),
+            " + ".join(parts) or "—", ", ".join(status.lacking_data)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -384,9 +402,13 @@ def write_report(out_dir: Path, experiments: list[str] | None = None) -> list[Pa
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(block.png)
             written.add(path)
-    # a plot of an earlier report that this one no longer shows would otherwise linger beside it
+    # a plot of an earlier report that this one no longer shows would otherwise linger beside it;
+    # a report narrowed by --experiment leaves the other presets' files alone (a sample grid kept
+    # from a machine with the run's artifacts cannot be drawn again here)
+    owned = tuple(prefix for p in presets_of(experiments) for prefix in (f"{p.name}_", f"samples_{p.name}_"))
     for stale in set((out_dir / FILES_FOLDER).glob("*.png")) - written:
-        stale.unlink()
+        if not experiments or stale.name.startswith(owned):
+            stale.unlink()
     markdown, page = out_dir / "REPORT.md", out_dir / "REPORT.html"
     markdown.write_text(to_markdown(blocks))
     page.write_text(to_html(blocks))
