@@ -43,6 +43,7 @@ def test_grid_logs_failures_without_stopping_and_resumes(workdir):
     assert merf.data.params["hp.n_features"] == "500" and merf.data.params["epsilon"] == "1.0"
     assert runs["real"][0].data.params["epsilon"] == "inf"
     assert {"git_commit", "version.torch", "device", "cell_key"} <= set(merf.data.tags)
+    assert merf.data.tags["cpu"].strip()  # the processor: float results may differ between machines
     artifacts = {a.path for a in tracking.client().list_artifacts(merf.info.run_id)}
     assert {"ledger.json", "config.json", "synthetic_sample.csv", "samples.png"} <= artifacts
 

@@ -55,6 +55,27 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
+def cpu_description() -> str:
+    """The processor a cell ran on, with the vector extensions its float kernels choose by: two
+    machines with the same package versions can still train to different numbers (a rerun on one
+    machine is bit-identical; across machines GAN training amplifies kernel-level rounding)."""
+    import platform
+
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    except OSError:  # not Linux: the model name from platform is what there is
+        pass
+    extensions = [name for name in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if name in flags]
+    return " ".join([model, *extensions])
+
+
 def seed_everything(seed: int) -> None:
     import torch
 
@@ -187,6 +208,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
     try:
         device_name = resolve_device(cell.device)
         outcome.tags["device"] = device_name if device_name == "cpu" else torch.cuda.get_device_name()
+        outcome.tags["cpu"] = cpu_description()
         seed_everything(cell.seed)
         method = METHODS.get(cell.method)
         dataset = DATASETS.get(cell.dataset)
