@@ -89,6 +89,21 @@ def test_pure_ledgers_are_recomputed_at_delta_zero():
     assert independent_epsilon(releases, 0.0).epsilon == pytest.approx(1.0, abs=0.005)
 
 
+@pytest.mark.parametrize("total", [1.0, 0.1, 0.03])
+def test_pure_composition_is_recomputed_within_a_tenth_of_a_percent_at_small_epsilon(total):
+    """PrivBayes at ε = 0.1 makes ≈ 30 pure releases; basic composition is exact for pure DP, so
+    the independent value must land on the sum (it once exceeded it by 1.3% through the PLD's
+    fixed rounding and failed honest runs), and a real overspend of 2% must still fail."""
+    releases = [PureRelease("e", 0.3 * total / 14, 0.01, "exponential") for _ in range(14)] + [
+        PureRelease("l", 0.7 * total / 15, 2.0, "laplace", 15)
+    ]
+    found = independent_epsilon(releases, 0.0).epsilon
+    assert total <= found <= total * 1.001
+    check_claim(total, releases, 0.0)
+    with pytest.raises(PrivacyClaimMismatch, match="privacy claim is wrong"):
+        check_claim(total / 1.02, releases, 0.0)
+
+
 def test_clopper_pearson_and_the_lower_bound_on_known_gaussians():
     lower, upper = clopper_pearson(50, 100, 0.025)
     assert lower == pytest.approx(0.398, abs=0.002) and upper == pytest.approx(0.602, abs=0.002)
