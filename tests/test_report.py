@@ -99,6 +99,7 @@ def test_html_page_is_self_contained_and_every_image_decodes(tiny_store, workdir
     images = decoded_images(page)
     assert len(images) == 1 and images[0].size[0] > 300
     assert "<table>" in page and "0.910 ± 0.0141 (2)" in page and "python -m bench run --methods independent" in page
+    assert "<td><code>tiny</code></td>" in page and "`" not in page.split("<body>", 1)[1].split("<pre>", 1)[0]
 
 
 def test_html_renders_in_a_headless_browser_without_broken_images(tiny_store, workdir):

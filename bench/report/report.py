@@ -379,7 +379,7 @@ def to_html(blocks: list[Block]) -> str:
             head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
             rows = "".join(
                 ("<tr class=\"paper\">" if len(row) > 2 and row[2] == "paper" else "<tr>")
-                + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>"
                 for row in block.rows
             )
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
