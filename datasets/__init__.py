@@ -28,6 +28,13 @@ DATASET_PLUGINS = (
         kinds=("tabular",),
     ),
     Plugin(
+        "adult-sdgym",
+        "datasets.adult:ADULT_SDGYM",
+        "UCI Adult as DP-MERF's code reads it (SDGym): categorical codes by descending frequency in adult.data; "
+        "paper protocol: SDGym's 22,561-row train part",
+        kinds=("tabular",),
+    ),
+    Plugin(
         "adult-discrete",
         "datasets.adult_discrete:ADULT_DISCRETE",
         "Adult discretized as the seeds' Table 1 ('simple'): 22,561 rows × 15 columns incl. income",

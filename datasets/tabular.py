@@ -59,6 +59,9 @@ class TabularDataset:
     undersampling: Undersampling | None = None
     read_paper: Callable[[Path | None], Table] | None = None
     kind: DataKind = DataKind.TABULAR
+    # uses of private data the dataset's own recipe makes (e.g. a codebook ordered by the rows'
+    # frequencies), named on every split so the ledger and the report show them
+    caveats: tuple[str, ...] = ()
 
     def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
         if protocol not in PROTOCOLS:
@@ -66,10 +69,10 @@ class TabularDataset:
         if protocol == "paper":
             table = (self.read_paper or self.read)(data_dir)
             train, test = paper_split(table, self.test_fraction, self.undersampling, seed)
-            return Split(self._labelled(train), self._labelled(test), PAPER_CAVEATS + self._tuned_caveats())
+            return Split(self._labelled(train), self._labelled(test), PAPER_CAVEATS + self._tuned_caveats() + self.caveats)
         table = self.read(data_dir)
         train, test = sound_split(table, self.test_fraction, self.undersampling, seed)
-        return Split(self._labelled(train), self._labelled(test), self._tuned_caveats())
+        return Split(self._labelled(train), self._labelled(test), self._tuned_caveats() + self.caveats)
 
     def _tuned_caveats(self) -> tuple[str, ...]:
         if self.undersampling is None or self.undersampling.rate >= 1:

@@ -166,8 +166,10 @@ def git_commit() -> str:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
+        # results/ is the record the runs write (the committed store), not code: a change there
+        # does not make the code that produced a number unnamed
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"],
             cwd=source, capture_output=True, text=True, timeout=10, check=True,
         ).stdout.strip()
         return head + ("-dirty" if dirty else "")
