@@ -28,6 +28,13 @@ DATASET_PLUGINS = (
         kinds=("tabular",),
     ),
     Plugin(
+        "adult-dphp-logs",
+        "datasets.adult:ADULT_DPHP_LOGS",
+        "adult.p as DP-HP's logs evidence it: adult.data's 32,561 rows (7,841 >50K), sorted-name codes, "
+        "education categorical",
+        kinds=("tabular",),
+    ),
+    Plugin(
         "adult-sdgym",
         "datasets.adult:ADULT_SDGYM",
         "UCI Adult as DP-MERF's code reads it (SDGym): categorical codes by descending frequency in adult.data; "

@@ -214,6 +214,21 @@ ADULT_DPHP_SORTED = replace(
 )
 
 
+
+def read_dphp_logs(data_dir: Path | None) -> Table:
+    """adult.data's 32,561 rows with sorted-name codes: adult.p as DP-HP's logs describe it."""
+    train = _read_file(fetch(TRAIN_FILE, data_dir), skip_first_line=False)
+    return recode(train, SCHEMA_DPHP, SCHEMA_DPHP_SORTED)
+
+
+ADULT_DPHP_LOGS = replace(
+    ADULT_DPHP_SORTED,
+    name="adult-dphp-logs",
+    description="adult.p as DP-HP's logs evidence it: adult.data's 32,561 rows (7,841 >50K), sorted-name codes, "
+                "education categorical",
+    read=read_dphp_logs,
+)
+
 # SDGym's adult codebook (sdv-dev/SDGym v0.1.0 sdgym-utils/data/real/adult.py, published as its
 # adult.json): each categorical column's values by descending frequency over all 32,561 rows of
 # adult.data (most frequent = 0). Ties (native-country: France/Greece 29, Cambodia/Trinadad&Tobago

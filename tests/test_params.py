@@ -28,7 +28,7 @@ SENTINELS_NOW_NONE = {
 
 
 # datasets added since the snapshot, each resolved exactly as the dataset whose settings it shares
-DATASETS_ADDED_SINCE_THE_SNAPSHOT = {"adult-dphp": "adult", "adult-dphp-sorted": "adult", "adult-sdgym": "adult"}  # as DP-HP's code reads it (issue 19)
+DATASETS_ADDED_SINCE_THE_SNAPSHOT = {"adult-dphp": "adult", "adult-dphp-sorted": "adult", "adult-sdgym": "adult", "adult-dphp-logs": "adult"}  # as DP-HP's code reads it (issue 19)
 
 
 def _old_values(method: str, dataset: str, profile: str, private: bool) -> dict:
