@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
-from bench.core.params import HyperParameters, Setting, batch_rows
+from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.releases import replace_one_l2
 from methods import mean_embedding
@@ -45,6 +46,7 @@ from methods.space import ModelSpace, uniform_median_distance
 class DPMerfParams:
     n_features: int
     length_scale: float | None  # None: from the public bounds
+    length_scale_rule: str  # "public-range", or the authors' "median-heuristic" (non-private runs only)
     epochs: int
     steps_per_epoch: int | None  # None: ⌈n / batch⌉
     batch_size: int | None  # batch_rows: batch_fraction, when set, wins
@@ -105,6 +107,14 @@ HYPERPARAMETERS = HyperParameters(
         "length_scale": Setting(
             None, "None = from public bounds: √(d_num/6) × each coordinate's public range (methods/space.py)"
         ),
+        "length_scale_rule": Setting(
+            "public-range",
+            "public-range = length_scale × each coordinate's public range; median-heuristic = the authors' tabular rule "
+            "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py with code_tab/util.py meddistance: one "
+            "ℓ for every numerical coordinate, the median Euclidean distance between 10 random training rows), which "
+            "reads the private rows uncharged: an ablation for --eps inf only",
+            rule=Rule(choices=("public-range", "median-heuristic")),
+        ),
         "epochs": Setting(50, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: 50 epochs)"),
         "steps_per_epoch": Setting(None, "None = ⌈n / batch⌉, as the 2-D and image code "
             "(github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py, mnist_sr_gen.py)"),
@@ -151,6 +161,7 @@ HYPERPARAMETERS = HyperParameters(
         "fashion-mnist": _images("FashionMNIST"),
     },
     profiles={"smoke": {"n_features": 500, "epochs": 2, "batch_size": 500}},
+    added_later={"length_scale_rule": "public-range"},  # issue 28's ablation
 )
 
 
@@ -301,16 +312,31 @@ class SumKernelFeatures:
         return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
 
 
+def median_distance(z: np.ndarray, rng: np.random.Generator, rows: int = 10) -> float:
+    """The authors' tabular length scale (meddistance in github.com/ParkLabML/DP-MERF code_tab/util.py, on
+    10 random training rows in code_tab/single_generator_priv_all.py): the median Euclidean distance
+    between the pairs of ``rows`` random rows of z, their mean where the median is 0. Reads rows:
+    never for a private run."""
+    sample = np.asarray(z, dtype=float)[rng.choice(len(z), size=min(rows, len(z)), replace=False)]
+    first, second = np.triu_indices(len(sample), k=1)
+    distances = np.linalg.norm(sample[first] - sample[second], axis=1)
+    median = float(np.median(distances))
+    return median if median > 0 else float(distances.mean()) or 1.0
+
+
 def sum_kernel_features(
-    space: ModelSpace, n_features: int, length_scale: float | None, generator: torch.Generator
+    space: ModelSpace, n_features: int, length_scale: float | None, generator: torch.Generator,
+    length_scales: np.ndarray | None = None,
 ) -> SumKernelFeatures:
-    """``length_scale`` None: √(d_num/6) × each coordinate's public range."""
+    """``length_scales``: one per numerical coordinate; else ``length_scale`` × each coordinate's
+    public range (None: √(d_num/6) × the range)."""
     numerical, categorical = space.numerical, space.categorical
     frequencies = None
     if len(numerical):
-        scale = length_scale if length_scale is not None else uniform_median_distance(len(numerical))
-        length_scales = torch.as_tensor(space.coordinate_ranges() * scale)
-        frequencies = draw_frequencies(n_features, length_scales, generator)
+        if length_scales is None:
+            scale = length_scale if length_scale is not None else uniform_median_distance(len(numerical))
+            length_scales = space.coordinate_ranges() * scale
+        frequencies = draw_frequencies(n_features, torch.as_tensor(length_scales), generator)
     cat_bound = space.categorical_norm_bound()  # ‖x_cat‖²/d_cat ≤ cat_bound
     norm_bound = math.sqrt((1.0 if len(numerical) else 0.0) + cat_bound)
     return SumKernelFeatures(
@@ -347,12 +373,21 @@ class DPMerf:
         sigma = context.ledger.calibrate_gaussian(compositions=2 if proportions_released(train, context) else 1)
         proportions = release_proportions(train, context, sigma).to(device)
 
-        features = sum_kernel_features(space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"))
-        context.ledger.use_public_fact(
-            "length_scale",
-            p.length_scale if p.length_scale is not None else "√(d_num/6) × public ranges",
-            "a hyperparameter or a function of the schema's public bounds, never of the rows",
-        )
+        length_scales = None
+        if p.length_scale_rule == "median-heuristic":
+            if context.budget.is_private:
+                raise ValueError("dp-merf.length_scale_rule=median-heuristic reads the private rows without charging "
+                                 "them (the authors' code does); it is an ablation for --eps inf only")
+            numerical_rows = space.encode(train.x)[:, space.numerical]
+            length_scales = np.full(len(space.numerical), median_distance(numerical_rows, context.rng("length scale")))
+        else:
+            context.ledger.use_public_fact(
+                "length_scale",
+                p.length_scale if p.length_scale is not None else "√(d_num/6) × public ranges",
+                "a hyperparameter or a function of the schema's public bounds, never of the rows",
+            )
+        features = sum_kernel_features(space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"),
+                                       length_scales)
         z = torch.as_tensor(space.encode(train.x), device=device)
         y = torch.as_tensor(train.y, device=device)
         features = features.to(device, torch.float64)

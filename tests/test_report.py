@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import math
 import os
@@ -85,6 +86,35 @@ def decoded_images(page: str) -> list:
         image.load()  # raises on a truncated or corrupt PNG
         images.append(image)
     return images
+
+
+def test_every_table_starts_with_a_real_data_calibration_row_that_flags_a_miss(tiny_store, workdir, monkeypatch):
+    """Ours 0.910 ± 0.0141 against the paper's 0.959: a miss of 0.049, over three seed-sds, is
+    flagged before any method row, with the preset's explanation once it has one."""
+    assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
+    text = (workdir / "out" / "REPORT.md").read_text()
+    section = text[text.index("preset `tiny`"):]
+    calibration = section.index("| cervical | ROC | 0.910 ± 0.0141 (2) | 0.959 | **MISS**: Δ -0.049 exceeds one seed-sd (0.014)")
+    assert calibration < section.index("| cervical | real data | ours |")  # above the comparison table
+    assert "| unexplained |" in section
+
+    monkeypatch.setitem(PRESETS, "tiny", dataclasses.replace(TINY, calibration_notes={"cervical": "a known cause"}))
+    assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
+    assert "(0.014), a pipeline difference to explain before any method comparison | a known cause |" in (
+        workdir / "out" / "REPORT.md").read_text()
+
+
+def test_a_calibration_within_one_seed_sd_agrees_and_the_sound_protocol_is_never_flagged():
+    import pandas as pd
+
+    from bench.report.report import Calibration
+
+    ours = pd.Series([0.74, 0.743, 0.707, 0.735, 0.736])  # sd 0.0145
+    assert not Calibration("adult [protocol paper]", "ROC", ours, 0.730, True).miss
+    assert Calibration("adult [protocol paper]", "ROC", ours, 0.730, True).verdict().startswith("agrees: Δ +0.002")
+    assert Calibration("adult [protocol paper]", "ROC", ours, 0.786, True).miss
+    sound = Calibration("adult", "ROC", ours, 0.786, comparable=False)
+    assert not sound.miss and sound.verdict().startswith("not comparable by design")
 
 
 def test_html_page_is_self_contained_and_every_image_decodes(tiny_store, workdir):

@@ -23,8 +23,10 @@ from typing import Any
 import pandas as pd
 
 from bench.harness import tracking
-from bench.report.presets import DOCUMENTED_SECONDS, NOT_IN_MIRROR, PRESETS, Preset, duration, grid_cells, logged_seconds
-from bench.report.tables import TableError, base_dataset, epsilon_text, load_runs, versus_seeds_rows
+from bench.report.presets import (
+    DOCUMENTED_SECONDS, NOT_IN_MIRROR, PAPER_DATASET, PRESETS, Preset, duration, grid_cells, logged_seconds,
+)
+from bench.report.tables import TableError, _cell_text, base_dataset, epsilon_text, load_runs, versus_seeds_rows
 
 FILES_FOLDER = "report_files"
 
@@ -142,6 +144,7 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[tuple[str,
         Block("code", f"python -m bench run --preset {preset.name}"),
     ]
     columns = list(preset.columns)
+    blocks += calibration_blocks(preset, runs)
     if preset.published or len(runs):
         rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True)
         if rows:
@@ -168,6 +171,88 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[tuple[str,
     else:
         blocks.append(Block("p", "Every cell of this preset has a finished run."))
     return blocks
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Real data under one dataset label, ours against the paper's, for one column."""
+
+    dataset: str
+    column: str
+    ours: pd.Series  # one value per seed
+    paper: float | None
+    comparable: bool  # the label's protocol is the one the paper's value was computed under
+
+    @property
+    def miss(self) -> bool:
+        """The paper's value lies more than one seed-sd from our mean (with one seed: any gap)."""
+        if self.paper is None or not self.comparable or self.ours.empty:
+            return False
+        sd = self.ours.std(ddof=1) if len(self.ours) > 1 else 0.0
+        return abs(self.ours.mean() - self.paper) > sd
+
+    def verdict(self) -> str:
+        if self.paper is None:
+            return "the paper gives no real-data value"
+        if not self.comparable:
+            return "not comparable by design: the sound protocol (natural class balance, nothing chosen on the test set)"
+        if self.ours.empty:
+            return "no real-data run yet"
+        gap = self.ours.mean() - self.paper
+        sd = self.ours.std(ddof=1) if len(self.ours) > 1 else 0.0
+        if not self.miss:
+            return f"agrees: Δ {gap:+.3f} within one seed-sd ({sd:.3f})"
+        return f"**MISS**: Δ {gap:+.3f} exceeds one seed-sd ({sd:.3f}), a pipeline difference to explain before any method comparison"
+
+
+def _paper_protocol_datasets(preset: Preset) -> set[str]:
+    return {d for grid in preset.grids if grid.protocol == "paper" for d in grid.datasets}
+
+
+def calibrations(preset: Preset, runs: pd.DataFrame) -> list[Calibration]:
+    """One per dataset label with a real-data run (or a published real-data value) × column."""
+    if runs.empty or "method_name" not in runs.columns:
+        real = runs.iloc[0:0]
+    else:
+        real = runs[runs["method_name"] == "real"]
+    paper_protocol = _paper_protocol_datasets(preset)
+    out = []
+    for dataset in sorted(set(real["dataset"])):
+        base = base_dataset(dataset)
+        published = preset.published.get(PAPER_DATASET.get(base, base), {}).get(("real", math.inf), {})
+        comparable = base not in paper_protocol or "protocol paper" in dataset
+        rows = real[real["dataset"] == dataset]
+        for header, metric in preset.columns:
+            value = published.get(header)
+            ours = rows[metric].dropna() if metric in rows.columns else pd.Series(dtype=float)
+            if ours.empty and value is None:
+                continue
+            paper = value[0] if isinstance(value, tuple) else value if isinstance(value, (int, float)) else None
+            out.append(Calibration(dataset, header, ours, paper, comparable))
+    return out
+
+
+def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
+    """The table's first rows: real data through our pipeline against the paper's real-data
+    value, per dataset and protocol; a miss larger than one seed-sd is flagged with the preset's
+    explanation beside it (or a demand for one)."""
+    found = calibrations(preset, runs)
+    if not found:
+        return []
+    rows = []
+    for c in found:
+        note = preset.calibration_notes.get(base_dataset(c.dataset), "") if c.miss else ""
+        if c.miss and not note:
+            note = "unexplained"
+        paper = "" if c.paper is None else f"{c.paper:{preset.digits}}"
+        rows.append([c.dataset, c.column, _cell_text(c.ours), paper, c.verdict(), note])
+    return [
+        Block("p", "Calibration: the real training data through our pipeline, against the paper's real-data value. "
+                   "Every method row below inherits this pipeline, so a miss larger than one seed-sd is a difference "
+                   "of data or evaluation, not of any generator."),
+        Block("table", header=["dataset", "column", "ours (real data)", "paper (real data)", "verdict", "explanation"],
+              rows=rows),
+    ]
 
 
 def selection_gain_frame(preset: Preset, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
