@@ -118,6 +118,24 @@ class ModelSpace:
                 spans.append(1.0)
         return np.asarray(spans, dtype=np.float64)
 
+    def coordinate_midpoints(self) -> np.ndarray:
+        """The middle of each coordinate's public range (see :meth:`coordinate_spans`): a
+        numerical column's (low + high)/2, a code's (k − 1)/2, 0.5 for [0, 1]-scaled, one-hot and
+        binary coordinates; 0 for a raw column without bounds."""
+        if self.encoder is None:
+            return np.asarray([(c.bounds[0] + c.bounds[1]) / 2 if c.bounds else 0.0 for c in self.schema.columns])
+        if self.encoder.mode == "onehot":
+            return np.full(self.width, 0.5)
+        middles = []
+        for column in self.encoder.schema.columns:
+            if column.kind == ColumnKind.NUMERICAL:
+                middles.append((column.bounds[0] + column.bounds[1]) / 2 if column.bounds else 0.0)
+            elif column.kind in (ColumnKind.CATEGORICAL, ColumnKind.ORDINAL):
+                middles.append((len(column.categories) - 1) / 2)
+            else:
+                middles.append(0.5)
+        return np.asarray(middles, dtype=np.float64)
+
     def encode(self, x: np.ndarray) -> np.ndarray:
         return self.encoder.encode(x) if self.encoder else x.astype(np.float32)
 
