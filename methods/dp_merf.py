@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import BudgetShare, PrivacyLedger
 from bench.privacy.releases import replace_one_l2
 from methods import mean_embedding
 from methods.mean_embedding import (
@@ -40,6 +42,11 @@ from methods.mean_embedding import (
 from methods.nets import build_generator
 from methods.training import Schedule, label_sampler, train_generator
 from methods.space import ModelSpace, uniform_median_distance
+
+
+# the share of the budget the dp-median length scale spends; the rest goes to the embedding and proportions
+DP_MEDIAN_SHARE = 0.1
+DP_MEDIAN_THRESHOLDS = 20  # public distances diameter·2⁻ᵏ, k < 20: down to a millionth of the diameter
 
 
 @dataclass(frozen=True)
@@ -112,8 +119,10 @@ HYPERPARAMETERS = HyperParameters(
             "public-range = length_scale × each coordinate's public range; median-heuristic = the authors' tabular rule "
             "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py with code_tab/util.py meddistance: one "
             "ℓ for every numerical coordinate, the median Euclidean distance between 10 random training rows), which "
-            "reads the private rows uncharged: an ablation for --eps inf only",
-            rule=Rule(choices=("public-range", "median-heuristic")),
+            "reads the private rows uncharged: an ablation for --eps inf only; dp-median = that median estimated "
+            f"privately (ours, issue 28): Gaussian counts of disjoint row pairs closer than public distances, with "
+            f"{DP_MEDIAN_SHARE:g} of the budget (methods/dp_merf.py dp_median_distance)",
+            rule=Rule(choices=("public-range", "median-heuristic", "dp-median")),
         ),
         "epochs": Setting(50, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: 50 epochs)"),
         "steps_per_epoch": Setting(None, "None = ⌈n / batch⌉, as the 2-D and image code "
@@ -324,6 +333,39 @@ def median_distance(z: np.ndarray, rng: np.random.Generator, rows: int = 10) -> 
     return median if median > 0 else float(distances.mean()) or 1.0
 
 
+def closer_pair_counts(z: np.ndarray, order: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """For each threshold, how many of the disjoint pairs (z[order[0]], z[order[1]]),
+    (z[order[2]], z[order[3]]), … are at most that far apart (Euclidean)."""
+    order = order[: len(order) // 2 * 2]
+    distances = np.sort(np.linalg.norm(z[order[0::2]] - z[order[1::2]], axis=1))
+    return np.searchsorted(distances, thresholds, side="right").astype(float)
+
+
+def dp_median_distance(
+    z: np.ndarray, diameter: float, ledger: PrivacyLedger, noise_multiplier: float, rng: Any
+) -> float:
+    """A private estimate of the median Euclidean distance between training rows (the authors'
+    heuristic). The rows are paired at random (a public permutation) into ⌊m/2⌋ disjoint pairs;
+    for each of ``DP_MEDIAN_THRESHOLDS`` public distances diameter·2⁻ᵏ the count of pairs closer
+    than it is released with Gaussian noise, and the median is read off the noisy counts
+    (log-interpolated between the two thresholds that straddle half the pairs). Replacing one row
+    changes one pair's distance, so each count moves by at most 1: L2 sensitivity √thresholds."""
+    order = np.random.default_rng(rng.integers(2**63)).permutation(len(z))  # public: drawn from the seed alone
+    thresholds = diameter * 2.0 ** -np.arange(DP_MEDIAN_THRESHOLDS - 1, -1, -1)  # ascending, the last = diameter
+    closer = closer_pair_counts(z, order, thresholds)
+    pairs = len(z) // 2
+    noisy = ledger.gaussian(closer, sensitivity=math.sqrt(len(thresholds)), noise_multiplier=noise_multiplier,
+                            what=f"pairs closer than {len(thresholds)} public distances, of {pairs} disjoint "
+                                 "row pairs (median pair distance: the length scale)", rng=rng)
+    half = pairs / 2
+    above = np.flatnonzero(noisy >= half)
+    j = int(above[0]) if len(above) else len(thresholds) - 1
+    if j == 0:
+        return float(thresholds[0])
+    fraction = np.clip((half - noisy[j - 1]) / max(noisy[j] - noisy[j - 1], 1e-9), 0.0, 1.0)
+    return float(thresholds[j - 1] * 2.0**fraction)
+
+
 def sum_kernel_features(
     space: ModelSpace, n_features: int, length_scale: float | None, generator: torch.Generator,
     length_scales: np.ndarray | None = None,
@@ -370,7 +412,12 @@ class DPMerf:
         m, n_classes = len(train), train.schema.n_classes
         space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
 
-        sigma = context.ledger.calibrate_gaussian(compositions=2 if proportions_released(train, context) else 1)
+        compositions = 2 if proportions_released(train, context) else 1
+        if p.length_scale_rule == "dp-median":
+            sigma_length, sigma = context.ledger.calibrate_shares(
+                [BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, compositions)])
+        else:
+            sigma = context.ledger.calibrate_gaussian(compositions=compositions)
         proportions = release_proportions(train, context, sigma).to(device)
 
         length_scales = None
@@ -380,6 +427,11 @@ class DPMerf:
                                  "them (the authors' code does); it is an ablation for --eps inf only")
             numerical_rows = space.encode(train.x)[:, space.numerical]
             length_scales = np.full(len(space.numerical), median_distance(numerical_rows, context.rng("length scale")))
+        elif p.length_scale_rule == "dp-median" and len(space.numerical):
+            numerical_rows = space.encode(train.x)[:, space.numerical]
+            diameter = float(np.linalg.norm(space.coordinate_ranges()))
+            length_scales = np.full(len(space.numerical), dp_median_distance(
+                numerical_rows, diameter, context.ledger, sigma_length, context.rng("length scale")))
         else:
             context.ledger.use_public_fact(
                 "length_scale",

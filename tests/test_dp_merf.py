@@ -165,3 +165,44 @@ def test_class_sums_in_bounded_memory_match_in_value_and_gradient(monkeypatch):
     (gradient,) = torch.autograd.grad(bounded, z)
     for value, grad in ((kept, kept_gradient), (bounded, gradient)):
         assert torch.allclose(value, reference) and torch.allclose(grad, expected)
+
+
+def test_dp_median_counts_move_by_at_most_the_declared_sensitivity_on_adversarial_neighbours():
+    """Replace-one: a row replaced by the farthest or the nearest possible row (or a copy of its
+    partner) changes one pair's distance, so the released counts move by at most √thresholds in
+    L2; and with no noise the estimate lands within a threshold step of the true median."""
+    import math
+
+    import numpy as np
+
+    from methods.dp_merf import DP_MEDIAN_THRESHOLDS, closer_pair_counts
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(501, 3)) * [1.0, 10.0, 100.0]
+    order = rng.permutation(len(z))
+    thresholds = 400.0 * 2.0 ** -np.arange(DP_MEDIAN_THRESHOLDS - 1, -1, -1)
+    counts = closer_pair_counts(z, order, thresholds)
+    worst = 0.0
+    for row in rng.choice(len(z), 40, replace=False):
+        partner = order[np.flatnonzero(order == row)[0] ^ 1] if np.flatnonzero(order == row)[0] < len(z) // 2 * 2 else row
+        for replacement in (np.full(3, 1e6), -np.full(3, 1e6), z[partner], np.zeros(3)):
+            neighbour = z.copy()
+            neighbour[row] = replacement
+            worst = max(worst, float(np.linalg.norm(closer_pair_counts(neighbour, order, thresholds) - counts)))
+    assert 0 < worst <= math.sqrt(DP_MEDIAN_THRESHOLDS)
+    assert counts[-1] == len(z) // 2 and np.all(np.diff(counts) >= 0)
+
+
+def test_dp_median_without_noise_is_the_median_pair_distance_within_a_threshold_step():
+    import numpy as np
+
+    from bench.privacy.budget import PrivacyBudget
+    from bench.privacy.ledger import PrivacyLedger
+    from methods.dp_merf import dp_median_distance
+
+    z = np.random.default_rng(1).normal(size=(2000, 4)) * 50
+    ledger = PrivacyLedger(PrivacyBudget.non_private())
+    estimate = dp_median_distance(z, 1e4, ledger, 0.0, np.random.default_rng(2))
+    truth = np.median(np.linalg.norm(z[:1000] - z[1000:], axis=1))
+    assert truth / 1.3 < estimate < truth * 1.3
+    assert len(ledger.releases) == 1

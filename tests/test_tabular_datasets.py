@@ -280,6 +280,45 @@ def test_adult_with_sorted_codes_holds_the_same_values_under_other_codes(adult_t
     assert DATASETS.get("adult-dphp-sorted") is adult.ADULT_DPHP_SORTED
 
 
+def test_adult_as_dpmerf_reads_it_is_sdgyms_train_part_with_its_frequency_codebook(adult_tables):
+    """DP-MERF's code reads sdgym.load_dataset('adult') (github.com/ParkLabML/DP-MERF
+    code_tab/single_generator_priv_all.py): 22,561 rows, 5,473 >50K; undersampled at 0.4 and split
+    90/10, 11,077 train / 1,231 test (the file name ..._samples_11077_features_14 in mvinaroz/dp-hp's
+    history). SDGym's codes rank each category by its frequency in adult.data."""
+    need("adult/adult.data", "adult/adult.test")
+    table = adult.read_sdgym_train(DATA_DIR)
+    assert table.x.shape == (22_561, 14) and int(table.y.sum()) == 5_473
+    split = adult.ADULT_SDGYM.load(DATA_DIR, 0, "paper")
+    assert (len(split.train), len(split.test)) == (11_077, 1_231)
+    assert any(c.startswith("authors' preprocessing: categorical codes ordered by each value's frequency") for c in split.caveats)
+    assert any("frequency" in c for c in adult.ADULT_SDGYM.load(DATA_DIR, 0, "sound").caveats)
+    whole = adult_tables[0].x[:32_561]  # adult.data's rows, adult.names codes
+    for j, column in enumerate(adult.SCHEMA.columns):
+        if column.name in adult.SDGYM_ORDER:
+            counts = np.bincount(whole[:, j].astype(int), minlength=len(column.categories))
+            frequency = [column.categories[k] for k in np.argsort(-counts, kind="stable")]
+            assert counts[[column.categories.index(n) for n in adult.SDGYM_ORDER[column.name]]].tolist() == sorted(
+                counts, reverse=True), column.name  # descending; ties may fall in either order
+            assert adult.SDGYM_ORDER[column.name][:3] == tuple(frequency[:3]), column.name
+    relationship = [c.name for c in adult.SCHEMA.columns].index("relationship")
+    assert adult.SCHEMA_SDGYM.columns[relationship].categories[0] == "Husband"
+    assert DATASETS.get("adult-sdgym") is adult.ADULT_SDGYM
+
+
+def test_adult_as_dphps_logs_evidence_it_is_adult_data_with_sorted_codes():
+    """DP-HP's adult.p (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py) is not
+    retrievable; the weights its run log prints (mvinaroz/dp-hp d562cb6
+    dp_mehp/run_output_adult_census_cerv_cred_priv.txt) are integers over the training rows only for
+    adult.data's 32,561 rows (7,841 >50K): at undersampling 0.4 and a 90% split, 15,956 training rows."""
+    need("adult/adult.data", "adult/adult.test")
+    table = adult.read_dphp_logs(DATA_DIR)
+    assert table.x.shape == (32_561, 14) and int(table.y.sum()) == 7_841
+    split = adult.ADULT_DPHP_LOGS.load(DATA_DIR, 0, "paper")
+    assert (len(split.train), len(split.test)) == (15_956, 1_773)
+    assert split.train.schema == adult.SCHEMA_DPHP_SORTED
+    assert DATASETS.get("adult-dphp-logs") is adult.ADULT_DPHP_LOGS
+
+
 def test_census_protocols(census_tables):
     full = census_tables
     paper = type(full)(full.x[:199_523], full.y[:199_523])

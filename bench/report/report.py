@@ -26,7 +26,9 @@ from bench.harness import tracking
 from bench.report.presets import (
     DOCUMENTED_SECONDS, NOT_IN_MIRROR, PAPER_DATASET, PRESETS, Preset, duration, grid_cells, logged_seconds,
 )
-from bench.report.tables import TableError, _cell_text, base_dataset, epsilon_text, load_runs, versus_seeds_rows
+from bench.report.tables import (
+    TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
+)
 
 FILES_FOLDER = "report_files"
 
@@ -134,8 +136,10 @@ def preset_status(preset: Preset, frame: pd.DataFrame) -> PresetStatus:
 
 
 def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[tuple[str, str], float],
-                  earlier_report: Path | None = None) -> list[Block]:
-    """A preset's section; ``timings``: seconds per (method, dataset), logged or documented."""
+                  earlier_report: Path | None = None, experiment_runs: pd.DataFrame | None = None) -> list[Block]:
+    """A preset's section; ``timings``: seconds per (method, dataset), logged or documented;
+    ``experiment_runs``: every run of its experiment (the calibration reads its real-data runs)."""
+    experiment_runs = status.runs if experiment_runs is None else experiment_runs
     runs = status.runs
     blocks = [
         Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
@@ -144,7 +148,7 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[tuple[str,
         Block("code", f"python -m bench run --preset {preset.name}"),
     ]
     columns = list(preset.columns)
-    blocks += calibration_blocks(preset, runs)
+    blocks += calibration_blocks(preset, experiment_runs)
     if preset.published or len(runs):
         rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True)
         if rows:
@@ -180,26 +184,37 @@ class Calibration:
     dataset: str
     column: str
     ours: pd.Series  # one value per seed
-    paper: float | None
+    paper: float | tuple[float, float] | str | None  # as published: a value, (mean, sd), or text read off a figure
     comparable: bool  # the label's protocol is the one the paper's value was computed under
+
+    @property
+    def paper_value(self) -> float | None:
+        """The published number (a mean where an sd was printed); None for none or a figure's reading."""
+        if isinstance(self.paper, tuple):
+            return self.paper[0]
+        return float(self.paper) if isinstance(self.paper, (int, float)) else None
+
+    @property
+    def sd(self) -> float:
+        return float(self.ours.std(ddof=1)) if len(self.ours) > 1 else 0.0
 
     @property
     def miss(self) -> bool:
         """The paper's value lies more than one seed-sd from our mean (with one seed: any gap)."""
-        if self.paper is None or not self.comparable or self.ours.empty:
+        if self.paper_value is None or not self.comparable or self.ours.empty:
             return False
-        sd = self.ours.std(ddof=1) if len(self.ours) > 1 else 0.0
-        return abs(self.ours.mean() - self.paper) > sd
+        return abs(self.ours.mean() - self.paper_value) > self.sd
 
     def verdict(self) -> str:
         if self.paper is None:
             return "the paper gives no real-data value"
+        if self.ours.empty:
+            return "no real-data run yet: not calibrated"
         if not self.comparable:
             return "not comparable by design: the sound protocol (natural class balance, nothing chosen on the test set)"
-        if self.ours.empty:
-            return "no real-data run yet"
-        gap = self.ours.mean() - self.paper
-        sd = self.ours.std(ddof=1) if len(self.ours) > 1 else 0.0
+        if self.paper_value is None:
+            return "the paper's value is read off a figure: not tested against the seed-sd"
+        gap, sd = self.ours.mean() - self.paper_value, self.sd
         if not self.miss:
             return f"agrees: Δ {gap:+.3f} within one seed-sd ({sd:.3f})"
         return f"**MISS**: Δ {gap:+.3f} exceeds one seed-sd ({sd:.3f}), a pipeline difference to explain before any method comparison"
@@ -209,26 +224,37 @@ def _paper_protocol_datasets(preset: Preset) -> set[str]:
     return {d for grid in preset.grids if grid.protocol == "paper" for d in grid.datasets}
 
 
-def calibrations(preset: Preset, runs: pd.DataFrame) -> list[Calibration]:
-    """One per dataset label with a real-data run (or a published real-data value) × column."""
-    if runs.empty or "method_name" not in runs.columns:
-        real = runs.iloc[0:0]
+def calibrations(preset: Preset, frame: pd.DataFrame) -> list[Calibration]:
+    """Per dataset label of the preset with a real-data run in its experiment (presets sharing an
+    experiment share its real runs) × column; a dataset whose paper gives a real-data value but
+    that has no run yet gets one row, so a missing calibration is visible."""
+    datasets = {d for grid in preset.grids for d in grid.datasets}
+    if frame.empty or "method_name" not in frame.columns:
+        real = frame.iloc[0:0]
     else:
-        real = runs[runs["method_name"] == "real"]
+        real = frame[(frame["method_name"] == "real") & frame["dataset"].map(base_dataset).isin(datasets)]
     paper_protocol = _paper_protocol_datasets(preset)
+    labels = set(real["dataset"]) if len(real) else set()
+    covered = {base_dataset(label) for label in labels}
     out = []
-    for dataset in sorted(set(real["dataset"])):
+    for dataset in sorted(labels | {d for d in datasets if d not in covered}):
         base = base_dataset(dataset)
         published = preset.published.get(PAPER_DATASET.get(base, base), {}).get(("real", math.inf), {})
         comparable = base not in paper_protocol or "protocol paper" in dataset
         rows = real[real["dataset"] == dataset]
+        found = []
         for header, metric in preset.columns:
             value = published.get(header)
             ours = rows[metric].dropna() if metric in rows.columns else pd.Series(dtype=float)
-            if ours.empty and value is None:
-                continue
-            paper = value[0] if isinstance(value, tuple) else value if isinstance(value, (int, float)) else None
-            out.append(Calibration(dataset, header, ours, paper, comparable))
+            if value is None or (ours.empty and dataset in labels):
+                continue  # the paper has nothing to compare, or the column is another protocol's
+            found.append(Calibration(dataset, header, ours, value, comparable))
+            if ours.empty:
+                break  # one row says that this dataset's calibration has not run
+        if not found:  # no published value for any column: our real-data number, for reference
+            found = [Calibration(dataset, header, rows[metric].dropna(), None, comparable)
+                     for header, metric in preset.columns if metric in rows.columns and rows[metric].notna().any()][:1]
+        out += found
     return out
 
 
@@ -244,7 +270,7 @@ def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
         note = preset.calibration_notes.get(base_dataset(c.dataset), "") if c.miss else ""
         if c.miss and not note:
             note = "unexplained"
-        paper = "" if c.paper is None else f"{c.paper:{preset.digits}}"
+        paper = "" if c.paper is None else _seeds_value(c.paper, preset.digits)
         rows.append([c.dataset, c.column, _cell_text(c.ours), paper, c.verdict(), note])
     return [
         Block("p", "Calibration: the real training data through our pipeline, against the paper's real-data value. "
@@ -386,9 +412,10 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
     timings = {**DOCUMENTED_SECONDS, **logged_seconds()}
     summary, sections = [], []
     for preset in presets:
-        status = preset_status(preset, frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment)))
+        frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
+        status = preset_status(preset, frame)
         summary.append(summary_row(preset, status, timings))
-        sections += preset_blocks(preset, status, timings, earlier_report)
+        sections += preset_blocks(preset, status, timings, earlier_report, frame)
     blocks.append(Block("p", "What was run: per preset, the cells with a finished run in the store, the cells still "
                              "to run (each listed with its command in the preset's section), their estimated time on "
                              "2 CPU cores where a run of the same method and dataset was timed, and the datasets "
