@@ -209,7 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--experiment", action="append",
         help="only the presets logging to this experiment; repeatable (default: every preset)",
     )
-    report.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    report.add_argument(
+        "--out", type=Path, default=Path("report"),
+        help="output folder; the committed results/ is rewritten only when named (--out results, with the committed "
+             "store exported), so a report of your own runs never replaces it",
+    )
 
     commands.add_parser(
         "sync",

@@ -48,6 +48,7 @@ ROWS = [
     Row("ε < 0", [*RUN, *MERF, "--eps=-1,1"], "error: ε must be > 0 (got -1)"),
     Row("ε not a number", [*RUN, *MERF, "--eps", "one"], "error: ε value 'one' is not a number"),
     Row("ε = NaN", [*RUN, *MERF, "--eps", "nan"], "error: ε must be > 0 (got nan)"),
+    Row("ε overflows to ∞", [*RUN, *MERF, "--eps", "1e400"], "error: ε 1e400 overflows to infinity; write inf"),
     Row("δ = 1", [*RUN, *MERF, "--delta", "1"], "error: δ must lie in (0, 1) (got 1)"),
     Row("δ = 0", [*RUN, *MERF, "--delta", "0"], "error: δ must lie in (0, 1) (got 0)"),
     Row("δ not a number", [*RUN, *MERF, "--delta", "x"], "error: δ 'x' is not a number"),

@@ -206,6 +206,16 @@ def test_sample_grids_come_from_the_runs_artifacts_and_survive_on_a_machine_with
     assert "![cervical: samples" not in again and f"- cervical, real ε=∞: run `{run_id}`" in again
 
 
+def test_a_report_with_its_defaults_never_touches_the_committed_results(tiny_store, workdir):
+    """Issue 31: the default --out was results/, so a user's first `bench report` rewrote the
+    committed report from their own store and deleted its sample grids."""
+    (workdir / "results").mkdir()
+    kept = workdir / "results" / "REPORT.md"
+    kept.write_text("committed")
+    assert main(["report", "--experiment", "tiny-exp"]) == 0
+    assert kept.read_text() == "committed" and (workdir / "report" / "REPORT.md").is_file()
+
+
 def test_report_for_an_experiment_no_preset_uses_is_a_usage_error(workdir, capsys):
     assert main(["report", "--experiment", "nope"]) == 2
     error = capsys.readouterr().err.strip()

@@ -52,6 +52,9 @@ def parse_epsilons(text: str) -> list[float]:
             raise BudgetError(f"ε value {item!r} is not a number; pass e.g. --eps 0.1,0.3,1") from None
         if math.isnan(value) or value <= 0:
             raise BudgetError(f"ε must be > 0 (got {item}); pass e.g. --eps 0.1,0.3,1")
+        if math.isinf(value) and item.lower().lstrip("+") not in ("inf", "infinity"):
+            # float('1e400') overflows to inf: a typo must not turn a private run into a non-private one
+            raise BudgetError(f"ε {item} overflows to infinity; write inf for a run without noise, or a finite ε")
         values.append(value)
     if not values:
         raise BudgetError("no ε given; pass e.g. --eps 1")
