@@ -66,6 +66,12 @@ DATASET_PLUGINS = (
         kinds=("tabular",),
     ),
     Plugin(
+        "cervical-dpmerf",
+        "datasets.cervical:CERVICAL_DPMERF",
+        "cervical as DP-MERF's code reads it: every row kept (no undersampling), 80/20 split",
+        kinds=("tabular",),
+    ),
+    Plugin(
         "cifar10",
         "datasets.cifar10:CIFAR10",
         "CIFAR-10, 32×32 colour, 10 classes, original python batches: 50,000 train / 10,000 test (the published split, under both protocols)",

@@ -34,6 +34,8 @@ Split 80/20 (seeds); training-only undersampling of class 0 at 0.3 (DP-HP grid).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 import numpy as np
@@ -147,4 +149,13 @@ CERVICAL = TabularDataset(
     undersampling=Undersampling(0, 0.3, "DP-HP grid "
         "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.3 of class 0 (DP-MERF Table 4: 1.0)"),
     read_paper=read_paper,
+)
+
+
+CERVICAL_DPMERF = replace(
+    CERVICAL,
+    name="cervical-dpmerf",
+    description="cervical as DP-MERF's code reads it: every row kept (no undersampling), 80/20 split",
+    # DP-MERF Table 4 and github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py (--undersample 1.0)
+    undersampling=None,
 )

@@ -101,7 +101,8 @@ NOT_IN_MIRROR = {
 
 
 # dataset variants that rebuild one of the papers' input files: their published row is the paper's
-PAPER_DATASET = {"adult-sdgym": "adult", "adult-dphp": "adult", "adult-dphp-sorted": "adult", "adult-dphp-logs": "adult"}
+PAPER_DATASET = {"adult-sdgym": "adult", "adult-dphp": "adult", "adult-dphp-sorted": "adult", "adult-dphp-logs": "adult",
+                 "cervical-dpmerf": "cervical"}
 
 
 def _table2_values(rows: dict[str, dict[tuple[str, float], tuple]]) -> dict:
@@ -467,6 +468,8 @@ PRESETS: dict[str, Preset] = {
              Grid(("dp-merf",), ("adult-sdgym",), "inf", protocol="paper", sets=("dp-merf.length_scale_rule=median-heuristic",)),
              # ... and that median estimated privately, charged through the ledger (ours)
              Grid(("dp-merf",), ("adult-sdgym",), "1", protocol="paper", sets=("dp-merf.length_scale_rule=dp-median",)),
+             # cervical as DP-MERF's code keeps it: every row (DP-HP's grid undersamples to 0.3)
+             Grid(("real", "dp-merf"), ("cervical-dpmerf",), "1,inf", protocol="paper"),
              Grid(("real", "dp-hp"), ("adult-dphp-logs",), "1,inf", protocol="paper"),
              # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
              Grid(("dp-hp",), ("adult-dphp-logs", "cervical"), "inf", protocol="paper",
@@ -482,6 +485,7 @@ PRESETS: dict[str, Preset] = {
              ("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
              ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc")),
             {"adult-sdgym": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["adult"],
+             "cervical-dpmerf": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["cervical"],
              "adult-dphp-logs": {setup: cols for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items()
                                  if setup[0] in ("real", "dp-hp")},
              "cervical": {setup: cols for setup, cols in _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE))[

@@ -239,7 +239,8 @@ def calibrations(preset: Preset, frame: pd.DataFrame) -> list[Calibration]:
     out = []
     for dataset in sorted(labels | {d for d in datasets if d not in covered}):
         base = base_dataset(dataset)
-        published = preset.published.get(PAPER_DATASET.get(base, base), {}).get(("real", math.inf), {})
+        published = (preset.published.get(base) or preset.published.get(PAPER_DATASET.get(base, base), {})).get(
+            ("real", math.inf), {})
         comparable = base not in paper_protocol or "protocol paper" in dataset
         rows = real[real["dataset"] == dataset]
         found = []
