@@ -32,7 +32,7 @@ label changes from k to k′, row k moves by −φ(x) and row k′ by +φ(x′),
 var_bound / 2`` in code/dp_functions.py) — an UNDER-estimate (two orthogonal non-negative unit vectors are √2
 apart), so their φ2 release is under-noised. This module never does that: both moments use √2/m.
 
-Deviations from the authors' code, on purpose (and in the README): the proxy release really
+Deviations from the authors' code, on purpose (and in docs/data.md): the proxy release really
 adds its noise (their code charges σ_stop in the accountant but never adds it:
 get_test_data_embedding in code/feature_matching.py), and a
 (φ1)-only run composes both proxy moments (their accounting counted one).

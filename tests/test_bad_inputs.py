@@ -1,4 +1,4 @@
-"""The catalogue of bad inputs (README "Bad inputs"): each row runs the real command line as a
+"""The catalogue of bad inputs (docs/cli.md "Bad inputs"): each row runs the real command line as a
 subprocess and checks the exit code, that the answer is ONE line, and that no Python traceback
 leaks. Rows that must run cells or wait for a network timeout are marked slow.
 """

@@ -1,7 +1,7 @@
 """results/ holds only what is regenerated from the committed store (REPORT.md, REPORT.html,
 report_files/), the store itself, the design card's timing record and the README that reads the
-numbers, and every results/ path the READMEs name exists: a table whose runs are gone cannot
-linger there, and no README points at a file that is not there."""
+numbers, and every results/ path the READMEs and the docs/ pages name exists: a table whose runs are
+gone cannot linger there, and no README or docs page points at a file that is not there."""
 
 from __future__ import annotations
 
@@ -31,10 +31,14 @@ def test_results_holds_only_the_report_its_store_and_named_records():
 
 def test_every_results_path_a_readme_names_exists():
     named = []
-    for readme in (REPO / "README.md", RESULTS / "README.md"):
-        named += [m.rstrip(".,;:)") for m in re.findall(r"results/[\w./-]+", readme.read_text())]
+    pages = sorted((REPO / "docs").glob("*.md"))
+    assert pages, "docs/ holds the reference pages the README links to"
+    # the README, results/README.md and the docs pages (whose links read ../results/…: the same paths)
+    for readme in (REPO / "README.md", RESULTS / "README.md", *pages):
+        named += [m.removeprefix("../").rstrip(".,;:)")
+                  for m in re.findall(r"(?:\.\./)?results/[\w./-]+", readme.read_text())]
     # results/README.md also names its neighbours without the folder: `REPORT.md`, `report_files/…`
     named += [f"results/{m}" for m in re.findall(r"`([\w./-]+\.(?:md|html|png|db))`", (RESULTS / "README.md").read_text())
               if not m.startswith(("results/", "methods/", "bench/", "tests/", "benchmarks/"))]
     missing = sorted({path for path in named if not (REPO / path).exists()})
-    assert missing == [], f"named in a README but not in the repository: {missing}"
+    assert missing == [], f"named in a README or docs page but not in the repository: {missing}"

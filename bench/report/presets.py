@@ -105,6 +105,21 @@ PAPER_DATASET = {"adult-sdgym": "adult", "adult-dphp": "adult", "adult-dphp-sort
                  "cervical-dpmerf": "cervical"}
 
 
+# Why a real-data calibration row misses the paper's value (the report prints it beside the miss);
+# each names the runs that show it (preset `faithfulness`, whose own calibration rows hold the numbers)
+_ADULT_P = ("DP-HP's Table 2 reads adult.p: adult.data's 32,561 rows with sorted codes (its run log's weights), "
+            "z-scored; this row is SDGym's 22,561-row part with adult.names codes, unscaled. On adult.p's rows "
+            "(adult-dphp-logs) with every classifier z-scoring its training rows, real data agree with the paper: "
+            "see preset `faithfulness`")
+_CERVICAL_DPHP = ("our rows, imputation, undersampling (0.3) and 80/20 split follow the authors' loader line by line "
+                  "(datasets/cervical.py); DP-HP's released code has no real-data path, so Table 2's real row was made "
+                  "by an undocumented protocol; the test split holds 8–16 positives (one seed-sd ≈ 0.04). Unexplained "
+                  "beyond that: no documented pipeline gives 0.959")
+_CERVICAL_DPMERF = ("DP-MERF's code keeps every cervical row (--undersample 1.0, its Table 4); this row follows DP-HP's "
+                    "0.3, a balanced and easier test split. On every row (cervical-dpmerf) real data agree with the "
+                    "paper: see preset `faithfulness`")
+
+
 def _table2_values(rows: dict[str, dict[tuple[str, float], tuple]]) -> dict:
     """{dataset: {(method, ε): (ROC, PRC)}} or (F1,) → the columns' headers."""
     out: dict = {}
@@ -309,13 +324,14 @@ PRESETS: dict[str, Preset] = {
              # the data mirror holds only samples of these three (shared/data/README.md): labelled as samples, no paper row
              Grid(_TABLE2_METHODS, MIRROR_SAMPLES, "1", protocol="paper"), Grid(_TABLE2_METHODS, MIRROR_SAMPLES, "1")),
             _TABLE2_COLUMNS, _table2_values(_DPHP_TABLE2), "DP-HP (arXiv:2106.05042) Table 2", plot_metrics=("downstream.roc_auc",),
-            selection_gain=_TABLE2_SELECTION_GAIN,
+            selection_gain=_TABLE2_SELECTION_GAIN, calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
         ),
         Preset(
             "dphp-table7", "DP-HP Table 7", "Table 2's non-private DP-MERF and DP-HP columns (--eps inf, paper protocol)",
             "table2",
             (Grid(("dp-merf", "dp-hp"), TABULAR_DATASETS, "inf", protocol="paper"),),
             _TABLE2_COLUMNS[:3], _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)), "DP-HP (arXiv:2106.05042) Table 7",
+            calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
         ),
         Preset(
             "dphp-fig6", "DP-HP Fig. 6",
@@ -344,7 +360,7 @@ PRESETS: dict[str, Preset] = {
             (("ROC (hard labels)", "downstream.paper.roc_auc"), ("PRC (hard labels)", "downstream.paper.pr_auc"),
              ("F1 (hard labels)", "downstream.paper.f1_weighted")),
             _hard_label_headers(_table2_values(_DPMERF_TABLE1)), "DP-MERF (arXiv:2002.11603) Table 1",
-            plot_metrics=("downstream.paper.roc_auc",),
+            plot_metrics=("downstream.paper.roc_auc",), calibration_notes={"cervical": _CERVICAL_DPMERF},
         ),
         Preset(
             "dpmerf-table3", "DP-MERF Table 3", "images: mean accuracy of 12 classifiers, DP-MERF at ε = 1 and 0.2",
@@ -490,8 +506,10 @@ PRESETS: dict[str, Preset] = {
                                  if setup[0] in ("real", "dp-hp")},
              "cervical": {setup: cols for setup, cols in _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE))[
                  "cervical"].items() if setup[0] in ("dp-hp", "dp-merf")}},
-            "DP-MERF (arXiv:2002.11603) Table 1 (adult-sdgym: hard labels), DP-HP (arXiv:2106.05042) Tables 2 and 7 "
-            "(adult-dphp-logs, cervical: test-selected)",
+            "DP-MERF (arXiv:2002.11603) Table 1 (adult-sdgym, cervical-dpmerf: hard labels), DP-HP (arXiv:2106.05042) "
+            "Tables 2 and 7 (adult-dphp-logs, cervical: test-selected)",
+            calibration_notes={"adult-dphp-logs": "adult.p was z-scored: the row whose classifiers z-score their training "
+                                                  "rows (eval downstream.scaling=standard) is the like-for-like one"},
         ),
         Preset(
             "privacy-utility", "beyond the seeds: utility against ε",
