@@ -42,6 +42,7 @@ def run_cell(
     profile: str = "paper",
     protocol: str = "sound",
     overrides: Mapping[str, str] | None = None,
+    eval_settings: Mapping[str, Mapping[str, str]] | None = None,
     device: str = "cpu",
     data_dir: str | Path | None = None,
     out: str | Path | None = None,
@@ -49,12 +50,14 @@ def run_cell(
     """Fit ``method`` on ``dataset`` at (ε, δ) for one seed, sample and evaluate, in this process.
 
     ``evaluators``: None runs every applicable default evaluator, ``()`` none. ``overrides`` are
-    the method's ``--set`` values (``{"epochs": "1"}``). Artifacts go to ``out`` (default: a new
+    the method's ``--set`` values (``{"epochs": "1"}``), ``eval_settings`` the ``--eval-set`` ones
+    (``{"downstream": {"scaling": "standard"}}``). Artifacts go to ``out`` (default: a new
     temporary folder). Bad names and values raise the same errors as the command line."""
     spec = GridSpec(
         methods=[method], datasets=[dataset], epsilons=[float(epsilon)], seeds=[seed], delta=delta,
         evaluators=list(evaluators) if evaluators else None, profile=profile, protocol=protocol,
         overrides={method: dict(overrides)} if overrides else {}, device=device,
+        evaluator_overrides={name: {k: str(v) for k, v in fields.items()} for name, fields in (eval_settings or {}).items()},
         data_dir=str(Path(data_dir).resolve()) if data_dir else None,
     )
     (cell,), _ = expand(spec)
