@@ -229,6 +229,20 @@ def test_a_setting_the_labels_do_not_name_is_still_never_averaged():
     assert text.iloc[0].tolist() == ["1.00 ± 0 (2)", "5.00 ± 0 (2)"]
 
 
+def test_a_run_logged_before_a_parameter_existed_shares_the_row_of_its_old_value():
+    """dp-merf.length_scale_rule came after runs were logged (HyperParameters.added_later): a run
+    without it behaved as 'public-range', so it averages with runs that log that value (their
+    cell keys are the same), and never with another value."""
+    from bench.report.tables import runs_frame
+
+    before = record(0, value=1.0)
+    del before.params["hp.length_scale_rule"]
+    runs = [before, record(1, value=3.0), record(2, value=9.0, overrides={"length_scale_rule": "median-heuristic"})]
+    text, _ = summarise(runs_frame(runs), "nll.mean")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "2.00 ± 1.41 (2)"
+    assert text.loc[("gmm2d", 1.0), "dp-merf [length_scale_rule=median-heuristic]"] == "9.00 (1)"
+
+
 def test_a_rerun_cell_replaces_the_earlier_run():
     from bench.report.tables import RunRecord, runs_frame
 

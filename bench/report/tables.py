@@ -94,7 +94,7 @@ def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
         latest[run.cell_key] = run  # a rerun (--rerun) of a cell replaces it
     rows = []
     for run in latest.values():
-        params = run.params
+        params = _with_added_later(run.params)
         epsilon = float(params.get("epsilon", "nan"))
         rows.append(
             {
@@ -112,6 +112,17 @@ def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows).sort_values("start_time").reset_index(drop=True)
     return _separate_remaining_settings(frame)
+
+
+def _with_added_later(params: dict[str, str]) -> dict[str, str]:
+    """A run logged before a hyperparameter existed behaved as the parameter's old value
+    (``HyperParameters.added_later``): it is filled in, so that run and a later one at that
+    value are one setting (as their cell keys already say)."""
+    try:
+        added = METHODS.get(params.get("method")).hyperparameters.added_later
+    except (RegistryError, AttributeError):
+        return params
+    return {**{f"hp.{name}": str(old) for name, old in added.items() if f"hp.{name}" not in params}, **params}
 
 
 def epsilon_text(epsilon: float) -> str:
