@@ -45,9 +45,17 @@ def test_narrowed_commands_keep_only_their_methods_settings():
     assert grid.command("x", methods=["mst"], seeds="3").endswith("--seeds 3 --experiment x")
 
 
+def _fig2_key(method: str, profile: str = "paper"):
+    from bench.report.presets import cell_cost_key
+
+    grid = PRESETS["dphp-fig2"].grids[0]
+    cells = grid_cells(Grid((method,), grid.datasets, grid.eps, seeds="0", profile=profile), "x")
+    return cell_cost_key(cells[0])
+
+
 def test_cost_counts_cells_and_never_guesses_unmeasured_ones():
     preset = PRESETS["dphp-fig2"]
-    cost = estimate_cost(preset, timings={("real", "gmm2d"): 60.0, ("dp-merf", "gmm2d"): 540.0})
+    cost = estimate_cost(preset, timings={_fig2_key("real"): 60.0, _fig2_key("dp-merf"): 540.0})
     assert cost.cells == 25  # 5 methods × 5 seeds, one ε
     # real and dp-merf have a logged time; three methods have none
     assert cost.seconds == pytest.approx(5 * 540 + 5 * 60) and cost.unmeasured == 15
@@ -56,21 +64,33 @@ def test_cost_counts_cells_and_never_guesses_unmeasured_ones():
     assert cost.text().endswith("; GPU: no run logged on one yet")
 
 
+def test_a_smoke_run_never_prices_a_paper_cell():
+    """Issue 31: after one smoke run, Fig. 2's paper cells read "≈ 2 min"; they take 10–12 min.
+    A cost is keyed on the whole setting (profile, protocol, evaluators, hyperparameters)."""
+    smoke = {_fig2_key("dp-merf", profile="smoke"): 20.0}
+    assert _fig2_key("dp-merf", profile="smoke") != _fig2_key("dp-merf")
+    cost = estimate_cost(PRESETS["dphp-fig2"], timings=smoke)
+    assert cost.unmeasured == cost.cells and cost.seconds == 0
+
+
 def test_gpu_cost_comes_only_from_runs_logged_on_a_gpu(tmp_path, monkeypatch):
     """Two runs of the same cell in a real store, one on the CPU and one tagged with a GPU: each
     feeds only its own estimate."""
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     client = tracking.client()
     experiment = client.create_experiment("timings", artifact_location=str(tmp_path / "artifacts"))
+    from bench.harness.tracking import cell_params
+
+    (cell,) = grid_cells(Grid(("dp-merf",), ("gmm2d",), "1", seeds="0"), "x")
     for device, fit_seconds in (("cpu", 400.0), ("NVIDIA H100 80GB HBM3", 30.0)):
         run = client.create_run(experiment, tags={"device": device})
-        client.log_param(run.info.run_id, "method", "dp-merf")
-        client.log_param(run.info.run_id, "dataset", "gmm2d")
+        for name, value in cell_params(cell).items():
+            client.log_param(run.info.run_id, name, value)
         client.log_metric(run.info.run_id, "time.fit_s", fit_seconds)
         client.log_metric(run.info.run_id, "time.eval_nll_s", 20.0)
         client.set_terminated(run.info.run_id, "FINISHED")
     cpu, gpu = logged_seconds(), logged_seconds(gpu=True)
-    assert cpu == {("dp-merf", "gmm2d"): 420.0} and gpu == {("dp-merf", "gmm2d"): 50.0}
+    assert cpu == {_fig2_key("dp-merf"): 420.0} and gpu == {_fig2_key("dp-merf"): 50.0}
     cost = estimate_cost(PRESETS["dphp-fig2"], cpu, gpu)
     assert cost.gpu_measured == 5 and cost.gpu_seconds == pytest.approx(5 * 50)
     assert cost.text().endswith("; GPU: ≈ 4 min for the 5 cells measured on one")

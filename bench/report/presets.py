@@ -14,6 +14,7 @@ never computed here.
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from pathlib import Path
@@ -558,8 +559,39 @@ DOCUMENTED_SECONDS = {
 }
 
 
-def logged_seconds(gpu: bool = False) -> dict[tuple[str, str], float]:
-    """Median wall seconds (load + fit + sample + every evaluator) per (method, dataset) over the
+CostKey = tuple[str, str, str]  # (method, dataset, the setting as JSON)
+
+
+def cost_key(params: dict[str, str]) -> CostKey:
+    """What decides a cell's time, from its logged parameters: the method, the dataset and the
+    setting — profile, protocol, evaluators with their --eval-set values and every hyperparameter
+    — so that a smoke run never prices a paper cell. ε, δ, seed and calibrator are left out."""
+    from bench.report.tables import with_added_later
+
+    params = with_added_later(params)
+    setting = {"profile": params.get("profile", "paper"), "protocol": params.get("protocol", "sound"),
+               "evaluators": params.get("evaluators", "")}
+    setting.update({k: v for k, v in params.items() if k.startswith(("hp.", "eval."))})
+    return params.get("method"), params.get("dataset"), json.dumps(setting, sort_keys=True)
+
+
+def cell_cost_key(cell: Any) -> CostKey:
+    from bench.harness.tracking import cell_params
+
+    return cost_key(cell_params(cell))
+
+
+def seconds_for(key: CostKey, timings: dict[CostKey, float]) -> float | None:
+    """The median logged seconds of cells of exactly this setting, else the documented CPU
+    measurement of a paper-profile cell (DOCUMENTED_SECONDS), else None: never a guess."""
+    if key in timings:
+        return timings[key]
+    documented = DOCUMENTED_SECONDS.get(key[:2])
+    return documented if documented is not None and json.loads(key[2])["profile"] == "paper" else None
+
+
+def logged_seconds(gpu: bool = False) -> dict[CostKey, float]:
+    """Median wall seconds (load + fit + sample + every evaluator) per :func:`cost_key` over the
     finished runs of every experiment in the store, of the CPU runs or (``gpu``) of the runs whose
     ``device`` tag names a GPU; empty when there is no store."""
     import statistics
@@ -570,14 +602,14 @@ def logged_seconds(gpu: bool = False) -> dict[tuple[str, str], float]:
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         return {}  # no store yet: do not create one just to list presets
     client = tracking.client()
-    seconds: dict[tuple[str, str], list[float]] = {}
+    seconds: dict[CostKey, list[float]] = {}
     for experiment in client.search_experiments():
         for run in tracking.iter_runs(client, experiment.experiment_id, "attributes.status = 'FINISHED'"):
             if (run.data.tags.get("device", "cpu") != "cpu") != gpu:
                 continue
             times = [v for k, v in run.data.metrics.items() if k.startswith("time.") and k.endswith("_s")]
-            key = (run.data.params.get("method"), run.data.params.get("dataset"))
-            if times and None not in key:
+            key = cost_key(dict(run.data.params))
+            if times and None not in key[:2]:
                 seconds.setdefault(key, []).append(sum(times))
     return {key: statistics.median(values) for key, values in seconds.items()}
 
@@ -605,14 +637,14 @@ class CostEstimate:
         return f"{cpu}; GPU: ≈ {duration(self.gpu_seconds)} for the {self.gpu_measured} cells measured on one"
 
 
-def estimate_cost(preset: Preset, timings: dict[tuple[str, str], float] | None = None,
-                  gpu_timings: dict[tuple[str, str], float] | None = None) -> CostEstimate:
-    """Cells × median logged seconds of the same method and dataset (any experiment), else the
-    documented CPU measurement; cells with neither are counted apart, never guessed. GPU cost
-    comes only from runs logged on a GPU."""
-    timings = {**DOCUMENTED_SECONDS, **(timings or {})}
-    gpu_timings = gpu_timings or {}
-    cells = [cell for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
-    measured = [timings[(c.method, c.dataset)] for c in cells if (c.method, c.dataset) in timings]
-    on_gpu = [gpu_timings[(c.method, c.dataset)] for c in cells if (c.method, c.dataset) in gpu_timings]
+def estimate_cost(preset: Preset, timings: dict[CostKey, float] | None = None,
+                  gpu_timings: dict[CostKey, float] | None = None) -> CostEstimate:
+    """Cells × median logged seconds of cells of the same setting (:func:`cost_key`, any
+    experiment), else the documented CPU measurement; cells with neither are counted apart, never
+    guessed. GPU cost comes only from runs logged on a GPU."""
+    timings, gpu_timings = timings or {}, gpu_timings or {}
+    keys = [cell_cost_key(cell) for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
+    measured = [s for s in (seconds_for(k, timings) for k in keys) if s is not None]
+    on_gpu = [gpu_timings[k] for k in keys if k in gpu_timings]
+    cells = keys
     return CostEstimate(len(cells), float(sum(measured)), len(cells) - len(measured), float(sum(on_gpu)), len(on_gpu))

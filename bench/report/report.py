@@ -24,7 +24,8 @@ import pandas as pd
 
 from bench.harness import tracking
 from bench.report.presets import (
-    DOCUMENTED_SECONDS, NOT_IN_MIRROR, PAPER_DATASET, PRESETS, Preset, duration, grid_cells, logged_seconds,
+    NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, cell_cost_key, duration, grid_cells, logged_seconds,
+    seconds_for,
 )
 from bench.report.tables import (
     TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
@@ -69,6 +70,7 @@ class MissingCells:
     epsilon: float
     seeds: tuple[int, ...]
     command: str
+    key: CostKey | None = None  # what prices these cells (bench.report.presets.cost_key)
 
 
 def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]:
@@ -77,14 +79,17 @@ def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]
     missing = []
     for grid in preset.grids:
         groups: dict[tuple[str, str, float], list[int]] = {}
+        keys: dict[tuple[str, str, float], CostKey] = {}
         for cell in grid_cells(grid, preset.experiment):
             if cell.key not in finished_keys:
                 groups.setdefault((cell.method, cell.dataset, cell.epsilon), []).append(cell.seed)
+                keys.setdefault((cell.method, cell.dataset, cell.epsilon), cell_cost_key(cell))
         for (method, dataset, epsilon), seeds in groups.items():
             eps = "inf" if math.isinf(epsilon) else f"{epsilon:g}"  # a non-private method runs at ∞ whatever --eps says
             command = grid.command(preset.experiment, methods=[method], datasets=[dataset], eps=eps,
                                    seeds=",".join(str(s) for s in sorted(seeds)))
-            missing.append(MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command))
+            missing.append(MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command,
+                                        keys[(method, dataset, epsilon)]))
     return missing
 
 
@@ -103,12 +108,12 @@ def _data_independent_methods() -> set[str]:
     return {m.name for m in METHODS if getattr(m, "data_independent", False)}
 
 
-def missing_cost(missing: MissingCells, timings: dict[tuple[str, str], float]) -> str:
+def missing_cost(missing: MissingCells, timings: dict[CostKey, float]) -> str:
     """The estimated CPU time of one missing command: its cells × the median logged (or
-    documented) seconds of the same method and dataset; never a guess."""
-    seconds = timings.get((missing.method, missing.dataset))
+    documented) seconds of cells of the same setting; never a guess."""
+    seconds = None if missing.key is None else seconds_for(missing.key, timings)
     if seconds is None:
-        return "no timing measured yet for this method and dataset"
+        return "not measured: no run of this setting timed yet"
     return f"≈ {duration(seconds * len(missing.seeds))} on 2 CPU cores"
 
 
@@ -135,9 +140,9 @@ def preset_status(preset: Preset, frame: pd.DataFrame) -> PresetStatus:
     return PresetStatus(runs, missing, sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids))
 
 
-def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[tuple[str, str], float],
+def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, float],
                   earlier_report: Path | None = None, experiment_runs: pd.DataFrame | None = None) -> list[Block]:
-    """A preset's section; ``timings``: seconds per (method, dataset), logged or documented;
+    """A preset's section; ``timings``: logged seconds per cost key (presets.cost_key);
     ``experiment_runs``: every run of its experiment (the calibration reads its real-data runs)."""
     experiment_runs = status.runs if experiment_runs is None else experiment_runs
     runs = status.runs
@@ -165,7 +170,8 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[tuple[str,
     if status.missing:
         blocks.append(Block("p", "Each command runs exactly the missing seeds of one method, dataset and ε "
                                  "(add --jobs N, --data-dir DIR as needed); the comment estimates its time from the "
-                                 "median logged time of the same method and dataset on this machine (no GPU time "
+                                 "median logged time of cells of the same setting (method, dataset, profile, protocol, hyperparameters, "
+                                 "evaluators) on this machine, or says none was measured (no GPU time "
                                  "is measured: no GPU was lent to this project's runs):"))
         blocks.append(Block("code", "\n".join(f"{m.command}  # {missing_cost(m, timings)}" for m in status.missing)))
         if status.lacking_data:
@@ -410,7 +416,7 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
                    "`uniform` reads no row (ε spent 0) and is drawn as a band."),
     ]
     frames: dict[str, pd.DataFrame] = {}
-    timings = {**DOCUMENTED_SECONDS, **logged_seconds()}
+    timings = logged_seconds()
     summary, sections = [], []
     for preset in presets:
         frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
@@ -419,16 +425,17 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
         sections += preset_blocks(preset, status, timings, earlier_report, frame)
     blocks.append(Block("p", "What was run: per preset, the cells with a finished run in the store, the cells still "
                              "to run (each listed with its command in the preset's section), their estimated time on "
-                             "2 CPU cores where a run of the same method and dataset was timed, and the datasets "
+                             "2 CPU cores where a cell of the same setting was timed, and the datasets "
                              "whose files the offline data mirror lacks."))
     blocks.append(Block("table", header=["preset", "reproduces", "finished", "to run", "estimated CPU time to run",
                                          "data not in the mirror"], rows=summary))
     return blocks + sections
 
 
-def summary_row(preset: Preset, status: PresetStatus, timings: dict[tuple[str, str], float]) -> list[str]:
-    timed = [m for m in status.missing if (m.method, m.dataset) in timings]
-    seconds = sum(timings[(m.method, m.dataset)] * len(m.seeds) for m in timed)
+def summary_row(preset: Preset, status: PresetStatus, timings: dict[CostKey, float]) -> list[str]:
+    priced = [(m, seconds_for(m.key, timings)) for m in status.missing if m.key is not None]
+    timed = [m for m, seconds in priced if seconds is not None]
+    seconds = sum(s * len(m.seeds) for m, s in priced if s is not None)
     untimed = status.to_run - sum(len(m.seeds) for m in timed)
     parts = ([f"≈ {duration(seconds)}"] if timed else []) + ([f"{untimed} cells not timed yet"] if untimed else [])
     return [f"`{preset.name}`", preset.reproduces, str(status.total - status.to_run), str(status.to_run),

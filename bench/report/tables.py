@@ -94,7 +94,7 @@ def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
         latest[run.cell_key] = run  # a rerun (--rerun) of a cell replaces it
     rows = []
     for run in latest.values():
-        params = _with_added_later(run.params)
+        params = with_added_later(run.params)
         epsilon = float(params.get("epsilon", "nan"))
         rows.append(
             {
@@ -114,7 +114,7 @@ def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
     return _separate_remaining_settings(frame)
 
 
-def _with_added_later(params: dict[str, str]) -> dict[str, str]:
+def with_added_later(params: dict[str, str]) -> dict[str, str]:
     """A run logged before a hyperparameter existed behaved as the parameter's old value
     (``HyperParameters.added_later``): it is filled in, so that run and a later one at that
     value are one setting (as their cell keys already say)."""
