@@ -14,6 +14,7 @@ import shlex
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 # Only light modules at the top: `list`, `--help` and argument errors must not import torch, jax,
 # pandas or matplotlib (each command imports what it needs).
@@ -542,7 +543,7 @@ def command_show(args: argparse.Namespace) -> int:
     try:
         print(format_ledger(tracking.load_ledger(mlflow_client, args.run_id)))
     except (MlflowException, OSError):
-        print("  (no ledger: the cell failed before its method started)")
+        print(f"  ({_why_no_ledger(run)})")
     print("\nparameters:")
     for key in sorted(run.data.params):
         print(f"  {key} = {run.data.params[key]}")
@@ -551,6 +552,19 @@ def command_show(args: argparse.Namespace) -> int:
         value = run.data.metrics[key]
         print(f"  {key} = {value:.6g}" if math.isfinite(value) else f"  {key} = {value}")
     return 0
+
+
+def _why_no_ledger(run: Any) -> str:
+    """A run's ledger.json is an artifact: it stays with the machine (or server) that ran the
+    cell, while parameters and metrics travel with the store (a committed store has none)."""
+    uri = run.info.artifact_uri or ""
+    local = Path(uri[len("file://"):]) if uri.startswith("file://") else None
+    if local is not None and not local.exists():
+        return (f"no ledger here: its artifacts stay where the run ran ({uri}); this store holds its parameters and "
+                "metrics only")
+    if run.info.status == "FINISHED":
+        return f"no ledger among its artifacts at {uri}"
+    return "no ledger: the cell failed before its method started"
 
 
 def command_pretrain_encoder(args: argparse.Namespace) -> int:

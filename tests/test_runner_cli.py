@@ -69,6 +69,14 @@ def test_grid_logs_failures_without_stopping_and_resumes(workdir):
     assert "labelled mean embedding" in shown.stdout and "σ = 3.73" in shown.stdout
     assert "class_proportions" in shown.stdout
 
+    # the store alone, on a machine without the run's artifacts (a committed store): not "failed"
+    import shutil
+
+    shutil.rmtree(workdir / "mlartifacts")
+    shown = run_cli("show", merf.info.run_id)
+    assert shown.returncode == 0 and "no ledger here: its artifacts stay where the run ran" in shown.stdout
+    assert "failed before its method started" not in shown.stdout
+
 
 def test_a_cell_past_its_timeout_is_killed_and_logged_as_failed(workdir):
     result = run_cli("run", "--methods", "test-sleeping", *SMOKE, "--timeout", "3")
