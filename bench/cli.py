@@ -401,8 +401,11 @@ def command_sync(args: argparse.Namespace) -> int:
     from bench.harness import outbox
 
     waiting = outbox.pending_count()
+    for store, count in outbox.elsewhere().items():
+        print(f"note: {count} result(s) in the outbox are for another store, {store}: they stay until "
+              f"MLFLOW_TRACKING_URI names it and `python -m bench sync` runs", file=sys.stderr)
     if not waiting:
-        print(f"the outbox {outbox.outbox_dir()} is empty")
+        print(f"the outbox {outbox.outbox_dir()} holds nothing for {tracking.tracking_uri()}")
         return 0
     tracking.check_tracking(for_writing=True)
     logged, errors = outbox.sync(tracking.client())

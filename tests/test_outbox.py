@@ -58,10 +58,32 @@ def test_results_wait_in_the_outbox_and_sync_logs_them_once(workdir, server):
     assert all("nll.mean" in r.data.metrics and r.data.params["method"] == "real" for r in runs)
     assert len(list((server.folder / "server-artifacts").rglob("synthetic_sample.csv"))) == 2
 
-    assert run_cli("sync", env=env).stdout.strip().endswith("is empty")
+    assert run_cli("sync", env=env).stdout.strip().endswith(f"holds nothing for {server.url}")
     resumed = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0-1", env=env)
     assert "0 finished, 0 failed, 2 skipped" in resumed.stdout  # logged once, found on the server
     assert len(server.runs()) == 2
+
+
+def test_an_entry_is_logged_only_into_the_store_it_was_saved_for(workdir, server):
+    """Issue 31: an entry saved while server X was down was logged into whatever store the next
+    run or sync pointed at. Now it waits for X, and sync says so."""
+    env = {"MLFLOW_TRACKING_URI": server.url}
+    offline = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0", env=env)
+    assert offline.returncode == 0 and len(outbox_entries(workdir)) == 1, offline.stdout + offline.stderr
+
+    other = {"MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'other.db'}"}
+    wrong = run_cli("sync", env=other)
+    assert wrong.returncode == 0, wrong.stdout + wrong.stderr
+    assert f"1 result(s) in the outbox are for another store, {server.url}" in wrong.stderr
+    assert len(outbox_entries(workdir)) == 1
+    elsewhere = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0", env=other)
+    assert "1 finished, 0 failed, 0 skipped" in elsewhere.stdout  # ran there: the entry is not that store's result
+    assert len(outbox_entries(workdir)) == 1
+
+    server.start()
+    synced = run_cli("sync", env=env)
+    assert synced.returncode == 0 and "logged 1 of 1" in synced.stdout, synced.stdout + synced.stderr
+    assert outbox_entries(workdir) == [] and len(server.runs()) == 1
 
 
 def test_a_server_that_dies_mid_run_loses_nothing(workdir, server):

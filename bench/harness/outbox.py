@@ -6,6 +6,11 @@ outcome goes to ``./.dpbench-outbox/<entry>/`` (``$DPBENCH_OUTBOX`` overrides th
 run id if there was one) and ``artifacts/`` (the files the cell wrote). ``python -m bench sync``,
 and the next ``run`` that reaches the server, log every entry and delete it.
 
+Each entry names the store it was meant for (the tracking URI of the run that saved it): ``sync``
+logs an entry only into that store, so a result kept while server X was down never lands in
+another store that a later ``run`` or ``sync`` points at; such entries wait, and ``sync`` says
+which store they are for. (Entries saved before the URI was recorded go to the current store.)
+
 Logging an entry exactly once: the id of the run created for it is written into ``entry.json``
 before anything is logged into that run, so a sync that dies half-way resumes into the same run
 instead of creating a second one.
@@ -43,6 +48,10 @@ class Entry:
     common_tags: dict[str, str]
     claim_run_id: str | None
     logged_run_id: str | None
+    tracking_uri: str | None = None  # the store it is for; None: saved before this was recorded
+
+    def is_for(self, uri: str) -> bool:
+        return self.tracking_uri is None or self.tracking_uri == uri
 
     @staticmethod
     def read(folder: Path) -> "Entry":
@@ -55,6 +64,7 @@ class Entry:
             data["common_tags"],
             data.get("claim_run_id"),
             data.get("logged_run_id"),
+            data.get("tracking_uri"),
         )
 
     def write(self) -> None:
@@ -65,6 +75,7 @@ class Entry:
             "common_tags": self.common_tags,
             "claim_run_id": self.claim_run_id,
             "logged_run_id": self.logged_run_id,
+            "tracking_uri": self.tracking_uri,
         }
         temporary = self.folder / f".{ENTRY_FILE}.part"
         temporary.write_text(json.dumps(data, default=str, allow_nan=True, indent=1))
@@ -80,7 +91,7 @@ def put(
     root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(dir=root, prefix=f"{time.strftime('%Y%m%d-%H%M%S')}-{cell.key}-"))
     shutil.copytree(artifacts, folder / "artifacts")
-    Entry(folder, experiment, cell, outcome, common_tags, claim_run_id, None).write()
+    Entry(folder, experiment, cell, outcome, common_tags, claim_run_id, None, tracking.tracking_uri()).write()
     return folder
 
 
@@ -94,16 +105,23 @@ def entries() -> Iterator[Entry]:
 
 
 def finished_keys(experiment: str) -> set[str]:
-    """Cells whose FINISHED result waits in the outbox: a run without the server skips them."""
-    return {e.cell.key for e in entries() if e.experiment == experiment and e.outcome.status == "FINISHED"}
+    """Cells whose FINISHED result waits in the outbox for the current store: a run without the
+    server skips them."""
+    uri = tracking.tracking_uri()
+    return {e.cell.key for e in entries()
+            if e.experiment == experiment and e.outcome.status == "FINISHED" and e.is_for(uri)}
 
 
 def sync(mlflow_client) -> tuple[int, list[str]]:
-    """Log every entry to the tracking store and delete it; returns (logged, errors). Stops at
-    the first connection problem (the rest stays for the next sync)."""
+    """Log every entry meant for the current store and delete it; returns (logged, errors).
+    Stops at the first connection problem (the rest stays for the next sync). Entries for other
+    stores stay (:func:`elsewhere` counts them)."""
     logged, errors = 0, []
     experiments: dict[str, str] = {}
+    uri = tracking.tracking_uri()
     for entry in entries():
+        if not entry.is_for(uri):
+            continue
         try:
             if entry.experiment not in experiments:
                 experiments[entry.experiment] = tracking.experiment_id(mlflow_client, entry.experiment)
@@ -139,4 +157,15 @@ def _is_running(mlflow_client, run_id: str) -> bool:
 
 
 def pending_count() -> int:
-    return sum(1 for _ in entries())
+    """Entries waiting for the current store."""
+    uri = tracking.tracking_uri()
+    return sum(1 for e in entries() if e.is_for(uri))
+
+
+def elsewhere() -> dict[str, int]:
+    """{store: entries} of the entries meant for a store other than the current one."""
+    uri, found = tracking.tracking_uri(), {}
+    for entry in entries():
+        if not entry.is_for(uri):
+            found[entry.tracking_uri] = found.get(entry.tracking_uri, 0) + 1
+    return found
