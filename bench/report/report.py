@@ -274,7 +274,8 @@ def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
         return []
     rows = []
     for c in found:
-        note = preset.calibration_notes.get(base_dataset(c.dataset), "") if c.miss else ""
+        notes = preset.calibration_notes  # by the row's full label first, else its dataset
+        note = (notes.get(c.dataset) or notes.get(base_dataset(c.dataset), "")) if c.miss else ""
         if c.miss and not note:
             note = "unexplained"
         paper = "" if c.paper is None else _seeds_value(c.paper, preset.digits)
