@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads each, at most the number of cells; 1 on a GPU)",
     )
     run.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
-    run.add_argument("--experiment", help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
+    run.add_argument("--experiment", type=experiment_name, help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
     run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     run.add_argument(
         "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         "table", help="print results tables (mean ± std over seeds) regenerated from MLflow",
         formatter_class=_Formatter,
     )
-    table.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    table.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
     table.add_argument(
         "--metric", action="append",
         help="metric to tabulate, repeatable (default: every evaluator metric); with --layout fig6, "
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "then the table's row (dataset and non-default settings), column (method and --set values), ε and seed.",
         formatter_class=_Formatter,
     )
-    runs.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    runs.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
     runs.add_argument("--method", help="only this method (registered name)")
     runs.add_argument("--dataset", help="only this dataset (registered name)")
 
@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         "plot", help="draw privacy–utility curves (metric vs ε) or effective-size curves as PNG files",
         formatter_class=_Formatter,
     )
-    plot.add_argument("--experiment", default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    plot.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
     plot.add_argument(
         "--layout", default="default", choices=PLOT_LAYOUTS,
         help="default: --metric against ε per method; effective-size: mean accuracy vs training images "
@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--calibrator", default="tight", choices=CALIBRATORS)
     audit.add_argument("--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     audit.add_argument("--data-dir", default=os.environ.get(DATA_DIR_VARIABLE), help=f"dataset files (default ${DATA_DIR_VARIABLE})")
-    audit.add_argument("--experiment", default="audit", help="MLflow experiment the result is logged to")
+    audit.add_argument("--experiment", type=experiment_name, default="audit", help="MLflow experiment the result is logged to")
     pretrain = commands.add_parser(
         "pretrain-encoder",
         help="train a CIFAR-style ResNet18 on public images for dp-mepf's resnet18-cifar encoder",
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--epochs", type=int, default=30, help="training epochs")
     pretrain.add_argument("--limit", type=int, help="use only the first N train and test images (quick checks)")
     pretrain.add_argument("--out", type=Path, help="checkpoint path (default: encoders/<arch>-<public>[-grey]-<key>.pt)")
-    pretrain.add_argument("--experiment", default="encoders", help="MLflow experiment the checkpoint is logged to")
+    pretrain.add_argument("--experiment", type=experiment_name, default="encoders", help="MLflow experiment the checkpoint is logged to")
     pretrain.add_argument("--data-dir", help="dataset folder (default: $%s)" % DATA_DIR_VARIABLE)
     pretrain.add_argument("--device", default="cpu", help="torch device")
     return parser
@@ -475,10 +475,11 @@ def command_table(args: argparse.Namespace) -> int:
     from bench.report.tables import render_all
 
     tracking.check_tracking(for_writing=False)
+    if args.out:
+        writable(args.out.parent)
     text = render_all(args.experiment, args.metric, args.format, args.combine, args.layout)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
         print(f"written to {args.out}", file=sys.stderr)
     return 0
@@ -500,11 +501,11 @@ def command_plot(args: argparse.Namespace) -> int:
     if args.layout == "effective-size":
         if args.metric:
             raise TableError("--layout effective-size plots the effective-size.acc_n<size> metrics; drop --metric")
-        paths = plot_effective_size(args.experiment, args.out or PLOTS_FOLDER)
+        paths = plot_effective_size(args.experiment, writable(args.out or PLOTS_FOLDER))
     else:
         if not args.metric:
             raise TableError("plot needs --metric M (e.g. --metric nll.mean), or --layout effective-size")
-        paths = plot_experiment(args.experiment, args.metric, args.out or PLOTS_FOLDER)
+        paths = plot_experiment(args.experiment, args.metric, writable(args.out or PLOTS_FOLDER))
     for path in paths:
         print(path)
     return 0
@@ -522,6 +523,7 @@ def command_report(args: argparse.Namespace) -> int:
             f"{', '.join(sorted({preset.experiment for preset in PRESETS.values()}))}"
         )
     tracking.check_tracking(for_writing=False)
+    writable(args.out)
     for path in write_report(args.out, args.experiment):
         print(path)
     return 0
@@ -637,6 +639,27 @@ COMMANDS = {
     "report": command_report, "runs": command_runs, "show": command_show, "audit": command_audit, "sync": command_sync,
     "pretrain-encoder": command_pretrain_encoder,
 }
+
+
+def experiment_name(text: str) -> str:
+    """An MLflow experiment name: not empty (MLflow refuses one deep inside a run otherwise)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an experiment name must not be empty")
+    return text
+
+
+def writable(path: Path, what: str = "--out") -> Path:
+    """``path`` (a folder) can be created and written, else a one-line usage error now, before
+    anything is computed."""
+    import tempfile
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise GridError(f"cannot write to {what} {path}: {error.strerror or error}; choose a writable folder") from None
+    return path
 
 
 def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

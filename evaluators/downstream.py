@@ -559,6 +559,12 @@ class PooledClassifiers:
     timeout_s: float | None = 1800.0
     in_process: bool = False
 
+    def __post_init__(self) -> None:
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0 seconds (got {self.timeout_s:g})")
+        if self.n_jobs is not None and self.n_jobs < 1:
+            raise ValueError(f"n_jobs must be ≥ 1 (got {self.n_jobs})")
+
     def resolved_jobs(self) -> int:
         if self.n_jobs is not None:
             return max(1, int(self.n_jobs))
@@ -615,6 +621,7 @@ class DownstreamClassifiers(PooledClassifiers):
     scaling: str = "none"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.scaling not in SCALINGS:
             raise ValueError(f"downstream.scaling must be one of {', '.join(SCALINGS)} (got {self.scaling!r})")
 

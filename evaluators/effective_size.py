@@ -121,6 +121,7 @@ class EffectiveSize(ImageClassifiers):
     metrics: Mapping[str, MetricSpec] = field(init=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         ratios = tuple(float(r) for r in self.ratios)
         if not ratios or any(not 0 < r <= 1 for r in ratios):
             raise ValueError(f"ratios must be a non-empty list of numbers in (0, 1]; got {self.ratios}")

@@ -285,6 +285,7 @@ class ImageDownstreamClassifiers(ImageClassifiers):
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"smoke": {"sample_fraction": 0.02}})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not 0 < self.sample_fraction <= 1:
             raise ValueError(f"sample_fraction must lie in (0, 1]; got {self.sample_fraction}")
 

@@ -110,7 +110,8 @@ def _images(dataset: str) -> dict[str, Setting]:
 HYPERPARAMETERS = HyperParameters(
     DPMerfParams,
     defaults={
-        "n_features": Setting(10_000, "github.com/ParkLabML/DP-MERF code_balanced/mnist_sr_gen.py: D = 10,000 (image setting, code default)"),
+        "n_features": Setting(10_000, "github.com/ParkLabML/DP-MERF code_balanced/mnist_sr_gen.py: D = 10,000 (image setting, code default)",
+                              rule=Rule(minimum=2, multiple_of=2, meaning="features come in cos/sin pairs")),
         "length_scale": Setting(
             None, "None = from public bounds: √(d_num/6) × each coordinate's public range (methods/space.py)"
         ),

@@ -265,3 +265,12 @@ def test_a_parameter_added_later_keeps_earlier_cell_keys_only_at_its_old_value()
     without = {name: value for name, value in default.params.items() if name not in default.unkeyed_params}
     assert replace(default, params=without, unkeyed_params=()).key == default.key  # the key before the parameter
     assert "prod_target_scale" in changed.params and changed.unkeyed_params == ("kernel_inputs", "length_scale_rule", "prod_target_rule")
+
+
+def test_a_profile_a_method_does_not_declare_is_said_not_silently_swapped_for_paper():
+    """Issue 31: --profile cpu silently meant the paper settings for methods without a cpu profile."""
+    from bench.harness.grid import GridSpec, expand
+
+    _, notes = expand(GridSpec(methods=["dp-merf", "dp-mepf"], datasets=["mnist"], epsilons=[1.0], seeds=[0], profile="cpu"))
+    assert "dp-merf declares no cpu settings: --profile cpu runs its paper settings" in notes
+    assert not any(note.startswith("dp-mepf declares") for note in notes)

@@ -65,6 +65,7 @@ class Rule:
     choices: tuple[str, ...] | None = None
     pattern: str | None = None  # a full-match regular expression for strings
     meaning: str = ""  # how to write a valid value, shown in the error
+    multiple_of: int | None = None  # whole numbers only: e.g. 2 for cos/sin feature pairs
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is refused, or None."""
@@ -83,6 +84,8 @@ class Rule:
                 return f"must be {bound}{upper}" + (f" ({self.meaning})" if self.meaning else "")
             if self.maximum is not None and value > self.maximum:
                 return f"must be ≤ {self.maximum:g}" + (f" ({self.meaning})" if self.meaning else "")
+            if self.multiple_of is not None and value % self.multiple_of:
+                return f"must be a multiple of {self.multiple_of}" + (f" ({self.meaning})" if self.meaning else "")
         return None
 
 

@@ -158,6 +158,10 @@ def evaluator_settings(overrides: dict[str, dict[str, str]]) -> dict[str, dict[s
             except HyperParameterError as error:
                 raise GridError(str(error).replace("--set", "--eval-set")) from None
             settings.setdefault(name, {})[field_name] = value
+        try:  # the evaluator's own checks (a negative timeout, an unknown scaling) before any cell runs
+            dataclasses.replace(EVALUATORS.get(name), **settings.get(name, {}))
+        except (ValueError, TypeError) as error:
+            raise GridError(f"--eval-set {name}: {error}") from None
     return settings
 
 
@@ -188,6 +192,8 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     cells: list[Cell] = []
     notes: list[str] = []
     for method in methods:
+        if spec.profile != "paper" and spec.profile not in method.hyperparameters.profiles:
+            notes.append(f"{method.name} declares no {spec.profile} settings: --profile {spec.profile} runs its paper settings")
         for dataset in datasets:
             if dataset.kind not in method.data_kinds:
                 notes.append(f"skipped {method.name} on {dataset.name}: it does not support {dataset.kind.value} data")
@@ -230,4 +236,8 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                     )
     if not cells:
         raise GridError("the grid is empty: " + ("; ".join(notes) or "no method supports these datasets"))
+    running = {name for cell in cells for name in cell.evaluators}
+    for name in sorted(set(settings) - running):
+        raise GridError(f"--eval-set {name}.…: {name} does not run on any cell of this grid "
+                        f"(it runs: {', '.join(sorted(running)) or 'no evaluator'}); drop the setting or add --evaluators {name}")
     return cells, notes
