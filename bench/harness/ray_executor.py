@@ -15,6 +15,7 @@ and ``--data-dir`` on a shared folder).
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,32 @@ def _run_cell(cell_dict: dict[str, Any]) -> tuple[dict[str, Any], dict[str, byte
     return outcome.__dict__, files
 
 
+REACH_TIMEOUT_S = 5.0
+
+
+def check_reachable(address: str | None) -> None:
+    """A cluster address (``host:port`` or ``ray://host:port``) must answer a TCP connect within
+    seconds: ``ray.init`` on a dead address retries for many minutes (827 s measured) and prints
+    pages of warnings. ``local``, ``auto`` and no address are Ray's to resolve."""
+    if not address or address in ("local", "auto"):
+        return
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise GridError(f"--ray-address {address!r}: expected host:port or ray://host:port (or local, auto)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise GridError(f"--ray-address {address}: nothing answers there ({reason}); start the cluster "
+                        "(`ray start --head`) or drop --ray-address for a local instance") from None
+
+
 class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str | None, device: str, cpus: float = 1.0) -> None:
+        check_reachable(address or os.environ.get("RAY_ADDRESS"))
         try:
             import ray
         except ImportError:
