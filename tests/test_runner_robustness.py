@@ -137,6 +137,24 @@ def test_a_second_runner_leaves_cells_held_by_a_live_runner_alone(workdir):
     assert statuses() == ["FINISHED"]  # one run: the second runner did not compute it too
 
 
+def test_a_live_runner_takes_over_the_cell_of_a_runner_killed_during_its_run(workdir):
+    """Issue 31: B found A's cell claimed, A was killed while B ran, and B exited 0 with the cell
+    never run ("claimed by a live runner (pid dead for 70 s)"). Now B adopts it at its end."""
+    first = start_cli("run", "--methods", "test-pausing", *SMOKE, "--seeds", "0", env={"PAUSE_S": "120"})
+    wait_for(lambda: statuses() == ["RUNNING"], what="the first runner's claim")
+    second = start_cli("run", "--methods", "test-pausing", *SMOKE, "--seeds", "0-1", env={"PAUSE_S": "15"})
+    wait_for(lambda: statuses() == ["RUNNING", "RUNNING"], what="the second runner's own cell")
+    workers = workers_of(first.pid)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.communicate(timeout=60)
+    out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, out + err
+    assert "2 finished, 0 failed" in out and "left to another live runner" not in out, out + err
+    assert "was abandoned by a runner that is gone; marked FAILED (killed) and taken over" in out + err
+    assert statuses() == ["FAILED", "FINISHED", "FINISHED"]
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
+
+
 def test_a_lease_is_taken_over_when_its_runner_is_gone(workdir):
     """The race-free part of claiming: a claim whose pid is dead does not block anyone."""
     from bench.harness.grid import GridSpec, expand

@@ -192,7 +192,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     cells: list[Cell] = []
     notes: list[str] = []
     for method in methods:
-        if spec.profile != "paper" and spec.profile not in method.hyperparameters.profiles:
+        if spec.profile != "paper" and spec.profile not in method.hyperparameters.profiles and method.hyperparameters.types:
             notes.append(f"{method.name} declares no {spec.profile} settings: --profile {spec.profile} runs its paper settings")
         for dataset in datasets:
             if dataset.kind not in method.data_kinds:

@@ -276,7 +276,33 @@ def run_grid(
         queue_index = 0
         shown_status = ""
         last_beat = time.monotonic()
-        while queue_index < len(pending) or running:
+        def adopt_orphans() -> bool:
+            """At the end of its own cells: take over the cells another runner held when this
+            one started but has since abandoned (killed: its lease is dead). Without this, a
+            runner killed mid-grid leaves its cell to nobody while a live runner exits 0."""
+            if not online or not report.held_elsewhere:
+                return False
+            try:
+                finished = tracking.finished_cell_keys(mlflow_client, experiment_id)
+                adopted = []
+                for cell, why in list(report.held_elsewhere):
+                    if cell.key in finished:
+                        continue
+                    reaped, live = tracking.reap_dead_leases(mlflow_client, experiment_id, cell.key)
+                    if cell.key in live:
+                        continue
+                    for label in reaped:
+                        bar.write(f"note: {label} was abandoned by a runner that is gone; marked FAILED (killed) "
+                                  "and taken over")
+                    report.held_elsewhere.remove((cell, why))
+                    adopted.append(cell)
+            except Exception:  # noqa: BLE001 — the store stopped answering: nothing to adopt now
+                return False
+            pending.extend(adopted)
+            bar.total += len(adopted)
+            return bool(adopted)
+
+        while queue_index < len(pending) or running or adopt_orphans():
             while queue_index < len(pending) and len(running) < jobs:
                 cell = pending[queue_index]
                 queue_index += 1

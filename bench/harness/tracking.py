@@ -313,13 +313,13 @@ def running_cell_runs(mlflow_client, experiment: str, key: str | None = None) ->
     return [run for run in iter_runs(mlflow_client, experiment, query) if "cell_key" in run.data.tags]
 
 
-def reap_dead_leases(mlflow_client, experiment: str) -> tuple[list[str], set[str]]:
+def reap_dead_leases(mlflow_client, experiment: str, key: str | None = None) -> tuple[list[str], set[str]]:
     """Mark runs left RUNNING by a runner that is gone as FAILED (killed); returns their labels,
-    and the cell keys claimed by live runners."""
+    and the cell keys claimed by live runners. ``key``: only that cell's runs."""
     from mlflow.entities import RunTag
 
     reaped, live = [], set()
-    for run in running_cell_runs(mlflow_client, experiment):
+    for run in running_cell_runs(mlflow_client, experiment, key):
         tags = run.data.tags
         if lease_alive(tags):
             live.add(tags["cell_key"])
