@@ -241,6 +241,27 @@ def test_privacy_utility_plot_draws_noise_free_runs_and_data_independent_baselin
     assert ax.get_xscale() == "log"
 
 
+def test_a_method_has_one_colour_in_every_plot():
+    """Issue 31: a method's colour depended on which other methods a plot held."""
+    import pandas as pd
+    from matplotlib.colors import to_hex
+
+    from bench.report.plots import method_colour, privacy_utility_figure, pyplot
+
+    def colour_of(methods: list[str], wanted: str) -> str:
+        rows = pd.DataFrame([{"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": 0.5 + 0.1 * e}
+                             for m in methods for e in (0.5, 1.0) for s in (0, 1)])
+        fig = privacy_utility_figure(rows, "downstream.roc_auc", "t", set())
+        lines = {bars.get_label().split(" (")[0]: to_hex(bars.lines[0].get_color()) for bars in fig.axes[0].containers}
+        pyplot().close(fig)
+        return lines[wanted]
+
+    alone = colour_of(["dp-hp"], "dp-hp")
+    assert alone == colour_of(["dp-merf", "dp-gan", "dp-hp"], "dp-hp") == to_hex(method_colour("dp-hp"))
+    variant = "dp-hp [kernel_inputs=centred]"
+    assert colour_of([variant], variant) == colour_of(["dp-merf", variant], variant)
+
+
 def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
     from bench.report.report import MissingCells, missing_cost
 

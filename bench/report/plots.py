@@ -97,7 +97,7 @@ def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | No
                 continue
             n_seeds = int(stats["count"].max())
             line = ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", markersize=3,
-                               capsize=2, label=f"{setup_name(method, epsilon)} (ours, {n_seeds} seed{'' if n_seeds == 1 else 's'})")
+                               capsize=2, color=method_colour(str(method)), label=f"{setup_name(method, epsilon)} (ours, {n_seeds} seed{'' if n_seeds == 1 else 's'})")
             shown_sizes |= set(stats.index)
             published = seeds.get((method, epsilon))
             if published is not None:
@@ -115,6 +115,27 @@ def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | No
     return written
 
 
+# One colour per method in every plot (issue 31: the colours changed from plot to plot): the
+# registered methods have fixed ones; any other label (a --set variant, a plugin) a stable hash.
+METHOD_COLOURS = {
+    "real": "#000000", "dp-merf": "#1f77b4", "dp-hp": "#ff7f0e", "dp-gan": "#2ca02c", "dp-cgan": "#d62728",
+    "mst": "#9467bd", "aim": "#8c564b", "privbayes": "#e377c2", "independent": "#7f7f7f", "uniform": "#bcbd22",
+    "full-mmd": "#17becf", "dp-mepf": "#393b79",
+}
+
+
+def method_colour(label: str) -> str:
+    """The colour of a method label, the same in every plot; a band of a method's non-private
+    variant shares its colour."""
+    import zlib
+
+    if label in METHOD_COLOURS:
+        return METHOD_COLOURS[label]
+    palette = pyplot().get_cmap("tab20").colors
+    red, green, blue = palette[zlib.crc32(label.encode()) % len(palette)]
+    return f"#{int(red * 255):02x}{int(green * 255):02x}{int(blue * 255):02x}"
+
+
 def privacy_utility_figure(rows: pd.DataFrame, metric: str, title: str, bands: set[str]) -> Any:
     """Metric against ε (log axis) for one dataset: each private method a line of mean ± std
     over seeds per ε; as horizontal bands (mean ± std): every run without noise (ε = ∞: the real
@@ -127,20 +148,19 @@ def privacy_utility_figure(rows: pd.DataFrame, metric: str, title: str, bands: s
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     data = rows.dropna(subset=[metric])
     finite = data["epsilon"].map(math.isfinite)
-    colours = iter(plt.get_cmap("tab10").colors * 3)  # one colour per line or band, never shared
     for method, group in data[finite & ~data["method"].isin(bands)].groupby("method"):
         stats = group.groupby("epsilon")[metric].agg(["mean", "std", "count"]).sort_index()
         style = "--" if str(method).startswith("independent") else "-"
         ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, linestyle=style,
-                    color=next(colours),
+                    color=method_colour(str(method)),
                     label=f"{method} ({int(stats['count'].max())} seed{'s' if stats['count'].max() > 1 else ''})")
-    band_groups = [(f"{m} (ε = ∞)", g) for m, g in data[~finite].groupby("method")]
-    band_groups += [(f"{m} (data-independent)", g.groupby("seed")[metric].mean().to_frame())
+    band_groups = [(m, f"{m} (ε = ∞)", g) for m, g in data[~finite].groupby("method")]
+    band_groups += [(m, f"{m} (data-independent)", g.groupby("seed")[metric].mean().to_frame())
                     for m, g in data[finite & data["method"].isin(bands)].groupby("method")]
-    for label, group in band_groups:
+    for method, label, group in band_groups:
         values = group[metric]
         mean, std = values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0
-        colour = next(colours)
+        colour = method_colour(str(method))
         ax.axhline(mean, linestyle=":" if "data-independent" in label else "--", linewidth=1.2, color=colour,
                    label=f"{label}, {len(values)} seed{'s' if len(values) > 1 else ''}")
         ax.axhspan(mean - std, mean + std, color=colour, alpha=0.12)

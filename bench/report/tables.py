@@ -302,9 +302,24 @@ def _best_methods(means: pd.DataFrame, frame: pd.DataFrame, direction: Direction
     return best
 
 
+def tidy(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per table cell, numbers unformatted: metric, dataset, ε, method, mean, std, n
+    (the CSV a spreadsheet or a plotting script reads; the md and latex tables are for reading)."""
+    rows = []
+    for (dataset, method, epsilon), group in frame.dropna(subset=[metric]).groupby(["dataset", "method", "epsilon"]):
+        values = group[metric]
+        rows.append({"metric": metric, "dataset": dataset, "epsilon": epsilon, "method": method,
+                     "mean": values.mean(), "std": values.std(ddof=1) if len(values) > 1 else math.nan, "n": len(values)})
+    return pd.DataFrame(rows, columns=["metric", "dataset", "epsilon", "method", "mean", "std", "n"])
+
+
 def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
     if fmt not in FORMATS:
         raise TableError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "csv":
+        if metric not in frame.columns:
+            raise TableError(f"no run has the metric {metric!r}")
+        return tidy(frame, metric).to_csv(index=False)
     text, means = summarise(frame, metric)
     spec = spec_for(metric)
     ranked = spec is not None and spec.kind == MetricKind.QUALITY  # diagnostics have no better direction
@@ -641,4 +656,6 @@ def render_all(
         raise TableError("no evaluator metric in these runs; name one with --metric")
     if combine:
         return render_combined(frame, chosen, fmt)
+    if fmt == "csv":  # one CSV with a metric column, not one header per metric
+        return pd.concat([tidy(frame, metric) for metric in chosen]).to_csv(index=False)
     return "\n".join(render(frame, metric, fmt) for metric in chosen)
