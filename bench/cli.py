@@ -606,6 +606,10 @@ def command_audit(args: argparse.Namespace) -> int:
         raise GridError("--runs must be at least 20 (half of them choose the threshold)")
     if args.rows < 2:
         raise GridError("--rows must be at least 2")
+    method, dataset = METHODS.get(args.method), DATASETS.get(args.dataset)  # RegistryError (exit 2) for unknown names
+    if dataset.kind not in method.data_kinds:
+        raise GridError(f"{method.name} does not fit {dataset.name}: it takes {', '.join(sorted(k.value for k in method.data_kinds))} "
+                        f"data, {dataset.name} is {dataset.kind.value}")
     overrides = parse_overrides(args.overrides, [args.method]).get(args.method, {})
     settings = dict(
         method=args.method, dataset=args.dataset, epsilon=epsilon, delta=delta, runs=args.runs, rows=args.rows,

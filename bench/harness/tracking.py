@@ -86,6 +86,7 @@ def check_tracking(for_writing: bool) -> None:
                 f"no MLflow store at {database}; run `python -m bench run` first here, or set MLFLOW_TRACKING_URI"
             )
         return
+    check_store_uri(tracking_uri(), for_writing)
     if not is_remote():
         return
     saved = {name: os.environ.get(name) for name in PROBE_SETTINGS}
@@ -103,6 +104,36 @@ def check_tracking(for_writing: bool) -> None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+STORE_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql", "mssql", "databricks")
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_store_uri(uri: str, for_writing: bool) -> None:
+    """A store URI MLflow can open: a known scheme, and for SQLite a file that is a database (or
+    can become one). MLflow's own errors for these come late, as tracebacks or after retries."""
+    scheme = uri.split("://", 1)[0] if "://" in uri else "file"
+    if scheme.split("+", 1)[0] not in STORE_SCHEMES:
+        raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: unknown scheme {scheme!r}; use e.g. sqlite:///PATH/mlflow.db "
+                            "or http://HOST:PORT")
+    if scheme != "sqlite":
+        return
+    path = Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+    if path is None:
+        raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: write an SQLite store as sqlite:///PATH (three slashes)")
+    if path.is_dir():
+        raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: {path} is a folder, not an SQLite file")
+    if path.exists():
+        with open(path, "rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+        if header and header != SQLITE_HEADER:
+            raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: {path} is not an SQLite database (corrupt or another "
+                                "file); point it at an MLflow store or a new file")
+    elif not for_writing:
+        raise TrackingError(f"no MLflow store at {path}; run `python -m bench run` with this MLFLOW_TRACKING_URI first")
+    elif for_writing:
+        check_writable_folder(path.parent if path.parent.exists() else Path.cwd(), f"the MLflow store {path}")
 
 
 def client():
