@@ -33,6 +33,9 @@ class ModelSpace:
     schema: Schema
     encoder: TabularEncoder | None  # None: raw coordinates (2-D data, image pixels)
     pixels: bool = False  # every coordinate a pixel in the public range [0, 1]
+    # paper codes only: numerical and ordinal outputs as low + span·sigmoid(u) over their public
+    # range, instead of ReLU in raw units (which a short schedule cannot grow to, e.g. fnlwgt ≈ 10⁵)
+    range_outputs: bool = False
 
     @staticmethod
     def for_data(kind: DataKind, schema: Schema, protocol: str) -> "ModelSpace":
@@ -158,12 +161,13 @@ class OutputHead(nn.Module):
         if space.encoder is None:
             return
         codes = space.encoder.mode == "codes"
+        ranged = codes and space.range_outputs
         for block in space.encoder.blocks:
             positions = list(range(block.start, block.stop))
             if block.kind == ColumnKind.CATEGORICAL and not codes:
                 self.groups.append(("softmax", positions))
             elif block.kind in (ColumnKind.NUMERICAL, ColumnKind.ORDINAL) and codes:
-                self.groups.append(("relu", positions))
+                self.groups.append(("range" if ranged else "relu", positions))
             else:
                 self.groups.append(("sigmoid", positions))
         # The head works on the output's columns (the transpose, W × B): there every block is a
@@ -178,13 +182,24 @@ class OutputHead(nn.Module):
                 self.segments[-1] = (activation, self.segments[-1][1] + len(positions))
             else:
                 self.segments.append((activation, len(positions)))
+        if ranged:  # each coordinate's public low and span, as a column (the head works on W × B)
+            spans, lows = space.coordinate_spans(), space.coordinate_midpoints() - space.coordinate_spans() / 2
+            self.register_buffer("low", torch.as_tensor(lows, dtype=torch.float32)[:, None])
+            self.register_buffer("span", torch.as_tensor(spans, dtype=torch.float32)[:, None])
 
     def forward(self, raw: torch.Tensor) -> torch.Tensor:
         if not self.groups:
             return raw
         columns = raw.T.contiguous()  # a view when the generator emits column-major outputs
         pieces = columns.split([width for _, width in self.segments])
-        return torch.cat([_ACTIVATIONS[activation](piece) for (activation, _), piece in zip(self.segments, pieces)]).T
+        out, start = [], 0
+        for (activation, width), piece in zip(self.segments, pieces):
+            if activation == "range":
+                out.append(self.low[start:start + width] + self.span[start:start + width] * torch.sigmoid(piece))
+            else:
+                out.append(_ACTIVATIONS[activation](piece))
+            start += width
+        return torch.cat(out).T
 
 
 _ACTIVATIONS = {"sigmoid": torch.sigmoid, "relu": torch.relu, "softmax": lambda columns: torch.softmax(columns, 0)}
