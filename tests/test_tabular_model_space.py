@@ -125,3 +125,24 @@ def test_output_head_equals_its_per_block_definition(protocol):
     (gradient,) = torch.autograd.grad((output * weights).sum(), raw)
     assert torch.allclose(output, reference) and torch.allclose(gradient, expected)
     assert {a for a, _ in head.groups} == ({"sigmoid", "softmax"} if protocol == "sound" else {"relu", "sigmoid"})
+
+
+def test_range_outputs_emit_numerical_columns_within_their_public_bounds():
+    """dp-hp.numerical_outputs=public-range (issue 28): under the paper protocol each numerical
+    and ordinal output is low + span·sigmoid(u), so even extreme pre-activations stay inside the
+    public range (the ReLU head emits raw units a short schedule cannot grow to); categorical
+    codes keep their sigmoid."""
+    from dataclasses import replace
+
+    space = replace(ModelSpace.for_data(DataKind.TABULAR, SCHEMA, "paper"), range_outputs=True)
+    head = space.output_head()
+    raw = torch.cat([torch.full((1, space.width), -50.0), torch.zeros(1, space.width), torch.full((1, space.width), 50.0)])
+    out = head(raw)
+    numeric = space.numerical
+    low = space.coordinate_midpoints()[numeric] - space.coordinate_spans()[numeric] / 2
+    high = low + space.coordinate_spans()[numeric]
+    assert torch.allclose(out[0, numeric].double(), torch.as_tensor(low), atol=1e-3)
+    assert torch.allclose(out[1, numeric].double(), torch.as_tensor((low + high) / 2), atol=1e-3)
+    assert torch.allclose(out[2, numeric].double(), torch.as_tensor(high), atol=1e-2)
+    assert {a for a, _ in head.groups} == {"range", "sigmoid"}
+    assert {a for a, _ in ModelSpace.for_data(DataKind.TABULAR, SCHEMA, "paper").output_head().groups} == {"relu", "sigmoid"}
