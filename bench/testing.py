@@ -1,28 +1,53 @@
-"""The conformance kit: ``check_method(adapter)`` runs a method adapter through the checks every
+"""The conformance kit: ``check_method(adapter)`` runs a method adapter through named checks every
 method must pass (like scikit-learn's ``check_estimator``). The registry-wide test calls it for
 every built-in; a plugin author calls it in their own tests::
 
     from bench.testing import check_method
     check_method(MyMethod(), data_dir="path/to/data")
 
-A check that fails raises :class:`ConformanceError` listing every failure; a kind whose test
-dataset cannot be loaded (files missing) is skipped and named in the returned report.
+The checks (``CHECKS``, each a small function of a :class:`Subject`):
+
+- ``declaration``: name, data kinds, ``private``, hyperparameters, ``fit``.
+- ``grid_cell``: one cell through the grid's worker (fit, the independent accountant's
+  recomputation of the ledger, sampling), within the target ε.
+- ``sample_schema``: ``sample(n)`` gives n rows in the training schema.
+- ``global_seed_independence``: the same run seed under different *global* seeds (``random``,
+  NumPy's and torch's global generators) gives the same synthetic data.
+- ``infinite_epsilon_noiseless``: at ε = ∞ no release adds noise.
+- ``noise_reaches_output``: other ledger noise gives other synthetic data.
+- ``release_replay``: fit on a different dataset of the same size (every row drawn afresh from
+  the public domain) with the ledger handing back the first fit's noisy values: a method whose
+  only window on the rows is its releases must give the same synthetic data. This catches a
+  clean value used after the noise door, noise drawn outside it, rows read without a release.
+- ``sensitivity_probe``: the same replay on a neighbour under replace-one (row 0 replaced by an
+  adversarial row), comparing each release's *clean* value between the two fits: a difference
+  beyond the declared sensitivity (L2 for Gaussian and DP-SGD, L1 for Laplace, the largest score
+  change for the exponential mechanism) proves the declaration understated. Replay keeps both
+  fits on the same trajectory, so the clean values are comparable release by release.
+- ``data_independence`` (``data_independent`` methods): no release, and the same synthetic data
+  on a different dataset.
+
+A failing check raises :class:`ConformanceError` naming it (``[release_replay] …``); pass
+``expected_failures={"check": "why"}`` to record a known failure instead (an unexpected pass of
+it is a failure too). A kind whose test dataset cannot be loaded (files missing) is skipped and
+named in the returned report.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from bench.core.contracts import DataError, DataKind, FitContext, LabelledData, Split
+from bench.core.contracts import ColumnKind, DataError, DataKind, FitContext, LabelledData, Split
 from bench.core.registry import DATASETS, METHODS
 from bench.harness.api import run_cell
 from bench.privacy.budget import PrivacyBudget
-from bench.privacy.ledger import PrivacyLedger, ReleaseEvent
+from bench.privacy.ledger import PrivacyLedger, ReleaseEvent, ReleaseReplay, ReplayDiverged, snapshot
 from bench.privacy.releases import GaussianRelease
 
 # A small dataset of each kind (their rows cap the cost: the checks fit each method several times).
@@ -30,6 +55,8 @@ TEST_DATASETS: dict[DataKind, str] = {DataKind.TWO_D: "gmm2d", DataKind.TABULAR:
 ROWS = 3000
 SAMPLE = 200
 EPSILON = 1.0
+GLOBAL_SEEDS = (0, 918_273)  # two global seeds under one run seed
+SENSITIVITY_SLACK = 1e-3  # relative: float32 sums of thousands of rows round
 
 
 class ConformanceError(AssertionError):
@@ -38,22 +65,170 @@ class ConformanceError(AssertionError):
 
 @dataclass
 class ConformanceReport:
-    passed: list[str] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)  # datasets on which every check passed
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    checks: dict[str, list[str]] = field(default_factory=dict)  # dataset → the checks it passed
 
 
-class _ZeroNoise:
-    """A noise source that draws zeros: every Gaussian or Laplace release must then equal its clean value."""
+@dataclass
+class Fit:
+    sample: LabelledData
+    events: list[ReleaseEvent]
 
-    def standard_normal(self, shape):
-        return np.zeros(shape)
 
-    def laplace(self, loc, scale, shape):
-        return np.zeros(shape)
+def _recorded(events: list[ReleaseEvent]) -> Callable[[ReleaseEvent], None]:
+    def observe(event: ReleaseEvent) -> None:  # copies: a method may change its values in place later
+        events.append(ReleaseEvent(event.release, snapshot(event.clean), snapshot(event.noisy), event.each))
 
-    def random(self, size):
-        return np.full(size, 0.5)
+    return observe
+
+
+@dataclass
+class Subject:
+    """One method on one test dataset, with the fits the checks share (each made at most once)."""
+
+    adapter: Any
+    dataset: str
+    split: Split
+    overrides: Mapping[str, str] | None
+
+    @property
+    def private(self) -> bool:
+        return bool(self.adapter.private)
+
+    @property
+    def data_independent(self) -> bool:
+        return bool(getattr(self.adapter, "data_independent", False))
+
+    def fit(self, train: LabelledData, *, epsilon: float = EPSILON, global_seed: int = GLOBAL_SEEDS[0],
+            noise_source: Any = None, replay: ReleaseReplay | None = None) -> Fit:
+        """Fit as the worker would (run seed 0, CPU, smoke profile) and sample SAMPLE rows."""
+        import torch
+
+        from bench.harness.worker import seed_everything
+
+        seed_everything(global_seed)
+        private = math.isfinite(epsilon) and self.private
+        resolved = self.adapter.hyperparameters.resolve(self.dataset, "smoke", self.overrides, private=private)
+        budget = PrivacyBudget(epsilon, 1e-5) if private else PrivacyBudget.non_private()
+        events: list[ReleaseEvent] = []
+        ledger = PrivacyLedger(budget, noise_source=noise_source, replay=replay, observers=[_recorded(events)])
+        context = FitContext(budget=budget, ledger=ledger, params=resolved.params, seed=0, device=torch.device("cpu"),
+                             data_kind=DATASETS.get(self.dataset).kind, dataset=self.dataset)
+        return Fit(self.adapter.fit(train, context).sample(SAMPLE), events)
+
+    @cached_property
+    def first(self) -> Fit:
+        return self.fit(self.split.train)
+
+    def replayed_on(self, train: LabelledData) -> Fit:
+        outputs = [(event.release.what, event.noisy) for event in self.first.events]
+        return self.fit(train, replay=ReleaseReplay(outputs))
+
+    @cached_property
+    def far_dataset(self) -> LabelledData:
+        return redrawn_from_public_domain(self.split.train, np.random.default_rng(20261125))
+
+    @cached_property
+    def neighbour(self) -> LabelledData:
+        return adversarial_neighbour(self.split.train, row=0)
+
+
+# ---- the named checks: each returns its problems (empty: passed) -----------------------------------
+
+
+def check_sample_schema(subject: Subject) -> list[str]:
+    sample = subject.first.sample
+    if sample.schema != subject.split.train.schema or len(sample) != SAMPLE:
+        return ["sample(n) must return n rows in the training data's schema"]
+    return []
+
+
+def check_global_seed_independence(subject: Subject) -> list[str]:
+    again = subject.fit(subject.split.train, global_seed=GLOBAL_SEEDS[1])
+    if not _same(subject.first.sample, again.sample):
+        return ["the same run seed under another global seed gave different synthetic data "
+                "(draw randomness from the context's streams: context.rng(name), context.torch_rng(name))"]
+    return []
+
+
+def check_infinite_epsilon_noiseless(subject: Subject, notes: list[str]) -> list[str]:
+    try:
+        infinite = subject.fit(subject.split.train, epsilon=math.inf)
+    except ValueError as refusal:  # a method planned from a finite budget may refuse ε = ∞, saying so
+        notes.append(f"{subject.dataset}: refuses ε = ∞ ({refusal})")
+        return []
+    if any(_is_additive(e) and not _close(e.clean, e.noisy) for e in infinite.events):
+        return ["the ε = ∞ fit added noise"]
+    return []
+
+
+def check_noise_reaches_output(subject: Subject) -> list[str]:
+    if not subject.first.events:
+        return ["private, but recorded no release through the ledger (gaussian, laplace, exponential, subsampled_phase)"]
+    other = subject.fit(subject.split.train, noise_source=np.random.default_rng(1))
+    if _same(subject.first.sample, other.sample):
+        return ["other ledger noise gave the same synthetic data: the released noise does not reach the output"]
+    return []
+
+
+def check_release_replay(subject: Subject) -> list[str]:
+    try:
+        replayed = subject.replayed_on(subject.far_dataset)
+    except ReplayDiverged as error:
+        return [str(error)]
+    if not _same(subject.first.sample, replayed.sample):
+        return ["given the same released values, a fit on other rows gave other synthetic data: the method reads "
+                "the rows outside its releases (a clean value used after the noise door, noise drawn outside the "
+                "ledger, or rows used directly)"]
+    return []
+
+
+def check_sensitivity_probe(subject: Subject) -> list[str]:
+    try:
+        probe = subject.replayed_on(subject.neighbour)
+    except ReplayDiverged as error:
+        return [str(error)]
+    problems = []
+    for index, (mine, theirs) in enumerate(zip(subject.first.events, probe.events)):
+        declared, moved = mine.release.sensitivity, clean_distance(mine, theirs)
+        if moved > declared * (1 + SENSITIVITY_SLACK) + 1e-9:
+            problems.append(f"release {index + 1} {mine.release.what!r} moved by {moved:.4g} between neighbours "
+                            f"(one row replaced) but declares sensitivity {declared:.4g}")
+    return problems[:3]
+
+
+def check_data_independence(subject: Subject) -> list[str]:
+    if subject.first.events:
+        return ["declared data_independent, but recorded releases"]
+    other = subject.fit(subject.far_dataset)
+    if not _same(subject.first.sample, other.sample):
+        return ["declared data_independent, but other rows gave other synthetic data"]
+    return []
+
+
+def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str]], list[str]]]]:
+    checks: list[tuple[str, Callable[[Subject, list[str]], list[str]]]] = [
+        ("sample_schema", lambda s, notes: check_sample_schema(s)),
+        ("global_seed_independence", lambda s, notes: check_global_seed_independence(s)),
+    ]
+    if not subject.private:
+        return checks
+    checks.append(("infinite_epsilon_noiseless", check_infinite_epsilon_noiseless))
+    if subject.data_independent:
+        return checks + [("data_independence", lambda s, notes: check_data_independence(s))]
+    return checks + [
+        ("noise_reaches_output", lambda s, notes: check_noise_reaches_output(s)),
+        ("release_replay", lambda s, notes: check_release_replay(s)),
+        ("sensitivity_probe", lambda s, notes: check_sensitivity_probe(s)),
+    ]
+
+
+CHECKS: tuple[str, ...] = (
+    "declaration", "grid_cell", "sample_schema", "global_seed_independence", "infinite_epsilon_noiseless",
+    "noise_reaches_output", "release_replay", "sensitivity_probe", "data_independence",
+)
 
 
 def check_method(
@@ -62,53 +237,76 @@ def check_method(
     data_dir: str | Path | None = None,
     datasets: Mapping[DataKind, str] | None = None,
     overrides: Mapping[str, str] | None = None,
+    expected_failures: Mapping[str, str] | None = None,
+    rows: int = ROWS,
 ) -> ConformanceReport:
-    """Check the declaration; run one cell through the grid's worker (fit, the independent
-    accountant's check of the ledger, sampling in the training schema) on the smallest test
-    dataset the method supports; then, on the first rows of a test dataset of each supported kind
-    (``smoke`` profile, ``overrides`` as ``--set`` values): the same seed gives the same
-    synthetic data; ε = ∞ fits and charges nothing; a private method records its releases,
-    stays within ε, and the noise of its Gaussian and Laplace releases is the only noise the
-    ledger does not see the clean value of — zero noise through the ledger gives the clean values,
-    and two ledger noise streams give two different outputs."""
-    problems = _declaration_problems(adapter)
-    if problems:
-        raise ConformanceError(f"{getattr(adapter, 'name', adapter)!r}: " + "; ".join(problems))
+    """Run every applicable check (see the module's docstring) on the first ``rows`` rows of a
+    test dataset of each supported kind, ``smoke`` profile, ``overrides`` as ``--set`` values;
+    the ``grid_cell`` check on the smallest of them. Raises :class:`ConformanceError` naming each
+    failed check not in ``expected_failures``."""
+    expected = dict(expected_failures or {})
+    unknown = sorted(set(expected) - set(CHECKS))
+    if unknown:
+        raise ValueError(f"unknown checks in expected_failures: {', '.join(unknown)}; valid: {', '.join(CHECKS)}")
+    declaration = _declaration_problems(adapter)
+    if declaration:
+        raise ConformanceError(f"{getattr(adapter, 'name', adapter)!r}: [declaration] " + "; ".join(declaration))
     report = ConformanceReport()
+    failures: list[str] = []
+    outcomes: dict[str, bool] = {}
+
+    def record(dataset: str, check: str, problems: list[str]) -> None:
+        outcomes[check] = outcomes.get(check, True) and not problems
+        if problems and check not in expected:
+            failures.extend(f"[{check}] {dataset}: {p}" for p in problems)
+        elif problems:
+            report.notes.append(f"[{check}] {dataset}: expected failure ({expected[check]}): {problems[0]}")
+        else:
+            report.checks.setdefault(dataset, []).append(check)
+
     registered = adapter.name not in METHODS
     if registered:
         METHODS.register(adapter)
     try:
-        splits, full_rows = {}, {}
-        for kind in sorted(adapter.data_kinds, key=lambda k: k.value):
-            dataset = (datasets or TEST_DATASETS).get(kind)
-            if dataset is None:
-                report.skipped.append(f"{kind.value}: no test dataset (pass datasets={{DataKind.{kind.name}: NAME}})")
-                continue
-            try:
-                split = DATASETS.get(dataset).load(Path(data_dir) if data_dir else None, 0)
-            except DataError as error:
-                report.skipped.append(f"{kind.value} ({dataset}): {error}")
-                continue
-            splits[dataset], full_rows[dataset] = _head(split), len(split.train)
-        if not splits:
-            raise ConformanceError(f"{adapter.name!r}: no test dataset could be loaded: {'; '.join(report.skipped)}")
+        splits, full_rows = _test_splits(adapter, data_dir, datasets, rows, report)
         smallest = min(full_rows, key=full_rows.get)
-        problems += [f"{smallest}: {p}" for p in _cell_problems(adapter, smallest, data_dir, overrides)]
+        record(smallest, "grid_cell", _cell_problems(adapter, smallest, data_dir, overrides))
         for dataset, split in splits.items():
-            try:
-                found = _fit_problems(adapter, dataset, split, overrides, report.notes)
-            except Exception as error:  # a check that cannot run is a failure to report, with its cause
-                found = [f"fitting raised {type(error).__name__}: {error}"]
-            problems += [f"{dataset}: {p}" for p in found]
-            if not found:
+            subject = Subject(adapter, dataset, split, overrides)
+            before = len(failures)
+            for name, check in _applicable(subject):
+                try:
+                    problems = check(subject, report.notes)
+                except Exception as error:  # a check that cannot run is a failure to report, with its cause
+                    problems = [f"raised {type(error).__name__}: {error}"]
+                record(dataset, name, problems)
+            if len(failures) == before:
                 report.passed.append(dataset)
     finally:
         if registered:
             METHODS.unregister(adapter.name)
-    if problems:
-        raise ConformanceError(f"{adapter.name!r} fails conformance: " + "; ".join(problems))
+    failures += [f"[{check}] expected to fail ({why}) but passed" for check, why in expected.items() if outcomes.get(check)]
+    if failures:
+        raise ConformanceError(f"{adapter.name!r} fails conformance: " + "; ".join(failures))
     return report
+
+
+def _test_splits(adapter, data_dir, datasets, rows: int, report: ConformanceReport) -> tuple[dict[str, Split], dict[str, int]]:
+    splits, full_rows = {}, {}
+    for kind in sorted(adapter.data_kinds, key=lambda k: k.value):
+        dataset = (datasets or TEST_DATASETS).get(kind)
+        if dataset is None:
+            report.skipped.append(f"{kind.value}: no test dataset (pass datasets={{DataKind.{kind.name}: NAME}})")
+            continue
+        try:
+            split = DATASETS.get(dataset).load(Path(data_dir) if data_dir else None, 0)
+        except DataError as error:
+            report.skipped.append(f"{kind.value} ({dataset}): {error}")
+            continue
+        splits[dataset], full_rows[dataset] = _head(split, rows), len(split.train)
+    if not splits:
+        raise ConformanceError(f"{adapter.name!r}: no test dataset could be loaded: {'; '.join(report.skipped)}")
+    return splits, full_rows
 
 
 def _declaration_problems(adapter: Any) -> list[str]:
@@ -127,11 +325,11 @@ def _declaration_problems(adapter: Any) -> list[str]:
     return problems
 
 
-def _head(split: Split) -> Split:
-    rows = slice(0, ROWS)
+def _head(split: Split, rows: int) -> Split:
+    head = slice(0, rows)
     return Split(
-        LabelledData(split.train.x[rows], split.train.y[rows], split.train.schema),
-        LabelledData(split.test.x[rows], split.test.y[rows], split.test.schema),
+        LabelledData(split.train.x[head], split.train.y[head], split.train.schema),
+        LabelledData(split.test.x[head], split.test.y[head], split.test.schema),
         split.caveats,
     )
 
@@ -141,68 +339,77 @@ def _cell_problems(adapter: Any, dataset: str, data_dir, overrides) -> list[str]
                       overrides=overrides, data_dir=data_dir)
     if not result.ok:
         return [f"the grid's worker failed the cell: {result.error}"]
-    problems = []
-    if adapter.private:
-        spent = (result.ledger or {}).get("spent", {}).get("epsilon", math.inf)
-        if spent > EPSILON * (1 + 1e-9):
-            problems.append(f"spent ε = {spent:.4g} > the target {EPSILON}")
-    return problems
+    spent = (result.ledger or {}).get("spent", {}).get("epsilon", math.inf)
+    if adapter.private and spent > EPSILON * (1 + 1e-9):
+        return [f"spent ε = {spent:.4g} > the target {EPSILON}"]
+    return []
 
 
-def _fit_problems(adapter: Any, dataset: str, split: Split, overrides, notes: list[str]) -> list[str]:
-    problems = []
-    first, events = _fit(adapter, dataset, split, overrides, EPSILON, None)
-    again, _ = _fit(adapter, dataset, split, overrides, EPSILON, None)
-    if not (np.array_equal(first.x, again.x) and np.array_equal(first.y, again.y)):
-        problems.append("the same seed gave different synthetic data (draw randomness from the context's seed)")
-    if first.schema != split.train.schema or len(first) != SAMPLE:
-        problems.append("sample(n) must return n rows in the training data's schema")
-    if adapter.private:
-        try:
-            _, infinite = _fit(adapter, dataset, split, overrides, math.inf, None)
-            if any(_is_additive(e) and not _close(e.clean, e.noisy) for e in infinite):
-                problems.append("the ε = ∞ fit added noise")
-        except ValueError as refusal:  # a method planned from a finite budget may refuse ε = ∞, saying so
-            notes.append(f"{dataset}: refuses ε = ∞ ({refusal})")
-        if not getattr(adapter, "data_independent", False):
-            problems += _noise_door_problems(adapter, dataset, split, overrides, events)
-    return problems
+# ---- test datasets: public-domain redraws and adversarial neighbours ---------------------------------
 
 
-def _noise_door_problems(adapter: Any, dataset: str, split: Split, overrides, events: list[ReleaseEvent]) -> list[str]:
-    """Fit again with the ledger's noise replaced: zeros, then two different streams."""
-    if not events:
-        return ["private, but recorded no release through the ledger (gaussian, laplace, exponential, subsampled_phase)"]
-    _, zero_events = _fit(adapter, dataset, split, overrides, EPSILON, _ZeroNoise())
-    problems = [
-        f"release {event.release.what!r} differs from its clean value under zero noise"
-        for event in zero_events
-        if _is_additive(event) and not _close(event.clean, event.noisy)
-    ]
-    # two replacement streams (not the method's own generator against one: a method that adds its
-    # own noise from its own generator would then differ too, and pass)
-    one, _ = _fit(adapter, dataset, split, overrides, EPSILON, np.random.default_rng(1))
-    two, _ = _fit(adapter, dataset, split, overrides, EPSILON, np.random.default_rng(2))
-    if np.array_equal(one.x, two.x) and np.array_equal(one.y, two.y):
-        problems.append("two ledger noise streams gave the same synthetic data: the released noise does not reach the output")
-    return problems
+def _column_range(data: LabelledData, j: int) -> tuple[float, float]:
+    """A numerical column's public bounds; without them, the rows' range (the kit's own use only)."""
+    column = data.schema.columns[j]
+    if column.bounds is not None:
+        return float(column.bounds[0]), float(column.bounds[1])
+    return float(data.x[:, j].min()), float(data.x[:, j].max())
 
 
-def _fit(adapter, dataset: str, split: Split, overrides, epsilon: float, noise_source) -> tuple[LabelledData, list[ReleaseEvent]]:
-    """Fit on ``split`` as the worker would (seed 0, CPU, smoke profile) and sample SAMPLE rows."""
-    import torch
+def _codes(data: LabelledData, j: int) -> int | None:
+    column = data.schema.columns[j]
+    if column.categories is not None:
+        return len(column.categories)
+    return 2 if column.kind == ColumnKind.BINARY else None
 
-    from bench.harness.worker import seed_everything
 
-    seed_everything(0)
-    private = math.isfinite(epsilon)
-    resolved = adapter.hyperparameters.resolve(dataset, "smoke", overrides, private=private)
-    budget = PrivacyBudget(epsilon, 1e-5) if private else PrivacyBudget.non_private()
-    events: list[ReleaseEvent] = []
-    ledger = PrivacyLedger(budget, noise_source=noise_source, observers=[events.append])
-    context = FitContext(budget=budget, ledger=ledger, params=resolved.params, seed=0, device=torch.device("cpu"),
-                         data_kind=DATASETS.get(dataset).kind)
-    return adapter.fit(split.train, context).sample(SAMPLE), events
+def redrawn_from_public_domain(data: LabelledData, rng: np.random.Generator) -> LabelledData:
+    """As many rows as ``data``, each value drawn uniformly from its column's public domain and
+    each label uniformly from the classes: a dataset unrelated to ``data`` but of its public size."""
+    n = len(data)
+    columns = []
+    for j in range(data.schema.n_features):
+        codes = _codes(data, j)
+        if codes is not None:
+            columns.append(rng.integers(0, codes, n).astype(np.float32))
+        else:
+            low, high = _column_range(data, j)
+            columns.append(rng.uniform(low, high, n).astype(np.float32))
+    x = np.stack(columns, 1) if columns else np.zeros((n, 0), np.float32)
+    return LabelledData(x, rng.integers(0, data.schema.n_classes, n).astype(data.y.dtype), data.schema)
+
+
+def adversarial_neighbour(data: LabelledData, row: int) -> LabelledData:
+    """``data`` with one row replaced (replace-one): each value moved to the far end of its
+    column's public domain, the label to another class."""
+    x, y = data.x.copy(), data.y.copy()
+    for j in range(data.schema.n_features):
+        codes = _codes(data, j)
+        low, high = (0.0, float(codes - 1)) if codes is not None else _column_range(data, j)
+        x[row, j] = low if abs(x[row, j] - low) > abs(x[row, j] - high) else high
+    y[row] = (y[row] + 1) % data.schema.n_classes
+    return LabelledData(x, y, data.schema)
+
+
+# ---- comparing values ----------------------------------------------------------------------------------
+
+
+def clean_distance(mine: ReleaseEvent, theirs: ReleaseEvent) -> float:
+    """How far one release's clean value moved between two fits, in its declared norm: the largest
+    over the values released separately (``each``), or the whole list as one vector (a DP-SGD step)."""
+    release = mine.release
+    if not isinstance(release, GaussianRelease) and getattr(release, "mechanism", "") == "exponential":
+        return float(np.max(np.abs(_numpy(mine.clean) - _numpy(theirs.clean)), initial=0.0))
+    order = 2 if isinstance(release, GaussianRelease) else 1
+    pairs = list(zip(mine.clean, theirs.clean)) if isinstance(mine.clean, (list, tuple)) else [(mine.clean, theirs.clean)]
+    differences = [(_numpy(a).astype(np.float64) - _numpy(b).astype(np.float64)).ravel() for a, b in pairs]
+    if not mine.each:
+        differences = [np.concatenate(differences)] if differences else []
+    return max((float(np.linalg.norm(d, order)) for d in differences), default=0.0)
+
+
+def _same(a: LabelledData, b: LabelledData) -> bool:
+    return np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
 
 
 def _is_additive(event: ReleaseEvent) -> bool:
@@ -219,4 +426,5 @@ def _numpy(value: Any) -> np.ndarray:
     return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
 
 
-__all__ = ["check_method", "ConformanceError", "ConformanceReport", "TEST_DATASETS"]
+__all__ = ["CHECKS", "check_method", "ConformanceError", "ConformanceReport", "TEST_DATASETS",
+           "adversarial_neighbour", "redrawn_from_public_domain"]

@@ -51,6 +51,20 @@ EVALUATOR_PLUGINS = (
         tags=("named-only",),
     ),
     Plugin(
+        "privacy",
+        "evaluators.privacy:OutputPrivacy",
+        "output privacy: distance to closest record vs a holdout (share, copies, DCR, NNDR) and membership-inference AUC (DOMIAS, GAN-Leaks); lower AUC is better",
+        kinds=("2d", "discrete", "tabular"),
+        tags=("named-only",),
+    ),
+    Plugin(
+        "fidelity",
+        "evaluators.fidelity:Fidelity",
+        "fidelity on the table: column shapes (KS/TV), column pairs (correlation/contingency), detection AUC (C2ST)",
+        kinds=("2d", "discrete", "tabular"),
+        tags=("named-only",),
+    ),
+    Plugin(
         "nll",
         "evaluators.nll:NegativeLogLikelihood",
         "NLL of generated samples under the true density (gmm2d); lower is better",

@@ -1,6 +1,6 @@
-"""The conformance kit (bench.testing.check_method) passes a sound method and catches broken ones:
-noise drawn outside the ledger, a release that never reaches the output, randomness that ignores
-the seed, an overspent budget."""
+"""The conformance kit (bench.testing.check_method) passes a sound method and catches broken ones by
+a named check. The broken variants are the issue-29 attacker's: each releases Gaussian 1-way
+histograms through the ledger, plus one bug that the ledger's own arithmetic cannot see."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+import torch
 
 from bench.core.contracts import DataKind, LabelledData
 from bench.core.params import HyperParameters, NoParameters
-from bench.privacy.releases import COUNT_L1_SENSITIVITY
-from bench.testing import ConformanceError, check_method
+from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
+from bench.testing import CHECKS, ConformanceError, adversarial_neighbour, check_method, redrawn_from_public_domain
 
 DATA_DIR = os.environ.get("DPBENCH_DATA_DIR")
 ONLY_DISCRETE = {DataKind.DISCRETE: "adult-discrete"}
+ROWS = 1500
 
 
 @dataclass
@@ -25,11 +27,23 @@ class HistogramSampler:
     histograms: list[np.ndarray]
     schema: object
     rng: np.random.Generator
+    global_numpy: bool = False
 
     def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
-        draws = [self.rng.choice(len(h), size=n, p=h / h.sum()) for h in self.histograms]
+        rng = np.random if self.global_numpy else self.rng
+        draws = [rng.choice(len(h), size=n, p=h / h.sum()) for h in self.histograms]
         y = draws[-1] if labels is None else labels
         return LabelledData(np.stack(draws[:-1], 1).astype(np.float32), y, self.schema)
+
+
+def _counts(train: LabelledData) -> list[np.ndarray]:
+    sizes = [len(c.categories) for c in train.schema.columns] + [train.schema.n_classes]
+    columns = [*train.x.T.astype(int), train.y]
+    return [np.bincount(c, minlength=k).astype(float) for c, k in zip(columns, sizes)]
+
+
+def _sampler(histograms, train, context, global_numpy=False) -> HistogramSampler:
+    return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in histograms], train.schema, context.rng("sampling"), global_numpy)
 
 
 @dataclass(frozen=True)
@@ -43,45 +57,110 @@ class LaplaceHistograms:
     breakage: str = ""
 
     def fit(self, train: LabelledData, context) -> HistogramSampler:
-        sizes = [len(c.categories) for c in train.schema.columns] + [train.schema.n_classes]
-        columns = [*train.x.T.astype(int), train.y]
-        counts = [np.bincount(c, minlength=k).astype(float) for c, k in zip(columns, sizes)]
+        counts = _counts(train)
         epsilon = context.budget.epsilon / len(counts) * (3 if self.breakage == "overspend" else 1)
-        rng = np.random.default_rng(context.seed)
+        rng = context.rng("noise")
         noisy = context.ledger.laplace_each(counts, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
                                             what="1-way histograms", rng=rng)
         if self.breakage == "own-noise":  # records the release, then adds noise the ledger never drew
             noisy = [c + rng.laplace(0, COUNT_L1_SENSITIVITY / epsilon, c.shape) for c in counts]
         if self.breakage == "ignores-release":
             noisy = [np.ones_like(c) for c in counts]
-        sampling = np.random.default_rng() if self.breakage == "unseeded" else np.random.default_rng(context.seed + 1)
-        return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in noisy], train.schema, sampling)
+        if self.breakage == "unseeded":
+            return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in noisy], train.schema, np.random.default_rng())
+        return _sampler(noisy, train, context)
+
+
+@dataclass(frozen=True)
+class GaussianHistograms:
+    """Gaussian-noised 1-way histograms (L2 sensitivity √2 each under replace-one), with the
+    attacker's bugs of issue 29 as ``breakage``."""
+
+    name: str = "test-gaussian"
+    data_kinds: frozenset = frozenset({DataKind.DISCRETE})
+    private: bool = True
+    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
+    data_independent: bool = False
+    breakage: str = ""
+
+    def fit(self, train: LabelledData, context) -> HistogramSampler:
+        counts = _counts(train)
+        if self.breakage == "reads-rows-records-nothing":
+            return _sampler(counts, train, context)
+        declared = COUNT_L2_SENSITIVITY / 2 if self.breakage == "half-sensitivity" else COUNT_L2_SENSITIVITY
+        sigma = context.ledger.calibrate_gaussian(len(counts))
+        noisy = context.ledger.gaussian_each(counts, sensitivity=declared, noise_multiplier=sigma,
+                                             what="1-way histograms", rng=context.rng("noise"))
+        if self.breakage == "halved-noise-after-the-door":
+            noisy = [c + (h - c) / 2 for c, h in zip(counts, noisy)]
+        if self.breakage == "extra-table-own-torch-noise":
+            extra = torch.as_tensor(counts[0]) + torch.randn(len(counts[0]), generator=context.torch_rng("extra"), dtype=torch.float64)
+            noisy = [extra.numpy(), *noisy[1:]]
+        if self.breakage == "one-column-from-its-exact-histogram":
+            noisy = [counts[0], *noisy[1:]]
+        return _sampler(noisy, train, context, global_numpy=self.breakage == "numpy-global-generator")
+
+
+def check(method, **kwargs):
+    return check_method(method, data_dir=DATA_DIR, datasets=ONLY_DISCRETE, rows=ROWS, **kwargs)
 
 
 pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (adult-discrete)")
 
 
-def test_a_sound_method_passes():
-    report = check_method(LaplaceHistograms(), data_dir=DATA_DIR, datasets=ONLY_DISCRETE)
+@pytest.mark.parametrize("method", [LaplaceHistograms(), GaussianHistograms()], ids=["laplace", "gaussian"])
+def test_a_sound_method_passes_every_check(method):
+    report = check(method)
     assert report.passed == ["adult-discrete"]
+    assert set(report.checks["adult-discrete"]) == set(CHECKS) - {"declaration", "data_independence"}
 
 
 @pytest.mark.parametrize(
-    "breakage,complaint",
+    "method,check_name",
     [
-        ("own-noise", "two ledger noise streams gave the same synthetic data"),
-        ("ignores-release", "two ledger noise streams gave the same synthetic data"),
-        ("unseeded", "the same seed gave different synthetic data"),
-        ("overspend", "ε"),
+        (GaussianHistograms(breakage="halved-noise-after-the-door"), "release_replay"),
+        (GaussianHistograms(breakage="extra-table-own-torch-noise"), "release_replay"),
+        (GaussianHistograms(breakage="half-sensitivity"), "sensitivity_probe"),
+        (GaussianHistograms(breakage="one-column-from-its-exact-histogram"), "release_replay"),
+        (GaussianHistograms(breakage="reads-rows-records-nothing", data_independent=True), "data_independence"),
+        (GaussianHistograms(breakage="numpy-global-generator"), "global_seed_independence"),
+        (LaplaceHistograms(breakage="own-noise"), "release_replay"),
+        (LaplaceHistograms(breakage="ignores-release"), "noise_reaches_output"),
+        (LaplaceHistograms(breakage="unseeded"), "global_seed_independence"),
+        (LaplaceHistograms(breakage="overspend"), "grid_cell"),
     ],
+    ids=lambda v: v if isinstance(v, str) else v.breakage,
 )
-def test_a_broken_method_is_caught(breakage, complaint):
-    with pytest.raises(ConformanceError, match=complaint):
-        check_method(dataclasses.replace(LaplaceHistograms(), breakage=breakage), data_dir=DATA_DIR, datasets=ONLY_DISCRETE)
+def test_each_broken_variant_is_caught_by_its_named_check(method, check_name):
+    with pytest.raises(ConformanceError, match=rf"\[{check_name}\]"):
+        check(method)
+
+
+def test_an_expected_failure_is_noted_and_an_unexpected_pass_is_not_allowed():
+    broken = GaussianHistograms(breakage="half-sensitivity")
+    report = check(broken, expected_failures={"sensitivity_probe": "a known understatement, for the test"})
+    assert any(note.startswith("[sensitivity_probe]") for note in report.notes)
+    with pytest.raises(ConformanceError, match=r"\[release_replay\] expected to fail"):
+        check(GaussianHistograms(), expected_failures={"release_replay": "it does not"})
+
+
+def test_the_neighbour_replaces_exactly_one_row_and_the_redraw_keeps_only_the_public_size():
+    from bench.core.registry import DATASETS
+
+    train = DATASETS.get("adult-discrete").load(DATA_DIR, 0).train
+    head = LabelledData(train.x[:500], train.y[:500], train.schema)
+    neighbour = adversarial_neighbour(head, row=0)
+    changed = np.flatnonzero((neighbour.x != head.x).any(1) | (neighbour.y != head.y))
+    assert changed.tolist() == [0]
+    assert neighbour.y[0] != head.y[0] or train.schema.n_classes == 1
+    redrawn = redrawn_from_public_domain(head, np.random.default_rng(0))
+    assert len(redrawn) == len(head) and (redrawn.x != head.x).any(1).mean() > 0.9
+    for j, column in enumerate(train.schema.columns):
+        assert 0 <= redrawn.x[:, j].min() and redrawn.x[:, j].max() < len(column.categories)
 
 
 def test_a_bad_declaration_is_named():
-    with pytest.raises(ConformanceError, match="data_kinds must be a non-empty set"):
+    with pytest.raises(ConformanceError, match=r"\[declaration\] data_kinds must be a non-empty set"):
         check_method(dataclasses.replace(LaplaceHistograms(), data_kinds=frozenset()))
 
 

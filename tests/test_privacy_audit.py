@@ -154,7 +154,7 @@ def test_audit_stays_below_the_claim_for_built_in_methods(data_dir, method, data
     torch.set_num_threads(1)
     result = audit_method(method, dataset, 4.0, 0.05, runs=100, rows=100, data_dir=data_dir, candidates=4)
     assert 0 < result.claimed_epsilon <= 4.0 * (1 + 1e-6)
-    assert result.lower_bound <= result.claimed_epsilon, result.summary()
+    assert result.lower_bound <= result.claimed_epsilon and not result.violated, result.summary()
     assert result.mu_fitted > 0
 
 
@@ -239,3 +239,26 @@ def test_encoder_refuses_codes_outside_the_public_domain(data_dir):
     x[0, binary] = 5  # ‖h(x)‖ would exceed the bound the sensitivity assumes
     with pytest.raises(SchemaError, match="outside its public domain"):
         encoder.encode(x)
+
+
+@pytest.mark.parametrize("breakage", ["", "half-sensitivity"])
+def test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu(data_dir, breakage):
+    """Issue 29's attacker: a release recorded at half its true sensitivity left the ε lower bound
+    near 0 while the fitted μ sat at 1.7–2.0× the claim. The verdict now also fails a claim whose
+    μ the fitted μ's lower confidence bound exceeds; the honest release stays consistent."""
+    from bench.core.registry import METHODS
+    from bench.privacy.audit import fitted_mu_lower
+    from tests.test_conformance import GaussianHistograms
+
+    method = GaussianHistograms(name=f"audit-gaussian{'-' + breakage if breakage else ''}", breakage=breakage)
+    METHODS.register(method)
+    try:
+        result = audit_method(method.name, "adult-discrete", 1.0, 1e-5, runs=400, rows=100, data_dir=data_dir, candidates=4)
+    finally:
+        METHODS.unregister(method.name)
+    assert result.mu_lower <= result.mu_fitted
+    assert result.violated == bool(breakage), result.summary()
+    assert ("VIOLATION" in result.summary()) == bool(breakage)
+    rng = np.random.default_rng(3)  # the bound's coverage on known Gaussians: below the truth, close at n = 5,000
+    d, d_prime = rng.normal(0, 1, 5000), rng.normal(1.0, 1, 5000)
+    assert 0.93 < fitted_mu_lower(d, d_prime) < 1.0

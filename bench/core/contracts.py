@@ -182,7 +182,9 @@ class FitContext(Generic[P]):
     release in, its resolved hyperparameters (``params``, an instance of the dataclass its
     ``HyperParameters`` declares), the seed, the torch device, and a callback
     ``progress(done, total)`` for long loops. ``protocol`` is ``sound`` or ``paper`` (the seeds'
-    conventions, e.g. integer-coded categoricals).
+    conventions, e.g. integer-coded categoricals). ``dataset``: the registered name of the private
+    dataset (a method with public inputs checks they never saw it); ``data_dir``: the run's data
+    folder (None: the default lookup), for a method's own public files.
 
     Randomness comes from named streams derived from the seed — ``rng("minibatches")``,
     ``torch_rng("latents")`` — so that each use has its own stream and no two names or seeds
@@ -196,6 +198,8 @@ class FitContext(Generic[P]):
     protocol: str = "sound"
     data_kind: DataKind = DataKind.TABULAR
     progress: Callable[[int, int], None] = field(default=lambda done, total: None)
+    dataset: str = ""
+    data_dir: Path | None = None
 
     @property
     def neighbouring(self) -> str:

@@ -70,7 +70,8 @@ def audit_method(
             if spec.stop_after_events is None and any(getattr(o, "seen", False) for o in ledger.observers):
                 raise StopAudit
 
-        return FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind, progress=stop)
+        return FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind, progress=stop,
+                          dataset=dataset.name, data_dir=data_dir)
 
     factory = functools.partial(ledger_factory, calibrator=calibrator)
 
@@ -89,7 +90,7 @@ def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any])
     client = tracking.client()
     run = client.create_run(tracking.experiment_id(client, experiment), tags={
         "mlflow.runName": f"audit {result.method}/{result.dataset}", "kind": "audit",
-        "verdict": "violation" if result.lower_bound > result.claimed_epsilon else "consistent",
+        "verdict": "violation" if result.violated else "consistent",
         "releases": "; ".join(result.releases)[:4000],
     })
     run_id = run.info.run_id
@@ -137,7 +138,8 @@ def audit_dp_sgd(
     steps = params.epochs * _math.ceil(rows / batch)
     clip = params.max_grad_norm
     phase = ledger.subsampled_phase("DP-SGD step (audited)", clip, sampling_rate, steps)
-    context = FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind)
+    context = FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind,
+                         dataset=dataset.name, data_dir=data_dir)
     gradients = method.real_gradients(train, context)
     result = audit_dp_sgd_step(gradients, phase.release, clip, budget, runs, seed, ledger_factory)
     return dataclasses.replace(result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)")

@@ -244,6 +244,8 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
             protocol=cell.protocol,
             data_kind=dataset.kind,
             progress=lambda done, total: report(done / max(total, 1)),
+            dataset=dataset.name,
+            data_dir=data_dir,
         )
 
         started = time.perf_counter()

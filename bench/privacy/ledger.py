@@ -13,7 +13,9 @@ Noise comes from the generator the method passes (seeded: reproducible from the 
 right for a benchmark, not for a release), or, with ``secure_noise``, from the operating
 system's cryptographic source. ``observers`` see every release with its clean and noisy value
 (the privacy audit uses them); ``noise_source`` replaces the method's generator (the audit's
-fresh noise per run).
+fresh noise per run); ``replay`` returns the noisy values another fit released, in order, instead
+of fresh ones (the conformance kit's release replay: an honest method fitted on any other dataset
+of the same size then gives the same synthetic data, since the releases are all it saw).
 
 Data-dependent facts a method uses for free must be public (declared by the dataset schema)
 and are listed with ``use_public_fact``; uncharged uses of private data are ``caveats``.
@@ -55,6 +57,48 @@ class PrivacyBudgetExceeded(RuntimeError):
     """A release would take the run past its (ε, δ) target."""
 
 
+class ReplayDiverged(RuntimeError):
+    """Under release replay, a fit asked for a release the recorded fit did not make: the number,
+    order or shape of its releases depends on the private rows."""
+
+
+@dataclass
+class ReleaseReplay:
+    """The released (noisy) values of another fit, ``(what, value)`` in release order, handed
+    back one by one (as copies: a method may change what it gets in place)."""
+
+    outputs: list[tuple[str, Any]]
+    position: int = 0
+
+    def next(self, what: str, fresh: Any) -> Any:
+        if self.position >= len(self.outputs):
+            raise ReplayDiverged(f"release {what!r} (number {self.position + 1}) was not made by the recorded fit: "
+                                 "the number of releases depends on the data")
+        recorded_what, value = self.outputs[self.position]
+        if recorded_what != what or _shapes(value) != _shapes(fresh):
+            raise ReplayDiverged(f"release number {self.position + 1} is {what!r} {_shapes(fresh)} here but was "
+                                 f"{recorded_what!r} {_shapes(value)} in the recorded fit: releases depend on the data")
+        self.position += 1
+        return snapshot(value)
+
+
+def snapshot(value: Any) -> Any:
+    """A deep copy of a released or clean value (tensors, arrays, lists of them, numbers)."""
+    if isinstance(value, (list, tuple)):
+        return [snapshot(v) for v in value]
+    if _is_torch(value):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value
+
+
+def _shapes(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_shapes(v) for v in value]
+    return tuple(getattr(value, "shape", ()))
+
+
 @dataclass(frozen=True)
 class BudgetShare:
     """A group of ``compositions`` releases that together get ``fraction`` of the budget."""
@@ -72,11 +116,15 @@ class PublicFactUse:
 
 @dataclass(frozen=True)
 class ReleaseEvent:
-    """What an observer sees: the release, the clean value and the value released."""
+    """What an observer sees: the release, the clean value and the value released. ``each``:
+    ``clean`` is a list of values released separately, each with the release's sensitivity
+    (``gaussian_each``, ``laplace_each``); False: one value, a list of its parts (a DP-SGD step's
+    per-parameter gradients) that together have that sensitivity."""
 
     release: Release
     clean: Any
     noisy: Any
+    each: bool = True
 
 
 def secure_standard_normal(shape: tuple[int, ...]) -> np.ndarray:
@@ -126,7 +174,8 @@ class SubsampledPhase:
             )
         self.steps_done += 1
         noisy = [self.ledger._add_gaussian(value, self.noise_std, rng) for value in summed]
-        self.ledger._notify(self.release, list(summed), noisy)
+        noisy = self.ledger._replayed(self.release, noisy)
+        self.ledger._notify(self.release, list(summed), noisy, each=False)
         return noisy
 
 
@@ -171,6 +220,7 @@ class PrivacyLedger:
     secure_noise: bool = False
     observers: list[Callable[[ReleaseEvent], None]] = field(default_factory=list)
     noise_source: np.random.Generator | None = None  # replaces methods' generators (the audit)
+    replay: ReleaseReplay | None = None  # returns another fit's released values (the conformance kit)
 
     def __post_init__(self) -> None:
         if self.calibrator not in CALIBRATORS:
@@ -284,9 +334,12 @@ class PrivacyLedger:
         value = np.asarray(value)
         return value + np.asarray(self._standard_normal(value.shape, rng)) * std
 
-    def _notify(self, release: Release, clean: Any, noisy: Any) -> None:
+    def _replayed(self, release: Release, noisy: Any) -> Any:
+        return noisy if self.replay is None else self.replay.next(release.what, noisy)
+
+    def _notify(self, release: Release, clean: Any, noisy: Any, each: bool = True) -> None:
         for observer in self.observers:
-            observer(ReleaseEvent(release, clean, noisy))
+            observer(ReleaseEvent(release, clean, noisy, each))
 
     def gaussian(self, value: Any, *, sensitivity: float, noise_multiplier: float, what: str, rng: Any) -> Any:
         """Record one Gaussian release of ``value`` (a torch tensor or numpy array with
@@ -300,7 +353,7 @@ class PrivacyLedger:
         recorded as one entry with that many compositions."""
         release = GaussianRelease(what, sensitivity=sensitivity, noise_multiplier=noise_multiplier, compositions=len(values))
         self.record(release)
-        noisy = [self._add_gaussian(v, release.noise_std, rng) for v in values]
+        noisy = self._replayed(release, [self._add_gaussian(v, release.noise_std, rng) for v in values])
         self._notify(release, list(values), noisy)
         return noisy
 
@@ -316,6 +369,7 @@ class PrivacyLedger:
         else:
             scale = l1_sensitivity / epsilon
             noisy = [np.asarray(v) + self._standard_laplace(np.shape(v), rng) * scale for v in values]
+        noisy = self._replayed(release, noisy)
         self._notify(release, list(values), noisy)
         return noisy
 
@@ -346,6 +400,7 @@ class PrivacyLedger:
             else:
                 p = np.exp(logits)
                 choice = int(rng.choice(len(scores), p=p / p.sum()))
+        choice = self._replayed(release, choice)
         self._notify(release, scores, choice)
         return choice
 

@@ -1,0 +1,90 @@
+"""The output-privacy and fidelity evaluators (issue 30): the attacks find the training rows in a
+copy of them and nothing in data that never saw them; the fidelity scores tell copies from noise."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from bench.core.contracts import EvalContext, LabelledData
+from bench.core.registry import DATASETS, EVALUATORS
+from bench.testing import check_evaluator, redrawn_from_public_domain
+from evaluators.rows import class_matched, distance_features
+
+DATA_DIR = os.environ.get("DPBENCH_DATA_DIR")
+pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (cervical, adult-discrete)")
+
+
+@pytest.fixture(scope="module", params=["cervical", "adult"])
+def split(request):
+    return DATASETS.get(request.param).load(DATA_DIR, 0)
+
+
+def memorised(train: LabelledData, rng) -> LabelledData:
+    """A deliberately memorising generator's output: its training rows, numerical values jittered
+    by 0.1% of their public range, in a shuffled order."""
+    x = train.x.copy()
+    for j, column in enumerate(train.schema.columns):
+        if column.bounds is not None:
+            low, high = column.bounds
+            x[:, j] = np.clip(x[:, j] + rng.normal(0, 0.001 * (high - low), len(x)), low, high)
+    order = rng.permutation(len(x))
+    return LabelledData(x[order], train.y[order], train.schema)
+
+
+def evaluate(name: str, synthetic: LabelledData, split) -> dict:
+    return dict(EVALUATORS.get(name).evaluate(synthetic, split.train, split.test, EvalContext(seed=0)).metrics)
+
+
+def test_the_attacks_find_copied_and_memorised_training_rows(split):
+    for synthetic in (split.train, memorised(split.train, np.random.default_rng(0))):
+        found = evaluate("privacy", synthetic, split)
+        assert found["mia_auc"] >= 0.9 and found["gan_leaks_auc"] >= 0.9, found
+        assert found["mia_auc_low"] <= found["mia_auc"] <= found["mia_auc_high"]
+        assert found["dcr_share"] > 0.5 and found["nndr_p5"] < 0.2
+    copied = evaluate("privacy", split.train, split)
+    assert copied["dcr_copies"] >= 0.95 and copied["dcr_p5"] == pytest.approx(0, abs=1e-6)
+
+
+def test_data_that_never_saw_the_rows_gives_the_attacks_nothing(split):
+    found = evaluate("privacy", redrawn_from_public_domain(split.train, np.random.default_rng(1)), split)
+    assert found["mia_auc_low"] <= 0.5 <= found["mia_auc_high"], found
+    assert abs(found["dcr_share"] - 0.5) < 0.05 and found["dcr_copies"] == 0
+
+
+def test_fidelity_tells_a_copy_from_noise(split):
+    copy = evaluate("fidelity", split.train, split)
+    noise = evaluate("fidelity", redrawn_from_public_domain(split.train, np.random.default_rng(1)), split)
+    assert copy["column_shapes"] > 0.98 and copy["column_pairs"] > 0.98 and copy["detection_auc"] < 0.65, copy
+    assert noise["column_shapes"] < 0.8 and noise["column_pairs"] < copy["column_pairs"] and noise["detection_auc"] > 0.9, noise
+
+
+def test_members_and_non_members_match_per_class_and_the_reference_follows_the_training_mix(split):
+    members, non_members, reference = class_matched(split.train, split.test, 1000, np.random.default_rng(0))
+    classes = split.train.schema.n_classes
+    assert np.array_equal(np.bincount(split.train.y[members], minlength=classes),
+                          np.bincount(split.test.y[non_members], minlength=classes))
+    assert not set(non_members) & set(reference) and len(members) <= 1000
+    train_mix = np.bincount(split.train.y, minlength=classes) / len(split.train)
+    found_mix = np.bincount(split.test.y[reference], minlength=classes) / len(reference)
+    assert np.allclose(found_mix, train_mix, atol=0.01 + 1 / len(reference))
+
+
+def test_the_mixed_type_distance_caps_each_column_at_one(split):
+    rows = distance_features(split.train, split.train)
+    far = distance_features(redrawn_from_public_domain(split.train, np.random.default_rng(2)), split.train)
+    columns = split.train.schema.n_features + 1
+    assert np.sqrt(((rows[:200] - far[:200]) ** 2).sum(1)).max() <= np.sqrt(columns) + 1e-9
+
+
+@pytest.mark.parametrize("name", ["privacy", "fidelity"])
+def test_both_pass_check_evaluator_and_run_in_a_cell_when_named(name):
+    import bench
+
+    assert check_evaluator(EVALUATORS.get(name), data_dir=DATA_DIR, rows=400).passed
+    assert not getattr(EVALUATORS.get(name), "run_by_default", True)  # named-only
+    result = bench.run_cell("uniform", "cervical", evaluators=(name,), profile="smoke", data_dir=DATA_DIR)
+    assert result.ok, result.error
+    assert any(key.startswith(f"{name}.") for key in result.metrics)
