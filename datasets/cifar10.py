@@ -165,11 +165,13 @@ ROWS_SOURCE = "cifar.html: 50000 training images and 10000 test images, 6000 ima
 # One schema for both names: the JPEG copy has the same shape, classes and row counts.
 SCHEMA = image_schema(SHAPE, CLASSES, "cifar.html: 32x32 colour images", ROWS, ROWS_SOURCE)
 
+CIFAR10_IMAGES = "CIFAR-10 (Krizhevsky 2009), the images of both cifar10 and cifar10-jpeg"
 CIFAR10 = ImageDataset(
     name="cifar10",
     description=f"CIFAR-10, 32×32 colour, 10 classes, original python batches: 50,000 train / 10,000 test ({SPLIT_NOTE})",
     schema=SCHEMA,
     read=read_original,
+    source=CIFAR10_IMAGES,
 )
 CIFAR10_JPEG = ImageDataset(
     name="cifar10-jpeg",
@@ -177,4 +179,5 @@ CIFAR10_JPEG = ImageDataset(
                 f"50,000 train / 10,000 test, 32×32 colour, 10 classes ({SPLIT_NOTE})",
     schema=SCHEMA,
     read=read_jpeg,
+    source=CIFAR10_IMAGES,
 )

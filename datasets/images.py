@@ -70,6 +70,7 @@ class ImageDataset:
     schema: Schema
     read: Callable[[Path | None], ImageArrays]
     kind: DataKind = DataKind.IMAGE
+    source: str | None = None  # the images' origin when another dataset holds the same ones (None: its own)
 
     def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
         """The published split under either protocol; ``seed`` is not used (the split is fixed)."""

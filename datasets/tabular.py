@@ -72,7 +72,18 @@ class TabularDataset:
             return Split(self._labelled(train), self._labelled(test), PAPER_CAVEATS + self._tuned_caveats() + self.caveats)
         table = self.read(data_dir)
         train, test = sound_split(table, self.test_fraction, self.undersampling, seed)
-        return Split(self._labelled(train), self._labelled(test), self._tuned_caveats() + self.caveats)
+        return Split(self._labelled(train), self._labelled(test), self._tuned_caveats() + self._count_caveats() + self.caveats)
+
+    def _count_caveats(self) -> tuple[str, ...]:
+        """Bernoulli undersampling makes the training row count Binomial in the private class count;
+        methods then use that exact count as public (``n_train``, the normaliser of every mean)."""
+        if self.undersampling is None or self.undersampling.rate >= 1:
+            return ()
+        return (
+            "uncharged: the training row count after undersampling (each class-"
+            f"{self.undersampling.majority_class} row kept with probability {self.undersampling.rate:g}) depends on "
+            "the private class count, and methods use it as public (n_train); its exact value is not charged",
+        )
 
     def _tuned_caveats(self) -> tuple[str, ...]:
         if self.undersampling is None or self.undersampling.rate >= 1:

@@ -191,13 +191,14 @@ def _discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, 
 
 
 def make_private_discriminator(critic, optimiser, loader, phase: SubsampledPhase, noise_rng: torch.Generator):
-    """Opacus' per-sample clipping and Poisson loader, with the noise drawn by the ledger's
-    phase (``SubsampledPhase.privatise``) instead of Opacus' own generator, so the ledger sees
-    every noisy step and counts it."""
+    """Opacus' per-sample clipping, with the noise drawn by the ledger's phase
+    (``SubsampledPhase.privatise``) instead of Opacus' own generator, so the ledger sees every
+    noisy step and counts it. The batches come from the phase too (``poisson_batches``), not
+    from Opacus' loader: from the secure source when the noise is."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Secure RNG turned off")  # the ledger draws the noise
         engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this engine only wraps
-        private_critic, private_optimiser, private_loader = engine.make_private(
+        private_critic, private_optimiser, _ = engine.make_private(
             module=critic, optimizer=optimiser, data_loader=loader, noise_multiplier=phase.opacus_noise_multiplier,
             max_grad_norm=phase.clipping_norm, loss_reduction="sum", poisson_sampling=True,
         )
@@ -210,7 +211,7 @@ def make_private_discriminator(critic, optimiser, loader, phase: SubsampledPhase
             _mark_as_processed(p.summed_grad)
 
     private_optimiser.add_noise = add_noise_through_the_ledger
-    return private_critic, private_optimiser, private_loader
+    return private_critic, private_optimiser
 
 
 @dataclass
@@ -287,15 +288,15 @@ class DPGan:
         rows = torch.utils.data.TensorDataset(
             torch.as_tensor(space.encode(train.x)), torch.as_tensor(train.y, dtype=torch.long)
         )
-        loader = torch.utils.data.DataLoader(rows, batch_size=batch, generator=context.torch_rng("poisson-batches"))
-        private_critic, private_optimiser, private_loader = make_private_discriminator(
+        loader = torch.utils.data.DataLoader(rows, batch_size=batch)
+        private_critic, private_optimiser = make_private_discriminator(
             critic, optimiser_d, loader, phase, context.torch_rng("dp-sgd-noise")
         )
-        label_rng = context.torch_rng("generated-labels")
+        label_rng, batch_rng = context.torch_rng("generated-labels"), context.torch_rng("poisson-batches")
         done = 0
         for _ in range(p.epochs):
-            for real_x, real_y in private_loader:
-                real_x, real_y = real_x.to(device), real_y.to(device)
+            for indices in phase.poisson_batches(m, steps_per_epoch, batch_rng):
+                real_x, real_y = rows.tensors[0][indices].to(device), rows.tensors[1][indices].to(device)
                 labels = self._labels(proportions, batch, label_rng, device)
                 with torch.no_grad():
                     fake_x, fake_one_hot = _fake_batch(net, batch, labels)

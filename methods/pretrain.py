@@ -164,11 +164,26 @@ def test_accuracy(net: nn.Module, x: np.ndarray, y: np.ndarray, shape, device: s
     return correct / max(len(x), 1)
 
 
-def save_checkpoint(net: ResNet18Cifar, path: Path, public: str, accuracy: float, epochs: int, key: str = "") -> None:
+def state_sha256(state: dict) -> str:
+    """A content hash of a state dict: its names, dtypes, shapes and values, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def save_checkpoint(net: ResNet18Cifar, path: Path, public: str, accuracy: float, epochs: int, key: str = "",
+                    trained_on: tuple[str, ...] = ()) -> None:
+    """``trained_on``: the registered datasets the weights saw (dp-mepf refuses the checkpoint for
+    a private dataset among them); ``public``: the label shown in ledgers. The weights' content
+    hash is stored beside them, so an edited checkpoint is refused."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    state = net.state_dict()
     torch.save(
-        {"arch": "resnet18-cifar", "public_data": public, "test_accuracy": accuracy, "epochs": epochs, "key": key,
-         "recipe": RECIPE, "state_dict": net.state_dict()},
+        {"arch": "resnet18-cifar", "public_data": public, "trained_on": list(trained_on), "test_accuracy": accuracy,
+         "epochs": epochs, "key": key, "recipe": RECIPE, "weights_sha256": state_sha256(state), "state_dict": state},
         path,
     )
 
@@ -187,7 +202,7 @@ def cached_checkpoint(path: Path, key: str) -> dict | None:
     if not path.is_file():
         return None
     stored = torch.load(path, map_location="cpu", weights_only=True)
-    return stored if stored.get("key") == key else None
+    return stored if stored.get("key") == key and "weights_sha256" in stored else None
 
 
 def run_pretraining(
@@ -220,7 +235,7 @@ def run_pretraining(
         as_three_channels(train.x[rows], shape, grey), train.y[rows], as_three_channels(test.x[test_rows], shape, grey),
         test.y[test_rows], colour, epochs, device=device, log=log,
     )
-    save_checkpoint(net, path, label, accuracy, epochs, key)
+    save_checkpoint(net, path, label, accuracy, epochs, key, trained_on=(public,))
     log(f"saved {path} (public data {label}, test accuracy {accuracy:.3f}); use it with "
         f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={path}")
     return PretrainedCheckpoint(path, key, label, accuracy, epochs, False)

@@ -178,3 +178,143 @@ def test_run_cell_is_the_python_api_of_one_cell(tmp_path):
 
     with pytest.raises(RegistryError, match="unknown method 'no-such-method'"):
         bench.run_cell("no-such-method", "adult-discrete")
+
+
+# ---- registration, datasets, evaluators -------------------------------------------------------------
+
+
+def test_an_incomplete_entry_is_refused_at_registration_with_one_line():
+    from bench.core.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+
+    @dataclass(frozen=True)
+    class NoFit:
+        name: str = "test-no-fit"
+        description: str = ""
+        data_kinds: frozenset = frozenset({DataKind.DISCRETE})
+        private: bool = True
+        hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
+
+    for registry, entry, complaint in [
+        (METHODS, NoFit(), "needs a method fit"),
+        (METHODS, dataclasses.replace(LaplaceHistograms(), private="yes"), "boolean attribute 'private'"),
+        (EVALUATORS, NoFit(), "metrics must be a mapping"),
+        (DATASETS, NoFit(), "kind must be a bench.core.contracts.DataKind"),
+    ]:
+        with pytest.raises(RegistryError, match=complaint) as refused:
+            registry.register(entry)
+        assert "\n" not in str(refused.value) and "is incomplete" in str(refused.value)
+        assert entry.name not in registry
+
+
+@pytest.mark.parametrize("name", ["gmm2d", "cervical", "adult-discrete"])
+def test_builtin_datasets_pass_check_dataset(name):
+    from bench.core.registry import DATASETS
+    from bench.testing import check_dataset
+
+    report = check_dataset(DATASETS.get(name), data_dir=DATA_DIR)
+    assert report.passed == [name] and len(report.checks[name]) == 5
+
+
+@dataclass(frozen=True)
+class BrokenDataset:
+    """adult-discrete with one bug."""
+
+    breakage: str
+    name: str = "test-broken-dataset"
+    description: str = ""
+    kind: DataKind = DataKind.DISCRETE
+
+    @property
+    def schema(self):
+        from bench.core.registry import DATASETS
+
+        return DATASETS.get("adult-discrete").schema
+
+    def load(self, data_dir, seed, protocol="sound"):
+        from bench.core.contracts import Split
+        from bench.core.registry import DATASETS
+
+        split = DATASETS.get("adult-discrete").load(data_dir, seed, protocol)
+        train = split.train
+        if self.breakage == "unseeded-split":
+            keep = np.random.default_rng().permutation(len(train))
+            train = LabelledData(train.x[keep], train.y[keep], train.schema)
+        if self.breakage == "code-outside-domain":
+            x = train.x.copy()
+            x[0, 0] = len(train.schema.columns[0].categories)
+            train = LabelledData(x, train.y, train.schema)
+        if self.breakage == "seed-dependent-size":
+            train = LabelledData(train.x[seed:], train.y[seed:], train.schema)
+        return Split(train, split.test, split.caveats)
+
+
+@pytest.mark.parametrize("breakage,check_name", [
+    ("unseeded-split", "deterministic_split"), ("code-outside-domain", "public_domain"), ("seed-dependent-size", "public_size"),
+])
+def test_a_broken_dataset_is_caught_by_its_named_check(breakage, check_name):
+    from bench.testing import check_dataset
+
+    with pytest.raises(ConformanceError, match=rf"\[{check_name}\]"):
+        check_dataset(BrokenDataset(breakage), data_dir=DATA_DIR)
+
+
+class PlainMarginalGap:
+    """An evaluator that is not a dataclass (it used to fail every cell with a TypeError), with
+    optional bugs: an undeclared metric, or state carried between evaluations."""
+
+    name = "test-plain-evaluator"
+    description = "mean absolute gap of 1-way marginals"
+    data_kinds = frozenset({DataKind.DISCRETE})
+
+    def __init__(self, breakage: str = "") -> None:
+        from bench.core.contracts import Direction, MetricSpec
+
+        self.metrics = {"gap": MetricSpec.quality(Direction.LOWER, "mean |p_syn − p_real| of 1-way marginals")}
+        self.breakage, self.calls = breakage, 0
+
+    def applies_to(self, schema) -> bool:
+        return True
+
+    def evaluate(self, synthetic, real_train, real_test, context):
+        from bench.core.contracts import Evaluation
+
+        self.calls += 1
+        gaps = [abs(np.bincount(synthetic.x[:, j].astype(int), minlength=len(c.categories)) / len(synthetic)
+                    - np.bincount(real_test.x[:, j].astype(int), minlength=len(c.categories)) / len(real_test)).mean()
+                for j, c in enumerate(synthetic.schema.columns)]
+        metrics = {"gap": float(np.mean(gaps)) + (self.calls if self.breakage == "stateful" else 0)}
+        if self.breakage == "undeclared":
+            metrics["surprise"] = 1.0
+        return Evaluation(metrics)
+
+
+def test_a_plain_class_evaluator_passes_the_kit_and_runs_in_a_cell():
+    import bench
+    from bench.core.registry import EVALUATORS
+    from bench.testing import check_evaluator
+
+    assert check_evaluator(PlainMarginalGap(), data_dir=DATA_DIR).passed == ["adult-discrete"]
+    EVALUATORS.register(PlainMarginalGap())
+    try:
+        result = bench.run_cell("uniform", "adult-discrete", evaluators=("test-plain-evaluator",), data_dir=DATA_DIR)
+    finally:
+        EVALUATORS.unregister("test-plain-evaluator")
+    assert result.ok, result.error
+    assert result.metrics["test-plain-evaluator.gap"] > 0
+
+
+@pytest.mark.parametrize("breakage,check_name", [("undeclared", "declared_metrics"), ("stateful", "stateless")])
+def test_a_broken_evaluator_is_caught_by_its_named_check(breakage, check_name):
+    from bench.testing import check_evaluator
+
+    with pytest.raises(ConformanceError, match=rf"\[{check_name}\]"):
+        check_evaluator(PlainMarginalGap(breakage), data_dir=DATA_DIR)
+
+
+@pytest.mark.parametrize("name", ["downstream", "marginals", "nll"])
+def test_builtin_evaluators_pass_check_evaluator(name):
+    from bench.core.registry import EVALUATORS
+    from bench.testing import check_evaluator
+
+    report = check_evaluator(EVALUATORS.get(name), data_dir=DATA_DIR, rows=300)
+    assert report.passed and all(len(checks) == 3 for checks in report.checks.values())

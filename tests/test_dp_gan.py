@@ -206,3 +206,56 @@ def test_unconditional_gan_refuses_requested_labels():
         model.sample(3, labels=np.zeros(3, dtype=np.int64))
     conditional, _ = fit(dp_cgan(), epochs=1, batch_size=300)
     assert (conditional.sample(4, labels=np.array([0, 1, 2, 3])).y == [0, 1, 2, 3]).all()
+
+
+from bench.privacy.ledger import SubsampledPhase  # noqa: E402
+
+UNPATCHED_POISSON_BATCHES = SubsampledPhase.poisson_batches
+
+
+def _batches_of_a_fit(monkeypatch, secure: bool) -> list[list[int]]:
+    """The DP-SGD batches (row indices) a DP-GAN fit on gmm2d used, seed 0."""
+    seen: list[list[int]] = []
+    original = UNPATCHED_POISSON_BATCHES
+
+    def recording(self, rows, steps, generator):
+        for indices in original(self, rows, steps, generator):
+            seen.append(indices.tolist())
+            yield indices
+
+    monkeypatch.setattr(SubsampledPhase, "poisson_batches", recording)
+    params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"epochs": "1", "batch_size": "100"}).params
+    budget = PrivacyBudget(1.0, 1e-5)
+    ledger = PrivacyLedger(budget, secure_noise=secure)
+    DPGan().fit(small_gmm2d(every=90), FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+    return seen
+
+
+def test_secure_runs_with_one_seed_draw_different_batches_and_seeded_runs_the_same(monkeypatch):
+    """Issue 29: with --secure-noise the batches came from the logged seed (60 of 60 steps equal
+    across two runs), forfeiting the amplification by sampling the ledger charges for."""
+    secure = [_batches_of_a_fit(monkeypatch, secure=True) for _ in range(2)]
+    seeded = [_batches_of_a_fit(monkeypatch, secure=False) for _ in range(2)]
+    assert len(secure[0]) == len(seeded[0]) == 10
+    assert sum(a == b for a, b in zip(*secure)) == 0
+    assert seeded[0] == seeded[1]
+    sizes = [len(batch) for batch in secure[0] + secure[1]]
+    assert 70 < np.mean(sizes) < 130  # Poisson at q = 0.1 of 1,000 rows: 100 expected
+
+
+def test_seeded_batches_are_those_of_opacus_poisson_loader():
+    """The ledger's seeded batches reproduce Opacus' DPDataLoader draw for draw (the committed
+    DP-GAN results were made with it), across epochs."""
+    from opacus.data_loader import DPDataLoader
+
+    rows, batch = 1000, 64
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(rows)), batch_size=batch,
+                                         generator=torch.Generator().manual_seed(7))
+    opacus_loader = DPDataLoader.from_data_loader(loader)
+    steps = len(loader)
+    expected = [batch_rows[0].tolist() for _ in range(3) for batch_rows in opacus_loader]
+    release = GaussianRelease("phase", 2.0, 1.0, 3 * steps, 1.0 / steps, "subsampled gaussian (DP-SGD)")
+    phase = SubsampledPhase(PrivacyLedger(PrivacyBudget(1.0, 1e-5)), release, 1.0)
+    generator = torch.Generator().manual_seed(7)
+    found = [indices.tolist() for _ in range(3) for indices in phase.poisson_batches(rows, steps, generator)]
+    assert found == expected

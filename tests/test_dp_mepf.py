@@ -230,10 +230,10 @@ def test_proxy_release_really_adds_the_noise(tiny_train):
 def test_early_stopping_charges_the_proxy_at_ten_sigma(tiny_train, monkeypatch):
     real_build = dp_mepf.build_encoder
 
-    def build(name, layers="all", weights="", input_size=0):
+    def build(name, layers="all", weights="", input_size=0, data_dir=None):
         if name == "inception-fid-imagenet":  # the real one is tested in evaluators; keep this fast
             return real_build("efficientnet-lite0-imagenet", "stem")[0], TinyProxy().eval()
-        return real_build(name, layers, weights, input_size)
+        return real_build(name, layers, weights, input_size, data_dir)
 
     monkeypatch.setattr(dp_mepf, "build_encoder", build)
     context = _context(1.0, _params(early_stopping="true", iterations=4, eval_every=2, proxy_samples=20))
@@ -301,11 +301,16 @@ def test_vgg19_without_weights_fails_with_one_line(tmp_path, monkeypatch):
         build_encoder("resnet-nope")
 
 
-def test_vgg19_taps_post_relu_features_from_a_local_file(tmp_path):
+def test_vgg19_taps_post_relu_features_from_a_local_file(tmp_path, monkeypatch):
     from torchvision.models import vgg19
+
+    from methods import encoders
 
     path = tmp_path / "vgg19-dcbb9e9d.pth"
     torch.save(vgg19(weights=None).state_dict(), path)  # shape-correct stand-in file: tests the loader
+    with pytest.raises(EncoderError, match="not torchvision's ImageNet VGG19 file"):  # named so, but not it
+        build_encoder("vgg19-imagenet", "c0,c2", str(path))
+    monkeypatch.setattr(encoders, "VGG19_SHA256_PREFIX", encoders.sha256_of(path)[:8])  # accept the stand-in
     _, encoder = build_encoder("vgg19-imagenet", "c0,c2", str(path))
     features = encoder(torch.rand(2, 3, 32, 32))
     assert features.shape == (2, 64 * 32 * 32 + 128 * 16 * 16) and features.min() >= 0
@@ -387,13 +392,84 @@ def test_pretrain_encoder_writes_a_checkpoint_the_encoder_reads(tmp_path):
     net, accuracy = pretrain_resnet18(x, y, x[:20], y[:20], (3, 32, 32), epochs=1, batch=20, log=lambda line: None)
     assert 0 <= accuracy <= 1
     path = tmp_path / "resnet18.pt"
-    save_checkpoint(net, path, "cifar10 (test stand-in)", accuracy, 1)
+    save_checkpoint(net, path, "cifar10 (test stand-in)", accuracy, 1, trained_on=("cifar10-jpeg",))
     _, encoder = build_encoder("resnet18-cifar", "stem,r5", str(path))  # r5: the first 128-channel block
     features = encoder(torch.rand(2, 1, 28, 28))
     assert features.shape == (2, 64 * 28 * 28 + 128 * 14 * 14) and features.min() >= 0
-    assert "cifar10 (test stand-in)" in encoder.public_data
+    assert "cifar10 (test stand-in)" in encoder.public_data and encoder.trained_on == ("cifar10-jpeg",)
     with pytest.raises(EncoderError, match="pretrain-encoder"):
         build_encoder("resnet18-cifar", "stem")
+
+
+@pytest.fixture(scope="module")
+def mnist_checkpoint(tmp_path_factory):
+    """A (barely trained) encoder checkpoint that records MNIST as its training data."""
+    from methods.pretrain import pretrain_resnet18, save_checkpoint
+
+    gen = np.random.default_rng(0)
+    x, y = gen.random((20, 3 * 32 * 32), dtype=np.float32), np.arange(20) % 10
+    net, accuracy = pretrain_resnet18(x, y, x[:10], y[:10], (3, 32, 32), epochs=1, batch=10, log=lambda line: None)
+    path = tmp_path_factory.mktemp("encoders") / "on-mnist.pt"
+    save_checkpoint(net, path, "mnist", accuracy, 1, trained_on=("mnist",))
+    return path
+
+
+def test_an_encoder_trained_on_the_private_dataset_is_refused(tiny_train, mnist_checkpoint):
+    """Issue 29: `pretrain-encoder --public mnist` then dp-mepf on private mnist was accepted."""
+    params = _params(encoder="resnet18-cifar", layers="stem", weights=str(mnist_checkpoint))
+    budget = PrivacyBudget(1.0, 1e-5)
+    context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE, dataset="mnist")
+    with pytest.raises(EncoderError, match="trained on mnist, which holds the private dataset mnist"):
+        METHODS.get("dp-mepf").fit(tiny_train, context)
+    from methods.encoders import shares_data
+
+    assert shares_data(("cifar10-jpeg",), "cifar10") == "cifar10-jpeg"  # one set of images under two names
+    assert shares_data(("fashion-mnist",), "mnist") is None
+
+
+def test_the_grid_tells_the_method_its_dataset_and_data_folder(data_dir, mnist_checkpoint, tmp_path, monkeypatch):
+    import bench
+    from torchvision.models import vgg19
+
+    from methods import encoders
+
+    refused = bench.run_cell("dp-mepf", "mnist", evaluators=(), profile="smoke", data_dir=data_dir,
+                             overrides={"encoder": "resnet18-cifar", "layers": "stem", "weights": str(mnist_checkpoint)})
+    assert not refused.ok and "trained on mnist" in refused.error
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-hub"))  # weights only in the run's data folder
+    torch.save(vgg19(weights=None).state_dict(), tmp_path / encoders.VGG19_FILE)
+    monkeypatch.setattr(encoders, "VGG19_SHA256_PREFIX", encoders.sha256_of(tmp_path / encoders.VGG19_FILE)[:8])
+    _, encoder = build_encoder("vgg19-imagenet", "c0", data_dir=tmp_path)
+    assert len(encoder.features) == 2
+
+
+def test_modified_or_unrecorded_weights_are_refused(tmp_path, mnist_checkpoint):
+    stored = torch.load(mnist_checkpoint, weights_only=True)
+    stored["state_dict"]["head.bias"] += 1.0  # edited after pretrain-encoder recorded its hash
+    torch.save(stored, tmp_path / "edited.pt")
+    with pytest.raises(EncoderError, match="differ from the ones pretrain-encoder recorded"):
+        build_encoder("resnet18-cifar", "stem", str(tmp_path / "edited.pt"))
+    del stored["weights_sha256"]
+    torch.save(stored, tmp_path / "old.pt")
+    with pytest.raises(EncoderError, match="records no provenance"):
+        build_encoder("resnet18-cifar", "stem", str(tmp_path / "old.pt"))
+    from methods.encoders import lite0_weights_path
+
+    other = tmp_path / "lite0-modified.pth"
+    state = torch.load(lite0_weights_path(), weights_only=True)
+    next(iter(state.values())).mul_(1.01)
+    torch.save(state, other)
+    with pytest.raises(EncoderError, match="not the published EfficientNet-Lite0 ImageNet file"):
+        build_encoder("efficientnet-lite0-imagenet", "stem", str(other))
+
+
+def test_pixels_outside_the_schema_range_are_refused(tiny_train):
+    x = tiny_train.x.copy()
+    x[0, 0] = 1e37  # finite: it used to make dp-mepf's release NaN
+    with pytest.raises(ValueError, match=r"pixels must lie in the schema's range \[0, 1\]"):
+        LabelledData(x, tiny_train.y, tiny_train.schema)
+    with pytest.raises(ValueError, match="pixels must lie"):
+        LabelledData(tiny_train.x * 255, tiny_train.y, tiny_train.schema)
 
 
 def test_pretrain_encoder_caches_by_content_key_and_logs_the_checkpoint(data_dir, tmp_path, monkeypatch):

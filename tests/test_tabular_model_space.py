@@ -99,14 +99,15 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     assert sample.x[:, 0].min() >= 0 and sample.x[:, 0].max() <= 100
 
 
-def test_paper_protocol_splits_carry_their_privacy_caveat_and_sound_ones_only_the_tuned_rate():
+def test_paper_protocol_splits_carry_their_privacy_caveat_and_sound_ones_the_tuned_rate_and_the_count():
     from datasets.tabular import Table, TabularDataset, Undersampling
 
     rng = np.random.default_rng(0)
     rows = Table(table(500).x, rng.integers(0, 2, 500))
     dataset = TabularDataset("toy", "toy", SCHEMA, lambda _: rows, 0.2, "test", Undersampling(0, 0.5, "test"))
-    (tuned,) = dataset.load(None, 0, "sound").caveats  # the undersampling rate was chosen on the data
+    tuned, count = dataset.load(None, 0, "sound").caveats  # the undersampling rate was chosen on the data
     assert tuned.startswith("tuned_on_private_data: undersampling rate 0.5")
+    assert "row count after undersampling" in count  # Binomial in the private class count, used as public
     paper = dataset.load(None, 0, "paper").caveats
     assert "not a sound privacy claim" in paper[0] and tuned in paper
 

@@ -103,6 +103,14 @@ class Schema:
     def public_fact(self, name: str) -> PublicFact | None:
         return next((fact for fact in self.public_facts if fact.name == name), None)
 
+    @property
+    def pixel_range(self) -> tuple[float, float] | None:
+        """An image schema's documented pixel range (every pixel column shares it); None otherwise.
+        Methods bound their sensitivities by it, so pixels outside it are refused."""
+        if self.public_fact("image_shape") is None or not self.columns or self.columns[0].bounds is None:
+            return None
+        return self.columns[0].bounds
+
 
 @dataclass
 class LabelledData:
@@ -124,6 +132,12 @@ class LabelledData:
             raise ValueError("features contain NaN or infinite values; impute or drop them first")
         if len(self.y) and (self.y.min() < 0 or self.y.max() >= self.schema.n_classes):
             raise ValueError(f"labels must lie in 0..{self.schema.n_classes - 1}")
+        pixel_range = self.schema.pixel_range
+        if pixel_range is not None and self.x.size and (self.x.min() < pixel_range[0] or self.x.max() > pixel_range[1]):
+            raise ValueError(
+                f"pixels must lie in the schema's range [{pixel_range[0]:g}, {pixel_range[1]:g}] (found "
+                f"{self.x.min():g} to {self.x.max():g}); scale 8-bit images by 1/255"
+            )
 
     def __len__(self) -> int:
         return self.x.shape[0]
@@ -337,6 +351,54 @@ class Evaluator(Protocol):
         """Return an :class:`Evaluation`; each metric name is declared in ``metrics``, or is
         ``<group>.<declared name>`` (e.g. a per-classifier ``xgboost.roc_auc``)."""
         ...
+
+
+def _common_problems(entry: Any, kinds_attribute: str) -> list[str]:
+    problems = []
+    if not isinstance(getattr(entry, "name", None), str) or not entry.name:
+        problems.append("needs a non-empty string attribute 'name'")
+    if not isinstance(getattr(entry, "description", ""), str):
+        problems.append("'description' must be a string")
+    kinds = getattr(entry, kinds_attribute, None)
+    kinds = (kinds,) if kinds_attribute == "kind" else kinds
+    if not kinds or not all(isinstance(k, DataKind) for k in kinds):
+        problems.append(f"{kinds_attribute} must be {'a' if kinds_attribute == 'kind' else 'a non-empty set of'} "
+                        "bench.core.contracts.DataKind")
+    return problems
+
+
+def method_problems(adapter: Any) -> list[str]:
+    """What a method adapter lacks of :class:`MethodAdapter` (empty: complete)."""
+    problems = _common_problems(adapter, "data_kinds")
+    if not isinstance(getattr(adapter, "private", None), bool):
+        problems.append("needs a boolean attribute 'private'")
+    if not isinstance(getattr(adapter, "hyperparameters", None), HyperParameters):
+        problems.append("hyperparameters must be a bench.core.params.HyperParameters")
+    if not callable(getattr(adapter, "fit", None)):
+        problems.append("needs a method fit(train, context)")
+    return problems
+
+
+def evaluator_problems(evaluator: Any) -> list[str]:
+    """What an evaluator lacks of :class:`Evaluator` (empty: complete)."""
+    problems = _common_problems(evaluator, "data_kinds")
+    metrics = getattr(evaluator, "metrics", None)
+    if not isinstance(metrics, Mapping) or not all(isinstance(v, MetricSpec) for v in metrics.values()):
+        problems.append("metrics must be a mapping of name → bench.core.contracts.MetricSpec")
+    for method in ("applies_to", "evaluate"):
+        if not callable(getattr(evaluator, method, None)):
+            problems.append(f"needs a method {method}(...)")
+    return problems
+
+
+def dataset_problems(dataset: Any) -> list[str]:
+    """What a dataset lacks of :class:`Dataset` (empty: complete)."""
+    problems = _common_problems(dataset, "kind")
+    if not isinstance(getattr(dataset, "schema", None), Schema):
+        problems.append("schema must be a bench.core.contracts.Schema")
+    if not callable(getattr(dataset, "load", None)):
+        problems.append("needs a method load(data_dir, seed, protocol)")
+    return problems
 
 
 def metric_key(evaluator_name: str, metric: str) -> str:

@@ -19,10 +19,10 @@ import importlib
 import os
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from bench.core.errors import UsageError
-from bench.core.contracts import Dataset, Evaluator, MethodAdapter
+from bench.core.contracts import Dataset, Evaluator, MethodAdapter, dataset_problems, evaluator_problems, method_problems
 
 T = TypeVar("T")
 
@@ -60,8 +60,9 @@ class Plugin:
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, entry_point_group: str) -> None:
+    def __init__(self, kind: str, entry_point_group: str, problems: Callable[[Any], list[str]] | None = None) -> None:
         self.kind = kind
+        self.problems = problems  # what an entry lacks of its contract: refused at registration
         self.entry_point_group = entry_point_group
         self._plugins: dict[str, Plugin] = {}
         self._objects: dict[str, T] = {}
@@ -79,6 +80,7 @@ class Registry(Generic[T]):
         if isinstance(entry, Plugin):
             self._plugins[name] = entry
         else:
+            self._check_complete(entry)
             self._plugins[name] = _card_of(entry)
             self._objects[name] = entry
         return entry
@@ -94,8 +96,14 @@ class Registry(Generic[T]):
                 raise RegistryError(
                     f"{card.target} made a {self.kind} named {getattr(made, 'name', None)!r}, but its card says {name!r}"
                 )
+            self._check_complete(made)
             self._objects[name] = made
         return self._objects[name]
+
+    def _check_complete(self, entry: Any) -> None:
+        problems = self.problems(entry) if self.problems else []
+        if problems:
+            raise RegistryError(f"{self.kind} {getattr(entry, 'name', entry)!r} is incomplete: {'; '.join(problems)}")
 
     def card(self, name: str) -> Plugin:
         self._discover()
@@ -185,9 +193,9 @@ def _import_plugin_modules() -> None:
             ) from None
 
 
-METHODS: Registry[MethodAdapter] = Registry("method", "dpbench.methods")
-DATASETS: Registry[Dataset] = Registry("dataset", "dpbench.datasets")
-EVALUATORS: Registry[Evaluator] = Registry("evaluator", "dpbench.evaluators")
+METHODS: Registry[MethodAdapter] = Registry("method", "dpbench.methods", method_problems)
+DATASETS: Registry[Dataset] = Registry("dataset", "dpbench.datasets", dataset_problems)
+EVALUATORS: Registry[Evaluator] = Registry("evaluator", "dpbench.evaluators", evaluator_problems)
 # Encoders the harness trains itself on a declared public dataset (``bench pretrain-encoder``):
 # objects with ``name`` and ``pretrain(public, data_dir, out, epochs, limit, device) -> accuracy``.
 PRETRAINERS: Registry[Any] = Registry("encoder architecture", "dpbench.pretrainers")

@@ -123,10 +123,18 @@ class GridSpec:
     threads: int = 1
 
 
+def configured(evaluator: Any, settings: dict[str, Any]) -> Any:
+    """The evaluator with ``--eval-set`` settings applied (a dataclass's fields); unchanged when
+    none are given, so an evaluator need not be a dataclass."""
+    return dataclasses.replace(evaluator, **settings) if settings else evaluator
+
+
 def settable_fields(evaluator: Any) -> dict[str, Any]:
     """An evaluator's plain settings (numbers, strings, booleans, tuples of numbers) and their
     current values; not its name or description, nor the ``last_*`` results it keeps of its
-    latest evaluation."""
+    latest evaluation. An evaluator that is not a dataclass has none."""
+    if not dataclasses.is_dataclass(evaluator):
+        return {}
 
     def plain(value: Any) -> bool:
         if isinstance(value, tuple):
@@ -159,7 +167,7 @@ def evaluator_settings(overrides: dict[str, dict[str, str]]) -> dict[str, dict[s
                 raise GridError(str(error).replace("--set", "--eval-set")) from None
             settings.setdefault(name, {})[field_name] = value
         try:  # the evaluator's own checks (a negative timeout, an unknown scaling) before any cell runs
-            dataclasses.replace(EVALUATORS.get(name), **settings.get(name, {}))
+            configured(EVALUATORS.get(name), settings.get(name, {}))
         except (ValueError, TypeError) as error:
             raise GridError(f"--eval-set {name}: {error}") from None
     return settings

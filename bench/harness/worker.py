@@ -195,7 +195,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
     import torch
 
     from bench.privacy.budget import DeltaChoice, PrivacyBudget
-    from bench.harness.grid import Cell
+    from bench.harness.grid import Cell, configured
     from bench.core.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
     from bench.core.registry import DATASETS, EVALUATORS, METHODS
@@ -212,9 +212,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         seed_everything(cell.seed)
         method = METHODS.get(cell.method)
         dataset = DATASETS.get(cell.dataset)
-        evaluators = [
-            dataclasses.replace(EVALUATORS.get(name), **cell.evaluator_settings.get(name, {})) for name in cell.evaluators
-        ]
+        evaluators = [configured(EVALUATORS.get(name), cell.evaluator_settings.get(name, {})) for name in cell.evaluators]
 
         started = time.perf_counter()
         data_dir = Path(cell.data_dir) if cell.data_dir else None

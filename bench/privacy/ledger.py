@@ -28,7 +28,7 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 from scipy import special
@@ -131,9 +131,13 @@ def secure_standard_normal(shape: tuple[int, ...]) -> np.ndarray:
     """Standard normal draws from the OS's cryptographically secure source (os.urandom),
     by the inverse CDF of 53-bit uniforms in (0, 1)."""
     count = int(np.prod(shape)) if shape else 1
+    return special.ndtri(secure_uniform(count)).reshape(shape)
+
+
+def secure_uniform(count: int) -> np.ndarray:
+    """``count`` uniforms in (0, 1) from os.urandom (53-bit resolution)."""
     bits = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) >> np.uint64(11)
-    uniform = (bits.astype(np.float64) + 0.5) / 2.0**53
-    return special.ndtri(uniform).reshape(shape)
+    return (bits.astype(np.float64) + 0.5) / 2.0**53
 
 
 def secure_standard_laplace(shape: tuple[int, ...]) -> np.ndarray:
@@ -166,6 +170,25 @@ class SubsampledPhase:
     def opacus_noise_multiplier(self) -> float:
         """Noise std relative to the clipping norm, as Opacus counts it."""
         return self.noise_std / self.clipping_norm
+
+    def poisson_batches(self, rows: int, steps: int, generator: Any) -> Iterator[Any]:
+        """One epoch of ``steps`` Poisson batches of row indices (torch tensors): each row in each
+        batch with the phase's probability q, independently — the sampling the phase's
+        amplification assumes. Seeded: drawn from ``generator`` (a CPU ``torch.Generator``) exactly
+        as Opacus' ``DPDataLoader`` draws them, so seeded runs keep their batches (its DataLoader
+        first draws one int64 per epoch, a worker seed, from the same generator). With
+        ``secure_noise``: from os.urandom like the noise, so no logged seed reproduces the batches
+        (known batches would forfeit the amplification by sampling)."""
+        import torch
+
+        rate = self.release.sampling_rate
+        if self.ledger.secure_noise:
+            for _ in range(steps):
+                yield torch.as_tensor(np.flatnonzero(secure_uniform(rows) < rate))
+            return
+        torch.empty((), dtype=torch.int64).random_(generator=generator)
+        for _ in range(steps):
+            yield (torch.rand(rows, generator=generator) < rate).nonzero(as_tuple=False).reshape(-1)
 
     def privatise(self, summed: Sequence[Any], rng: Any) -> list[Any]:
         if self.steps_done >= self.release.compositions:
