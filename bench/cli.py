@@ -18,16 +18,21 @@ from typing import Any
 
 # Only light modules at the top: `list`, `--help` and argument errors must not import torch, jax,
 # pandas or matplotlib (each command imports what it needs).
-from bench.core.contracts import PROTOCOLS
 from bench.core.errors import UsageError
 from bench.core.params import PROFILES, parse_overrides
 from bench.core.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS
 from bench.harness import tracking
-from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
+from bench.harness.grid import GridError, expand, settable_fields, split_names
 from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
+from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
+    DATA_DIR_VARIABLE,
+    GRID_OPTIONS,
+    add_run_options,
+    experiment_name,
+    grid_spec_from_args,
+)
 from bench.report.layouts import PLOT_LAYOUTS, TABLE_FORMATS, TABLE_LAYOUTS
 
-DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
 DEBUG_VARIABLE = "DPBENCH_DEBUG"  # set to show the traceback of an unexpected error
 PLOTS_FOLDER = Path("plots")  # not results/: that folder is the report regenerated from the committed store
@@ -78,74 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and log it as one MLflow run. Cells that already finished are skipped (resume).",
         formatter_class=_Formatter,
     )
-    run.add_argument(
-        "--preset",
-        help="run a named grid for one of the seeds' tables or figures (see `list presets`); it sets every "
-        "grid option (methods … experiment) except --seeds",
-    )
-    run.add_argument("--methods", help="comma-separated method names (see `list methods`); required without --preset")
-    run.add_argument("--datasets", help="comma-separated dataset names (see `list datasets`); required without --preset")
-    run.add_argument("--eps", help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise); default 1")
-    run.add_argument(
-        "--delta", help=f"δ target, or 'auto' for 1/(10·n_train) per dataset; default {DEFAULT_DELTA:g}"
-    )
-    run.add_argument("--seeds", help="seeds, e.g. 0-4 or 0,3; default 0 (a preset's own seeds with --preset)")
-    run.add_argument(
-        "--evaluators",
-        help="comma-separated evaluators (default: every applicable one, except those marked "
-        "'named only' in `list evaluators`)",
-    )
-    run.add_argument(
-        "--set", dest="overrides", action="append", metavar="METHOD.PARAM=VALUE",
-        help="override a hyperparameter; repeatable, e.g. --set dp-merf.n_features=1000",
-    )
-    run.add_argument(
-        "--eval-set", dest="evaluator_overrides", action="append", metavar="EVALUATOR.SETTING=VALUE",
-        help="change an evaluator's setting; repeatable, e.g. --eval-set fid.n_samples=1000 "
-        "(`list evaluators` shows them); recorded with the run as eval.EVALUATOR.SETTING",
-    )
-    run.add_argument("--profile", choices=PROFILES, help="paper settings (default), smoke (seconds), or cpu (methods that declare it: a 2-core CPU cell)")
-    run.add_argument(
-        "--calibrator", choices=CALIBRATORS,
-        help="noise calibration: tight (exact Gaussian, default) or paper (the seeds' RDP calibrator)",
-    )
-    run.add_argument(
-        "--secure-noise", action="store_true",
-        help="draw DP noise from the OS's cryptographically secure source instead of the seeded generators "
-        "(results are then not reproducible from the seed; use it when releasing synthetic data)",
-    )
-    run.add_argument(
-        "--threads", type=int, default=1,
-        help="torch intra-op threads per cell, the same whatever --jobs is (results must not depend on "
-        "how many cells run side by side); a value other than 1 is part of the cell key",
-    )
-    run.add_argument(
-        "--executor", default="local", choices=("local", "ray"),
-        help="where cells run: local worker processes, or Ray tasks (one per cell, asking for --threads "
-        "CPUs and, with --device cuda, a GPU); the runner alone writes MLflow either way",
-    )
-    run.add_argument(
-        "--ray-address", default=None, metavar="ADDR",
-        help="Ray cluster to use with --executor ray, e.g. 127.0.0.1:6379 (default: $RAY_ADDRESS, else a new local instance)",
-    )
-    run.add_argument(
-        "--protocol", choices=PROTOCOLS,
-        help="data and evaluation conventions: sound (default) or the seeds' paper conventions",
-    )
-    run.add_argument(
-        "--jobs", type=int, default=None,
-        help="cells run in parallel worker processes (default: on the CPU, as many as the cores allow at "
-        "--threads each, at most the number of cells; 1 on a GPU)",
-    )
-    run.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
-    run.add_argument("--experiment", type=experiment_name, help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
-    run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
-    run.add_argument(
-        "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
-        help=f"folder with the dataset files (default: ${DATA_DIR_VARIABLE})",
-    )
-    run.add_argument("--rerun", action="store_true", help="run cells again even if they already finished")
-    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_options(run)
 
     listing = commands.add_parser("list", help="list registered methods, datasets and evaluators")
     listing.add_argument(
@@ -170,7 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--layout", default="default", choices=TABLE_LAYOUTS,
         help="table1: the seeds' Table 1 shape (α-way marginals, both conventions, the seeds' values beside ours); "
         "fig6: the seeds' Fig. 6 (image-downstream accuracy per classifier, each setup followed by the seeds' row); "
-        "fig3: the seeds' Fig. 3 (effective-size mean accuracy per training-set size, ours vs the seeds')",
+        "fig3: the seeds' Fig. 3 (effective-size mean accuracy per training-set size, ours vs the seeds'); "
+        "privacy: per dataset, ε and method, the ledger's ε, `bench audit`'s lower bound, the membership attack's AUC, "
+        "DCR share, detection AUC and utility side by side (needs --evaluators privacy, or `bench evaluate`)",
     )
     table.add_argument("--format", default="md", choices=TABLE_FORMATS, help="output format")
     table.add_argument("--out", type=Path, help="also write the table to this file")
@@ -221,6 +161,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="log the results kept in the outbox (./.dpbench-outbox) while the tracking server was unreachable",
     )
 
+    evaluate = commands.add_parser(
+        "evaluate", formatter_class=_Formatter,
+        help="score the synthetic samples stored with finished runs by more evaluators, without refitting",
+        description="For every finished run of the experiment (narrowed by --methods/--datasets), load the "
+        "synthetic sample stored with it (synthetic.npz) and the real splits it was scored against, run the "
+        "evaluators on them in a fresh process, and log the metrics into the same run (tag evaluated_later). "
+        "Runs that already have an evaluator's metrics are skipped unless --rerun: run it again to finish an "
+        "interrupted pass.",
+        epilog="example:\n  python -m bench evaluate --experiment privacy-utility --evaluators privacy,fidelity",
+    )
+    evaluate.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    evaluate.add_argument("--evaluators", required=True, help="comma-separated evaluator names (`list evaluators`)")
+    evaluate.add_argument("--methods", help="only runs of these methods (comma-separated)")
+    evaluate.add_argument("--datasets", help="only runs on these datasets (comma-separated)")
+    evaluate.add_argument(
+        "--eval-set", dest="evaluator_overrides", action="append", metavar="EVALUATOR.SETTING=VALUE",
+        help="change an evaluator's setting, as for run",
+    )
+    evaluate.add_argument("--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
+                          help=f"dataset files (default ${DATA_DIR_VARIABLE}, else the folder each run recorded)")
+    evaluate.add_argument("--rerun", action="store_true", help="score again evaluators whose metrics a run already has")
+
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (`python -m bench runs` lists them)")
 
@@ -268,44 +230,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Options that define a grid; with --preset the preset defines them (--seeds may narrow it).
-GRID_OPTIONS = ("methods", "datasets", "eps", "delta", "evaluators", "overrides", "evaluator_overrides",
-                "profile", "calibrator", "protocol", "experiment")
-RUN_DEFAULTS = {"eps": "1", "delta": f"{DEFAULT_DELTA:g}", "seeds": "0", "profile": "paper", "calibrator": "tight",
-                "protocol": "sound", "experiment": tracking.DEFAULT_EXPERIMENT, "overrides": [],
-                "evaluator_overrides": []}
-
-
-def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
-    """The grid of a ``run`` command line (defaults filled in); raises a usage error if invalid."""
-    for name, default in RUN_DEFAULTS.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, default)
-    if not args.methods or not args.datasets:
-        raise GridError("run needs --methods and --datasets, or --preset NAME (see `python -m bench list presets`)")
-    epsilons = parse_epsilons(args.eps)
-    delta = DeltaChoice.parse(args.delta)
-    methods = split_names(args.methods)
-    evaluator_names = split_names(args.evaluators) if args.evaluators else EVALUATORS.names()
-    data_dir = getattr(args, "data_dir", None)
-    return GridSpec(
-        methods=methods,
-        datasets=split_names(args.datasets),
-        epsilons=epsilons,
-        seeds=parse_seeds(args.seeds),
-        delta=str(delta),
-        evaluators=split_names(args.evaluators) if args.evaluators else None,
-        profile=args.profile,
-        calibrator=args.calibrator,
-        secure_noise=getattr(args, "secure_noise", False),
-        protocol=args.protocol,
-        overrides=parse_overrides(args.overrides, methods),
-        evaluator_overrides=parse_overrides(args.evaluator_overrides, evaluator_names, "--eval-set", "--evaluators"),
-        device=getattr(args, "device", "auto"),
-        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
-        threads=getattr(args, "threads", 1),
-    )
-
-
 def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
     """The ``run`` command lines of a preset's grids, with this command's execution options."""
     from bench.report.presets import get_preset
@@ -395,6 +319,28 @@ def command_run(args: argparse.Namespace) -> int:
         print(report.summary())
         ok = ok and report.ok
     return 0 if ok else 1
+
+
+def command_evaluate(args: argparse.Namespace) -> int:
+    from bench.core.registry import EVALUATORS
+    from bench.harness.grid import evaluator_settings
+    from bench.harness.rescoring import rescore, summary_line
+
+    names = split_names(args.evaluators)
+    for name in names:
+        EVALUATORS.get(name)  # an unknown name is a one-line usage error, before any run is read
+    settings = evaluator_settings(parse_overrides(args.evaluator_overrides or [], names, "--eval-set", "--evaluators"))
+    tracking.check_tracking(for_writing=True)
+    results = rescore(
+        args.experiment, names, methods=split_names(args.methods) if args.methods else None,
+        datasets=split_names(args.datasets) if args.datasets else None, settings=settings,
+        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None, rerun=args.rerun,
+        report=lambda result: print(summary_line(result), flush=True),
+    )
+    counts = {status: sum(r.status.startswith(status) for r in results) for status in ("scored", "up to date", "no stored", "failed")}
+    print(f"{len(results)} run(s) of {args.experiment}: {counts['scored']} scored, {counts['up to date']} up to date, "
+          f"{counts['no stored']} without a stored sample, {counts['failed']} failed")
+    return 1 if counts["failed"] else 0
 
 
 def command_sync(args: argparse.Namespace) -> int:
@@ -641,15 +587,9 @@ def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
 COMMANDS = {
     "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
     "report": command_report, "runs": command_runs, "show": command_show, "audit": command_audit, "sync": command_sync,
+    "evaluate": command_evaluate,
     "pretrain-encoder": command_pretrain_encoder,
 }
-
-
-def experiment_name(text: str) -> str:
-    """An MLflow experiment name: not empty (MLflow refuses one deep inside a run otherwise)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an experiment name must not be empty")
-    return text
 
 
 def writable(path: Path, what: str = "--out") -> Path:

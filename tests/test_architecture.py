@@ -50,6 +50,17 @@ def test_no_import_arrow_from_bench_to_the_plugin_folders():
     assert arrows == []
 
 
+def test_only_the_entry_point_imports_the_command_line():
+    """Issue 29: presets expanded their grids through ``bench.cli``'s parser (a cli → presets → cli
+    circle); the grid options now live in ``bench.harness.runargs``, below both."""
+    arrows = [
+        f"{path.relative_to(REPO)} imports bench.cli"
+        for path in sorted((REPO / "bench").rglob("*.py"))
+        if path.name not in ("cli.py", "__main__.py") and "bench.cli" in imported_modules(path)
+    ]
+    assert arrows == []
+
+
 def test_the_scan_would_see_a_lazy_import(tmp_path):
     """The arrow test is not vacuous: imports inside functions and import_module strings count."""
     probe = tmp_path / "probe.py"

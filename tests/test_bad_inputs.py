@@ -149,6 +149,16 @@ ROWS = [
     Row("read-only working folder", [*RUN, *GMM], "set MLFLOW_TRACKING_URI to a writable place", cwd="readonly"),
     Row("dead tracking server: table", ["table"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),
     Row("dead tracking server: show", ["show", "0123456789abcdef"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),
+    Row("evaluate: no --evaluators", ["evaluate"], "the following arguments are required: --evaluators"),
+    Row("evaluate: unknown evaluator", ["evaluate", "--evaluators", "privacy,dcr"], "error: unknown evaluator 'dcr'; valid: "),
+    Row("evaluate: unknown experiment", ["evaluate", "--evaluators", "privacy", "--experiment", "never-made"],
+        "no experiment 'never-made' in ", store=True),
+    Row("evaluate: bad setting", ["evaluate", "--evaluators", "privacy", "--eval-set", "privacy.max_rows=3"],
+        "error: --eval-set privacy: max_rows must be at least 10 (got 3)"),
+    Row("evaluate: setting of an evaluator not named", ["evaluate", "--evaluators", "privacy", "--eval-set", "fidelity.max_pairs=5"],
+        "--eval-set"),
+    Row("evaluate: empty experiment name", ["evaluate", "--evaluators", "privacy", "--experiment", ""],
+        "argument --experiment: an experiment name must not be empty"),
 ]
 
 

@@ -196,6 +196,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
 
     from bench.privacy.budget import DeltaChoice, PrivacyBudget
     from bench.harness.grid import Cell, configured
+    from bench.harness.samples import SAMPLE_FILE, save_synthetic
     from bench.core.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
     from bench.core.registry import DATASETS, EVALUATORS, METHODS
@@ -278,6 +279,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
             outcome.metrics[f"time.eval_{evaluator.name}_s"] = time.perf_counter() - started
 
         save_sample(synthetic, out / "synthetic_sample.csv")
+        save_synthetic(synthetic, out / SAMPLE_FILE, dataset=cell.dataset, private_rows=not method.private)
         if dataset.kind.value == "2d":
             save_scatter(synthetic, split.train, out / "samples.png", cell.label)
         if dataset.kind.value == "image":

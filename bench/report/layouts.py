@@ -2,5 +2,5 @@
 line can offer them as choices without importing pandas or matplotlib."""
 
 TABLE_FORMATS: tuple[str, ...] = ("md", "latex", "csv")
-TABLE_LAYOUTS: tuple[str, ...] = ("default", "table1", "fig6", "fig3")
+TABLE_LAYOUTS: tuple[str, ...] = ("default", "table1", "fig6", "fig3", "privacy")
 PLOT_LAYOUTS: tuple[str, ...] = ("default", "effective-size")

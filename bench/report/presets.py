@@ -559,11 +559,10 @@ def get_preset(name: str) -> Preset:
 def grid_cells(grid: Grid, experiment: str, seeds: str | None = None) -> list:
     """The cells of one grid, expanded by the same parser and code as ``bench run`` itself, so a
     printed command and the cells it is said to run cannot disagree."""
-    from bench.cli import build_parser, grid_spec_from_args
     from bench.harness.grid import expand
+    from bench.harness.runargs import grid_spec_from_argv
 
-    args = build_parser().parse_args(["run", *grid.arguments(experiment, seeds=seeds)])
-    cells, _ = expand(grid_spec_from_args(args))
+    cells, _ = expand(grid_spec_from_argv(grid.arguments(experiment, seeds=seeds)))
     return cells
 
 

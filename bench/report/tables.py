@@ -651,6 +651,10 @@ def render_all(
         return "\n".join(render_fig6(frame, fmt, evaluator) for evaluator in evaluators)
     if layout == "fig3":
         return render_fig3(frame, fmt)
+    if layout == "privacy":
+        from bench.report.triad import render_triad
+
+        return render_triad(frame, fmt)
     chosen = list(metrics or declared_metrics(frame))
     if not chosen:
         raise TableError("no evaluator metric in these runs; name one with --metric")

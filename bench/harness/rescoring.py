@@ -1,0 +1,133 @@
+"""``python -m bench evaluate``: score the synthetic samples stored with finished runs by more
+evaluators, without refitting, and log the metrics into the same runs.
+
+Idempotent and resumable: an evaluator whose metrics a run already has is skipped (``--rerun``
+scores it again), so an interrupted pass is finished by running it again. Each run is evaluated in
+a fresh spawned process, as ``run`` isolates a cell: a crash or an out-of-memory kill fails that run's
+evaluation, is reported, and the pass goes on. The real splits are loaded as the run loaded them
+(its dataset, seed and protocol). Nothing here imports a method: no generator is refitted.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from bench.core.errors import UsageError
+from bench.harness import tracking
+from bench.harness.samples import SAMPLE_FILE
+
+
+class RescoreError(UsageError, ValueError):
+    pass
+
+
+@dataclass
+class Rescored:
+    run_id: str
+    label: str
+    status: str  # "scored", "up to date", "no stored sample", "failed: …"
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def evaluate_stored_sample(
+    sample_path: str, dataset: str, seed: int, protocol: str, data_dir: str | None,
+    evaluators: Sequence[str], settings: Mapping[str, Mapping[str, Any]], out: str,
+) -> tuple[dict[str, float], dict[str, str]]:
+    """In the child: load the run's real splits and stored sample, evaluate, write the evaluations'
+    artifacts to ``out``; the metrics (with ``time.eval_<name>_s``) and tags."""
+    from bench.core.contracts import EvalContext
+    from bench.core.registry import DATASETS, EVALUATORS
+    from bench.harness.grid import configured
+    from bench.harness.samples import load_synthetic
+    from bench.harness.worker import Outcome, eval_cache_dir, record_evaluation
+
+    folder = Path(data_dir) if data_dir else None
+    split = DATASETS.get(dataset).load(folder, seed, protocol)
+    synthetic, _ = load_synthetic(Path(sample_path), split.train.schema)
+    context = EvalContext(seed=seed, data_dir=folder, protocol=protocol, cache_dir=eval_cache_dir())
+    outcome = Outcome(status="FINISHED")
+    for name in evaluators:
+        evaluator = configured(EVALUATORS.get(name), dict(settings.get(name, {})))
+        started = time.perf_counter()
+        record_evaluation(evaluator, evaluator.evaluate(synthetic, split.train, split.test, context), outcome, Path(out))
+        outcome.metrics[f"time.eval_{name}_s"] = time.perf_counter() - started
+    return outcome.metrics, outcome.tags
+
+
+def rescore(
+    experiment: str, evaluators: Sequence[str], *, methods: Sequence[str] | None = None,
+    datasets: Sequence[str] | None = None, settings: Mapping[str, Mapping[str, Any]] | None = None,
+    data_dir: str | None = None, rerun: bool = False, report: Callable[[Rescored], None] = lambda done: None,
+) -> list[Rescored]:
+    from mlflow.entities import Metric
+
+    client = tracking.client()
+    experiment_id = tracking.experiment_id(client, experiment, create=False)
+    if experiment_id is None:
+        raise RescoreError(f"no experiment {experiment!r} in {tracking.tracking_uri()}; `python -m bench runs` lists them")
+    done: list[Rescored] = []
+    for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
+        params, tags = run.data.params, run.data.tags
+        if "cell_key" not in tags or (methods and params.get("method") not in methods) or (
+                datasets and params.get("dataset") not in datasets):
+            continue
+        label = tags.get("cell", run.info.run_id)
+        wanted = [name for name in evaluators if rerun or not _has_metrics(run.data.metrics, name)]
+        if not wanted:
+            done.append(Rescored(run.info.run_id, label, "up to date"))
+            report(done[-1])
+            continue
+        with tempfile.TemporaryDirectory(prefix="dpbench-evaluate-") as work:
+            try:
+                sample = client.download_artifacts(run.info.run_id, SAMPLE_FILE, work)
+            except Exception:  # noqa: BLE001 - MLflow raises several types for a missing artifact
+                done.append(Rescored(run.info.run_id, label, "no stored sample (fitted before samples were kept: rerun the cell)"))
+                report(done[-1])
+                continue
+            out = Path(work) / "out"
+            out.mkdir()
+            try:
+                with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+                    metrics, new_tags = pool.submit(
+                        evaluate_stored_sample, sample, params["dataset"], int(params["seed"]),
+                        params.get("protocol", "sound"), data_dir or params.get("data_dir") or None,
+                        list(wanted), dict(settings or {}), str(out),
+                    ).result()
+            except BrokenProcessPool:
+                done.append(Rescored(run.info.run_id, label, "failed: the evaluating process died (out of memory?)"))
+            except Exception as error:  # noqa: BLE001 - one run's failure is reported, the pass goes on
+                done.append(Rescored(run.info.run_id, label, f"failed: {type(error).__name__}: {error}"))
+            else:
+                now = int(time.time() * 1000)
+                client.log_batch(run.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
+                evaluated = sorted(set(filter(None, tags.get("evaluated_later", "").split(","))) | set(wanted))
+                client.set_tag(run.info.run_id, "evaluated_later", ",".join(evaluated))
+                for key, value in new_tags.items():
+                    client.set_tag(run.info.run_id, key, value)
+                for artifact in out.iterdir():
+                    client.log_artifact(run.info.run_id, str(artifact))
+                done.append(Rescored(run.info.run_id, label, "scored", metrics))
+        report(done[-1])
+    return done
+
+
+def _has_metrics(logged: Mapping[str, float], evaluator: str) -> bool:
+    """Whether a run holds a metric the evaluator declares (``privacy.epsilon_spent``, the ledger's,
+    is not the ``privacy`` evaluator's)."""
+    from bench.core.registry import EVALUATORS
+
+    declared = EVALUATORS.get(evaluator).metrics
+    return any(key.startswith(f"{evaluator}.") and key.rsplit(".", 1)[-1] in declared for key in logged)
+
+
+def summary_line(result: Rescored) -> str:
+    shown = {k: round(v, 4) for k, v in result.metrics.items() if not k.startswith("time.")}
+    return f"{result.status:>10}  {result.label}" + (f"  {json.dumps(shown)[:300]}" if shown else "")

@@ -1,0 +1,150 @@
+"""The ``run`` command's grid options in one place: declared (``add_run_options``), defaulted and
+turned into a ``GridSpec`` (``grid_spec_from_args``), or read from an argument list
+(``grid_spec_from_argv``). The command line and the presets (the report layer) both use it, so a
+printed command and the cells it is said to run cannot disagree, and nothing below the command line
+imports ``bench.cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from bench.core.contracts import PROTOCOLS
+from bench.core.params import PROFILES, parse_overrides
+from bench.core.registry import EVALUATORS
+from bench.harness import tracking
+from bench.harness.grid import GridError, GridSpec, parse_seeds, split_names
+from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, DeltaChoice, parse_epsilons
+
+DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
+
+
+def experiment_name(text: str) -> str:
+    """An MLflow experiment name: not empty (MLflow refuses one deep inside a run otherwise)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an experiment name must not be empty")
+    return text
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Every option of ``run`` (grid and execution)."""
+    parser.add_argument(
+        "--preset",
+        help="run a named grid for one of the seeds' tables or figures (see `list presets`); it sets every "
+        "grid option (methods … experiment) except --seeds",
+    )
+    parser.add_argument("--methods", help="comma-separated method names (see `list methods`); required without --preset")
+    parser.add_argument("--datasets", help="comma-separated dataset names (see `list datasets`); required without --preset")
+    parser.add_argument("--eps", help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise); default 1")
+    parser.add_argument(
+        "--delta", help=f"δ target, or 'auto' for 1/(10·n_train) per dataset; default {DEFAULT_DELTA:g}"
+    )
+    parser.add_argument("--seeds", help="seeds, e.g. 0-4 or 0,3; default 0 (a preset's own seeds with --preset)")
+    parser.add_argument(
+        "--evaluators",
+        help="comma-separated evaluators (default: every applicable one, except those marked "
+        "'named only' in `list evaluators`)",
+    )
+    parser.add_argument(
+        "--set", dest="overrides", action="append", metavar="METHOD.PARAM=VALUE",
+        help="override a hyperparameter; repeatable, e.g. --set dp-merf.n_features=1000",
+    )
+    parser.add_argument(
+        "--eval-set", dest="evaluator_overrides", action="append", metavar="EVALUATOR.SETTING=VALUE",
+        help="change an evaluator's setting; repeatable, e.g. --eval-set fid.n_samples=1000 "
+        "(`list evaluators` shows them); recorded with the run as eval.EVALUATOR.SETTING",
+    )
+    parser.add_argument("--profile", choices=PROFILES, help="paper settings (default), smoke (seconds), or cpu (methods that declare it: a 2-core CPU cell)")
+    parser.add_argument(
+        "--calibrator", choices=CALIBRATORS,
+        help="noise calibration: tight (exact Gaussian, default) or paper (the seeds' RDP calibrator)",
+    )
+    parser.add_argument(
+        "--secure-noise", action="store_true",
+        help="draw DP noise from the OS's cryptographically secure source instead of the seeded generators "
+        "(results are then not reproducible from the seed; use it when releasing synthetic data)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1,
+        help="torch intra-op threads per cell, the same whatever --jobs is (results must not depend on "
+        "how many cells run side by side); a value other than 1 is part of the cell key",
+    )
+    parser.add_argument(
+        "--executor", default="local", choices=("local", "ray"),
+        help="where cells run: local worker processes, or Ray tasks (one per cell, asking for --threads "
+        "CPUs and, with --device cuda, a GPU); the runner alone writes MLflow either way",
+    )
+    parser.add_argument(
+        "--ray-address", default=None, metavar="ADDR",
+        help="Ray cluster to use with --executor ray, e.g. 127.0.0.1:6379 (default: $RAY_ADDRESS, else a new local instance)",
+    )
+    parser.add_argument(
+        "--protocol", choices=PROTOCOLS,
+        help="data and evaluation conventions: sound (default) or the seeds' paper conventions",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=None,
+        help="cells run in parallel worker processes (default: on the CPU, as many as the cores allow at "
+        "--threads each, at most the number of cells; 1 on a GPU)",
+    )
+    parser.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
+    parser.add_argument("--experiment", type=experiment_name, help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    parser.add_argument(
+        "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
+        help=f"folder with the dataset files (default: ${DATA_DIR_VARIABLE})",
+    )
+    parser.add_argument("--rerun", action="store_true", help="run cells again even if they already finished")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+GRID_OPTIONS = ("methods", "datasets", "eps", "delta", "evaluators", "overrides", "evaluator_overrides",
+                "profile", "calibrator", "protocol", "experiment")
+RUN_DEFAULTS = {"eps": "1", "delta": f"{DEFAULT_DELTA:g}", "seeds": "0", "profile": "paper", "calibrator": "tight",
+                "protocol": "sound", "experiment": tracking.DEFAULT_EXPERIMENT, "overrides": [],
+                "evaluator_overrides": []}
+
+
+def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
+    """The grid of a ``run`` command line (defaults filled in); raises a usage error if invalid."""
+    for name, default in RUN_DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, default)
+    if not args.methods or not args.datasets:
+        raise GridError("run needs --methods and --datasets, or --preset NAME (see `python -m bench list presets`)")
+    epsilons = parse_epsilons(args.eps)
+    delta = DeltaChoice.parse(args.delta)
+    methods = split_names(args.methods)
+    evaluator_names = split_names(args.evaluators) if args.evaluators else EVALUATORS.names()
+    data_dir = getattr(args, "data_dir", None)
+    return GridSpec(
+        methods=methods,
+        datasets=split_names(args.datasets),
+        epsilons=epsilons,
+        seeds=parse_seeds(args.seeds),
+        delta=str(delta),
+        evaluators=split_names(args.evaluators) if args.evaluators else None,
+        profile=args.profile,
+        calibrator=args.calibrator,
+        secure_noise=getattr(args, "secure_noise", False),
+        protocol=args.protocol,
+        overrides=parse_overrides(args.overrides, methods),
+        evaluator_overrides=parse_overrides(args.evaluator_overrides, evaluator_names, "--eval-set", "--evaluators"),
+        device=getattr(args, "device", "auto"),
+        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
+        threads=getattr(args, "threads", 1),
+    )
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise GridError(message)
+
+
+def grid_spec_from_argv(argv: list[str]) -> GridSpec:
+    """The grid of ``run``'s arguments ``argv`` (without the word ``run``), as the command line reads them."""
+    parser = _RaisingParser(prog="run", add_help=False)
+    add_run_options(parser)
+    return grid_spec_from_args(parser.parse_args(argv))

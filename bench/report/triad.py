@@ -1,0 +1,83 @@
+"""``table --layout privacy``: per dataset and ε, each method's privacy claim, its audit and the
+attack on its output side by side — the ledger's ε (and the independent accountant's), the
+lower bound of ``bench audit`` where one was run for that method, dataset and ε, the membership
+attack's AUC with its confidence interval, the DCR share, the fidelity detection AUC and the
+dataset's utility metric. Non-private runs (``real``: the attack's ceiling) and data-independent
+baselines are kept as reference rows.
+
+Each cell is mean ± sd over seeds (n); the attack's CI is the widest of its seeds' 95% CIs, so it
+is never narrower than one run's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from bench.report.tables import TableError, _format, epsilon_text, format_number
+
+UTILITY = ("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "nll.mean")
+AUDIT_EXPERIMENT = "audit"
+
+
+def audit_bounds(experiment: str = AUDIT_EXPERIMENT) -> dict[tuple[str, str, float], float]:
+    """The largest ε lower bound logged by ``bench audit`` per (method, dataset, ε); empty when
+    no audit was run (the ``audit`` experiment does not exist)."""
+    from bench.harness import tracking
+
+    client = tracking.client()
+    experiment_id = tracking.experiment_id(client, experiment, create=False)
+    if experiment_id is None:
+        return {}
+    bounds: dict[tuple[str, str, float], float] = {}
+    for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
+        params, metrics = run.data.params, run.data.metrics
+        if "audit.epsilon_lower_bound" not in metrics or "epsilon" not in params:
+            continue
+        key = (params.get("method", "").split(" ")[0], params.get("dataset", "").split(" ")[0], float(params["epsilon"]))
+        bounds[key] = max(bounds.get(key, 0.0), metrics["audit.epsilon_lower_bound"])
+    return bounds
+
+
+def _mean_sd(values: pd.Series, digits: int = 3) -> str:
+    values = values.dropna()
+    if values.empty:
+        return "—"
+    if len(values) == 1:
+        return f"{format_number(values.iloc[0], digits)} (1)"
+    return f"{format_number(values.mean(), digits)} ± {format_number(values.std(ddof=1), digits)} ({len(values)})"
+
+
+def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float]) -> tuple[list[str], list[list[str]]]:
+    if "privacy.mia_auc" not in frame.columns:
+        raise TableError("no run here has the privacy evaluator's metrics: run with --evaluators privacy,… or add them "
+                         "with `python -m bench evaluate --evaluators privacy,fidelity`")
+    scored = frame.dropna(subset=["privacy.mia_auc"])
+    header = ["dataset", "ε", "method", "ledger ε", "independent ε", "audited ε ≥", "attack AUC [95% CI]",
+              "DCR share", "detection AUC", "utility"]
+    rows = []
+    for (dataset, epsilon, method), group in scored.groupby(["dataset", "epsilon", "method"], sort=True):
+        name = group["method_name"].iloc[0]
+        utility = next((m for m in UTILITY if m in group.columns and group[m].notna().any()), None)
+        low = group["privacy.mia_auc_low"].min() if "privacy.mia_auc_low" in group else math.nan
+        high = group["privacy.mia_auc_high"].max() if "privacy.mia_auc_high" in group else math.nan
+        audited = audits.get((name, dataset.split(" ")[0], float(epsilon)))
+        rows.append([
+            dataset, epsilon_text(epsilon), method,
+            _mean_sd(group.get("privacy.epsilon_spent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "∞ (non-private)",
+            _mean_sd(group.get("privacy.epsilon_independent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "—",
+            format_number(audited) if audited is not None else "not audited",
+            f"{_mean_sd(group['privacy.mia_auc'])} [{format_number(low)}, {format_number(high)}]",
+            _mean_sd(group.get("privacy.dcr_share", pd.Series(dtype=float))),
+            _mean_sd(group.get("fidelity.detection_auc", pd.Series(dtype=float))),
+            f"{utility.split('.', 1)[1]} {_mean_sd(group[utility])}" if utility else "—",
+        ])
+    return header, rows
+
+
+def render_triad(frame: pd.DataFrame, fmt: str, audits: dict[tuple[str, str, float], float] | None = None) -> str:
+    header, rows = triad_rows(frame, audit_bounds() if audits is None else audits)
+    title = ("claimed ε (ledger) — audited ε lower bound (`bench audit`) — membership attack on the output (DOMIAS AUC, "
+             "0.5: no signal) — DCR share (0.5 ideal) — detection AUC (0.5 ideal) — utility; mean ± sd over seeds (n)")
+    return _format(header, rows, title, fmt)

@@ -1,0 +1,92 @@
+"""``python -m bench evaluate`` (issue 30): stored samples are scored by new evaluators into the
+same runs, without refitting, idempotently; a run fitted before samples were kept is reported."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from bench.core.registry import DATASETS
+from bench.harness.samples import SAMPLE_FILE, load_synthetic
+from tests.conftest import run_cli
+
+DATA_DIR = os.environ.get("DPBENCH_DATA_DIR")
+pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (cervical)")
+
+COUNTING_PLUGIN = '''
+import os
+from dataclasses import dataclass
+from bench.core.registry import METHODS
+from methods.baselines import Uniform
+
+
+@dataclass(frozen=True)
+class CountingUniform(Uniform):
+    """uniform, counting its fits in the file $FIT_COUNTER."""
+
+    name: str = "counting-uniform"
+
+    def fit(self, train, context):
+        with open(os.environ["FIT_COUNTER"], "a") as counter:
+            counter.write("fit\\n")
+        return super().fit(train, context)
+
+
+METHODS.register(CountingUniform())
+'''
+
+
+def _runs(experiment: str):
+    from bench.harness import tracking
+
+    client = tracking.client()
+    return list(tracking.iter_runs(client, tracking.experiment_id(client, experiment, create=False)))
+
+
+def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatch):
+    (workdir / "plugins" / "counting_plugin.py").write_text(COUNTING_PLUGIN)
+    counter = workdir / "fits.txt"
+    env = {"DPBENCH_PLUGINS": "dpbench_test_plugins,counting_plugin", "FIT_COUNTER": str(counter)}
+    fitted = run_cli("run", "--methods", "counting-uniform", "--datasets", "cervical", "--seeds", "0-1", "--jobs", "2",
+                     "--evaluators", "downstream", "--experiment", "old", "--no-progress", env=env)
+    assert fitted.returncode == 0, fitted.stdout + fitted.stderr
+    assert counter.read_text().count("fit") == 2
+    samples = sorted(workdir.glob(f"mlartifacts/*/artifacts/{SAMPLE_FILE}"))
+    assert len(samples) == 2
+    stored, meta = load_synthetic(samples[0], DATASETS.get("cervical").schema)
+    assert meta["private_rows"] is False and meta["rows_kept"] == meta["rows_generated"] == len(stored)
+
+    first = run_cli("evaluate", "--experiment", "old", "--evaluators", "privacy,fidelity", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "2 scored" in first.stdout and counter.read_text().count("fit") == 2  # no method was fitted
+    runs = _runs("old")
+    assert len(runs) == 2
+    for run in runs:
+        assert {"privacy.mia_auc", "fidelity.detection_auc", "downstream.roc_auc"} <= set(run.data.metrics)
+        assert run.data.tags["evaluated_later"] == "fidelity,privacy"
+
+    again = run_cli("evaluate", "--experiment", "old", "--evaluators", "privacy", env=env)
+    assert again.returncode == 0 and "2 up to date" in again.stdout, again.stdout + again.stderr
+    from bench.harness import tracking
+
+    history = tracking.client().get_metric_history(runs[0].info.run_id, "privacy.mia_auc")
+    assert len(history) == 1  # idempotent: not logged twice
+
+    shutil.rmtree(samples[0].parent / SAMPLE_FILE, ignore_errors=True)
+    samples[0].unlink()  # as a run fitted before samples were kept
+    missing = run_cli("evaluate", "--experiment", "old", "--evaluators", "nll,privacy", "--rerun", env=env)
+    assert "without a stored sample" in missing.stdout and "1 without a stored sample" in missing.stdout, missing.stdout
+
+
+def test_a_sample_from_another_schema_is_refused(tmp_path):
+    from bench.harness.samples import SampleError, save_synthetic
+
+    cervical = DATASETS.get("cervical").load(DATA_DIR, 0)
+    save_synthetic(cervical.train, tmp_path / SAMPLE_FILE, dataset="cervical", private_rows=True)
+    loaded, meta = load_synthetic(tmp_path / SAMPLE_FILE, cervical.train.schema)
+    assert np.array_equal(loaded.x, cervical.train.x) and meta["private_rows"]
+    with pytest.raises(SampleError, match="not those of dataset 'cervical'"):
+        load_synthetic(tmp_path / SAMPLE_FILE, DATASETS.get("gmm2d").schema)

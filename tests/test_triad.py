@@ -1,0 +1,43 @@
+"""``table --layout privacy``: claimed ε, audited ε lower bound and the attack on the output, side by
+side per dataset, ε and method (issue 30)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.report.tables import RunRecord, TableError, runs_frame
+from bench.report.triad import render_triad, triad_rows
+
+
+def record(method: str, epsilon: float, seed: int, auc: float, **metrics: float) -> RunRecord:
+    params = {"method": method, "dataset": "cervical", "epsilon": "inf" if math.isinf(epsilon) else str(epsilon),
+              "seed": str(seed), "delta": "1e-05", "profile": "paper", "protocol": "sound", "calibrator": "tight"}
+    values = {"privacy.mia_auc": auc, "privacy.mia_auc_low": auc - 0.05, "privacy.mia_auc_high": auc + 0.05,
+              "privacy.dcr_share": 0.5, "downstream.roc_auc": 0.7, **metrics}
+    if math.isfinite(epsilon):
+        values |= {"privacy.epsilon_spent": epsilon, "privacy.epsilon_independent": epsilon * 0.999}
+    return RunRecord(f"{method}-{epsilon}-{seed}", seed, f"{method}|{epsilon}|{seed}", params, values)
+
+
+def test_each_method_and_epsilon_gets_its_claim_audit_and_attack_side_by_side():
+    frame = runs_frame([
+        record("dp-merf", 1.0, 0, 0.50), record("dp-merf", 1.0, 1, 0.52),
+        record("real", math.inf, 0, 0.97),
+    ])
+    header, rows = triad_rows(frame, {("dp-merf", "cervical", 1.0): 0.31})
+    by_method = {row[2]: dict(zip(header, row)) for row in rows}
+    merf, real = by_method["dp-merf"], by_method["real"]
+    assert merf["ledger ε"] == "1.00 ± 0 (2)" and merf["audited ε ≥"] == "0.310"
+    assert merf["attack AUC [95% CI]"] == "0.510 ± 0.0141 (2) [0.450, 0.570]"
+    assert real["ledger ε"] == "∞ (non-private)" and real["audited ε ≥"] == "not audited"
+    assert real["utility"].startswith("roc_auc 0.700")
+    assert "claimed ε (ledger)" in render_triad(frame, "md", audits={})
+
+
+def test_runs_without_the_privacy_evaluator_say_how_to_add_it():
+    frame = runs_frame([RunRecord("r", 0, "k", {"method": "real", "dataset": "cervical", "epsilon": "inf", "seed": "0"},
+                                  {"downstream.roc_auc": 0.8})])
+    with pytest.raises(TableError, match="python -m bench evaluate --evaluators privacy,fidelity"):
+        triad_rows(frame, {})
