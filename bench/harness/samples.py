@@ -5,7 +5,9 @@ The file is a compressed NumPy archive: ``x`` (float32; images as 8-bit pixels),
 ``meta``, a JSON string naming the dataset, its columns and classes (checked against the dataset's
 schema on loading), the rows generated and kept, and ``private_rows``: True when the rows carry no
 privacy guarantee (a non-private method's output — ``real``'s is the training rows themselves).
-Such a file must never leave the machine; the committed results hold no artifacts.
+Such a file is as private as the data folder: it goes only where the run's artifacts go (the local
+``mlartifacts/`` or the tracking server the user chose), never into a committed store — the
+committed results hold no artifacts, and an export to a committed record must refuse it.
 
 Bounded size: every row up to ``KEPT_ROWS`` (all the mirror's tables), at most ``KEPT_IMAGES``
 images (FID and PRDC use 5,000); the first rows are kept (samples are drawn i.i.d.).
