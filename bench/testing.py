@@ -26,6 +26,9 @@ The checks (``CHECKS``, each a small function of a :class:`Subject`):
   fits on the same trajectory, so the clean values are comparable release by release.
 - ``data_independence`` (``data_independent`` methods): no release, and the same synthetic data
   on a different dataset.
+- ``audit`` (only with ``audit_runs`` > 0): ``bench audit``'s canary attack on the method's
+  releases, ``audit_runs`` fits per side at ε = 4, δ = 0.05 on 100 rows; fails on a VIOLATION — an ε
+  lower bound above the claim, or a fitted μ whose lower confidence bound exceeds the claimed μ.
 
 A failing check raises :class:`ConformanceError` naming it (``[release_replay] …``); pass
 ``expected_failures={"check": "why"}`` to record a known failure instead (an unexpected pass of
@@ -237,7 +240,7 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
 
 CHECKS: tuple[str, ...] = (
     "declaration", "grid_cell", "sample_schema", "global_seed_independence", "infinite_epsilon_noiseless",
-    "noise_reaches_output", "release_replay", "sensitivity_probe", "data_independence",
+    "noise_reaches_output", "release_replay", "sensitivity_probe", "data_independence", "audit",
 )
 
 
@@ -249,6 +252,7 @@ def check_method(
     overrides: Mapping[str, str] | None = None,
     expected_failures: Mapping[str, str] | None = None,
     rows: int = ROWS,
+    audit_runs: int = 0,
 ) -> ConformanceReport:
     """Run every applicable check (see the module's docstring) on the first ``rows`` rows of a
     test dataset of each supported kind, ``smoke`` profile, ``overrides`` as ``--set`` values;
@@ -281,6 +285,8 @@ def check_method(
         splits, full_rows = _test_splits(adapter, data_dir, datasets, rows, report)
         smallest = min(full_rows, key=full_rows.get)
         record(smallest, "grid_cell", _cell_problems(adapter, smallest, data_dir, overrides))
+        if audit_runs and adapter.private and not getattr(adapter, "data_independent", False):
+            record(smallest, "audit", _audit_problems(adapter, smallest, data_dir, overrides, audit_runs))
         for dataset, split in splits.items():
             subject = Subject(adapter, dataset, split, overrides)
             before = len(failures)
@@ -337,6 +343,14 @@ def _cell_problems(adapter: Any, dataset: str, data_dir, overrides) -> list[str]
     if adapter.private and spent > EPSILON * (1 + 1e-9):
         return [f"spent ε = {spent:.4g} > the target {EPSILON}"]
     return []
+
+
+def _audit_problems(adapter: Any, dataset: str, data_dir, overrides, runs: int) -> list[str]:
+    from bench.harness.auditing import audit_method
+
+    result = audit_method(adapter.name, dataset, 4.0, 0.05, runs=runs, rows=100,
+                          data_dir=Path(data_dir) if data_dir else None, overrides=overrides, candidates=4)
+    return [result.summary()] if result.violated else []
 
 
 # ---- test datasets: public-domain redraws and adversarial neighbours ---------------------------------

@@ -112,7 +112,7 @@ pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (ad
 def test_a_sound_method_passes_every_check(method):
     report = check(method)
     assert report.passed == ["adult-discrete"]
-    assert set(report.checks["adult-discrete"]) == set(CHECKS) - {"declaration", "data_independence"}
+    assert set(report.checks["adult-discrete"]) == set(CHECKS) - {"declaration", "data_independence", "audit"}
 
 
 @pytest.mark.parametrize(
@@ -134,6 +134,13 @@ def test_a_sound_method_passes_every_check(method):
 def test_each_broken_variant_is_caught_by_its_named_check(method, check_name):
     with pytest.raises(ConformanceError, match=rf"\[{check_name}\]"):
         check(method)
+
+
+def test_the_kit_s_small_audit_refutes_the_understated_sensitivity_and_passes_the_honest_release():
+    broken = GaussianHistograms(name="test-gaussian-half", breakage="half-sensitivity")
+    with pytest.raises(ConformanceError, match=r"\[audit\] adult-discrete: .*VIOLATION"):
+        check(broken, audit_runs=300, expected_failures={"sensitivity_probe": "caught here by the audit instead"})
+    assert "audit" in check(GaussianHistograms(), audit_runs=300).checks["adult-discrete"]
 
 
 def test_an_expected_failure_is_noted_and_an_unexpected_pass_is_not_allowed():
