@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from bench.report.tables import TableError, _format, epsilon_text, format_number
+from bench.report.tables import TableError, _cell_text, _format, epsilon_text, format_number
 
 UTILITY = ("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "nll.mean")
 AUDIT_EXPERIMENT = "audit"
@@ -40,13 +40,8 @@ def audit_bounds(experiment: str = AUDIT_EXPERIMENT) -> dict[tuple[str, str, flo
     return bounds
 
 
-def _mean_sd(values: pd.Series, digits: int = 3) -> str:
-    values = values.dropna()
-    if values.empty:
-        return "—"
-    if len(values) == 1:
-        return f"{format_number(values.iloc[0], digits)} (1)"
-    return f"{format_number(values.mean(), digits)} ± {format_number(values.std(ddof=1), digits)} ({len(values)})"
+def _mean_sd(values: pd.Series) -> str:
+    return _cell_text(values) or "—"
 
 
 def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float]) -> tuple[list[str], list[list[str]]]:
