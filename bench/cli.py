@@ -35,7 +35,9 @@ from bench.report.layouts import PLOT_LAYOUTS, TABLE_FORMATS, TABLE_LAYOUTS
 
 
 DEBUG_VARIABLE = "DPBENCH_DEBUG"  # set to show the traceback of an unexpected error
-PLOTS_FOLDER = Path("plots")  # not results/: that folder is the report regenerated from the committed store
+DEFAULT_RECORDS = Path("results") / "runs"
+RECORDS_HELP = "read the runs from a results record folder (e.g. results/runs, written by `export`) instead of MLflow"
+PLOTS_FOLDER = Path("plots")  # not results/: that folder is the report regenerated from the committed record
 
 EPILOG = """examples:
   python -m bench run --methods real,dp-merf --datasets gmm2d --eps 1 --seeds 0-4
@@ -95,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     table.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    table.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
     table.add_argument(
         "--metric", action="append",
         help="metric to tabulate, repeatable (default: every evaluator metric); with --layout fig6, "
@@ -122,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     runs.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    runs.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
     runs.add_argument("--method", help="only this method (registered name)")
     runs.add_argument("--dataset", help="only this dataset (registered name)")
 
@@ -130,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     plot.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    plot.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
     plot.add_argument(
         "--layout", default="default", choices=PLOT_LAYOUTS,
         help="default: --metric against ε per method; effective-size: mean accuracy vs training images "
@@ -139,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--metric", help="metric to plot, e.g. nll.mean (required by the default layout)")
     plot.add_argument(
         "--out", type=Path,
-        help="output folder (default: plots; results/ holds only the report regenerated from the committed store)",
+        help="output folder (default: plots; results/ holds only the report regenerated from the committed record)",
     )
 
     report = commands.add_parser(
@@ -152,9 +157,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--out", type=Path, default=Path("report"),
-        help="output folder; the committed results/ is rewritten only when named (--out results, with the committed "
-             "store exported), so a report of your own runs never replaces it",
+        help="output folder; the committed results/ is rewritten only when named (--out results --records "
+             "results/runs), so a report of your own runs never replaces it",
     )
+
+    report.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
+
+    export = commands.add_parser(
+        "export", formatter_class=_Formatter,
+        help="write the store's finished runs as a results record: one JSON per run, with its ledger",
+        description="Write one JSON file per finished cell (the latest run of each) and per audit under "
+        "OUT/<experiment>/: the resolved spec, metrics, the full privacy ledger with the independent accountant's ε, "
+        "the code commit (and a dirty flag with the diff's hash) and the machine. A cell already in OUT is replaced "
+        "only by a later run of it, so exports from several stores merge. Runs logged from uncommitted code are "
+        "refused unless --allow-dirty (they are then marked in every table that shows them).",
+        epilog="example:\n  MLFLOW_TRACKING_URI=sqlite:///mlflow.db python -m bench export --experiment table2 --out results/runs",
+    )
+    export.add_argument("--experiment", type=experiment_name, action="append",
+                        help="only this experiment; repeatable (default: every experiment in the store)")
+    export.add_argument("--out", type=Path, default=DEFAULT_RECORDS, help="the record folder")
+    export.add_argument("--allow-dirty", action="store_true",
+                        help="also export runs logged from uncommitted code, marked dirty")
+
+    importing = commands.add_parser(
+        "import", formatter_class=_Formatter,
+        help="log a results record's runs into the MLflow store, to browse them in the MLflow UI",
+        description="Each record becomes a finished run of its experiment in the store at MLFLOW_TRACKING_URI "
+        "(else ./mlflow.db), with its parameters, metrics, tags, and its ledger and config as artifacts. "
+        "Records imported before (tag record.run_id) are skipped.",
+        epilog="example:\n  python -m bench import results/runs && mlflow ui --backend-store-uri sqlite:///mlflow.db",
+    )
+    importing.add_argument("folder", type=Path, nargs="?", default=DEFAULT_RECORDS, help="the record folder")
+    importing.add_argument("--experiment", type=experiment_name, help="only this experiment")
 
     commands.add_parser(
         "sync",
@@ -417,13 +451,24 @@ def command_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_source(args: argparse.Namespace):
+    """The record folder given by --records, else the MLflow store (checked now: one line if it
+    cannot be read)."""
+    from bench.report.source import MlflowSource, RecordSource
+
+    if getattr(args, "records", None) is not None:
+        return RecordSource(args.records)
+    tracking.check_tracking(for_writing=False)
+    return MlflowSource()
+
+
 def command_table(args: argparse.Namespace) -> int:
     from bench.report.tables import render_all
 
-    tracking.check_tracking(for_writing=False)
+    source = run_source(args)
     if args.out:
         writable(args.out.parent)
-    text = render_all(args.experiment, args.metric, args.format, args.combine, args.layout)
+    text = render_all(args.experiment, args.metric, args.format, args.combine, args.layout, source)
     print(text)
     if args.out:
         args.out.write_text(text)
@@ -434,8 +479,7 @@ def command_table(args: argparse.Namespace) -> int:
 def command_runs(args: argparse.Namespace) -> int:
     from bench.report.tables import load_runs, render_run_list
 
-    tracking.check_tracking(for_writing=False)
-    print(render_run_list(load_runs(args.experiment), method=args.method, dataset=args.dataset))
+    print(render_run_list(load_runs(args.experiment, run_source(args)), method=args.method, dataset=args.dataset))
     return 0
 
 
@@ -443,15 +487,15 @@ def command_plot(args: argparse.Namespace) -> int:
     from bench.report.plots import plot_effective_size, plot_experiment
     from bench.report.tables import TableError
 
-    tracking.check_tracking(for_writing=False)
+    source = run_source(args)
     if args.layout == "effective-size":
         if args.metric:
             raise TableError("--layout effective-size plots the effective-size.acc_n<size> metrics; drop --metric")
-        paths = plot_effective_size(args.experiment, writable(args.out or PLOTS_FOLDER))
+        paths = plot_effective_size(args.experiment, writable(args.out or PLOTS_FOLDER), source=source)
     else:
         if not args.metric:
             raise TableError("plot needs --metric M (e.g. --metric nll.mean), or --layout effective-size")
-        paths = plot_experiment(args.experiment, args.metric, writable(args.out or PLOTS_FOLDER))
+        paths = plot_experiment(args.experiment, args.metric, writable(args.out or PLOTS_FOLDER), source)
     for path in paths:
         print(path)
     return 0
@@ -468,10 +512,38 @@ def command_report(args: argparse.Namespace) -> int:
             f"no preset logs to experiment {unknown[0]!r}; presets use "
             f"{', '.join(sorted({preset.experiment for preset in PRESETS.values()}))}"
         )
+    source = run_source(args)
+    writable(args.out)
+    for path in write_report(args.out, args.experiment, source):
+        print(path)
+    return 0
+
+
+def command_export(args: argparse.Namespace) -> int:
+    from bench.harness.record import export_store
+
     tracking.check_tracking(for_writing=False)
     writable(args.out)
-    for path in write_report(args.out, args.experiment):
-        print(path)
+    summary = export_store(tracking.client(), args.experiment, args.out, args.allow_dirty)
+    if args.experiment and not summary.experiments:
+        raise tracking.TrackingError(f"no finished run of {', '.join(args.experiment)} in {tracking.tracking_uri()}")
+    print(summary.text(args.out, args.allow_dirty))
+    if summary.dirty and not args.allow_dirty:
+        print(f"warning: {len(summary.dirty)} run(s) were logged from uncommitted code (e.g. {summary.dirty[0]}) and "
+              "were not exported: rerun them from a clean tree, or pass --allow-dirty to export them marked dirty",
+              file=sys.stderr)
+    return 0
+
+
+def command_import(args: argparse.Namespace) -> int:
+    from bench.harness.record import import_records, record_experiments
+
+    if args.experiment and args.experiment not in record_experiments(args.folder):
+        raise tracking.TrackingError(f"no experiment {args.experiment!r} in the record {args.folder}")
+    tracking.check_tracking(for_writing=True)
+    imported, skipped = import_records(tracking.client(), args.folder, args.experiment)
+    print(f"imported {imported} run(s) from {args.folder} into {tracking.tracking_uri()}"
+          + (f"; {skipped} already there" if skipped else ""))
     return 0
 
 
@@ -587,7 +659,7 @@ def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
 COMMANDS = {
     "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
     "report": command_report, "runs": command_runs, "show": command_show, "audit": command_audit, "sync": command_sync,
-    "evaluate": command_evaluate,
+    "evaluate": command_evaluate, "export": command_export, "import": command_import,
     "pretrain-encoder": command_pretrain_encoder,
 }
 

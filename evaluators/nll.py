@@ -25,9 +25,9 @@ class NegativeLogLikelihood:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D})
     metrics: Mapping[str, MetricSpec] = field(
         default_factory=lambda: {
-            "mean": MetricSpec.quality(Direction.LOWER, "mean −log p(x, y), correct 2-D density"),
+            "mean": MetricSpec.quality(Direction.LOWER, "mean −log p(x, y), correct 2-D density", heavy_tailed=True),
             "paper_sum": MetricSpec.quality(
-                Direction.LOWER, "Σ −log p(x, y) with the seeds' 1-D normaliser (Fig. 2 convention)"
+                Direction.LOWER, "Σ −log p(x, y) with the seeds' 1-D normaliser (Fig. 2 convention)", heavy_tailed=True
             ),
         }
     )

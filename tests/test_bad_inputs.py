@@ -159,6 +159,14 @@ ROWS = [
         "--eval-set"),
     Row("evaluate: empty experiment name", ["evaluate", "--evaluators", "privacy", "--experiment", ""],
         "argument --experiment: an experiment name must not be empty"),
+    Row("table: no record folder", ["table", "--records", "no-such-folder"],
+        "error: no record folder no-such-folder; write one with `python -m bench export --out no-such-folder`"),
+    Row("report: no record folder", ["report", "--records", "no-such-folder", "--out", "out"], "error: no record folder"),
+    Row("export: no store here", ["export"], "error: no MLflow store at "),
+    Row("export: unknown experiment", ["export", "--experiment", "never-made"], "no finished run of never-made in ",
+        store=True),
+    Row("import: no record folder", ["import", "no-such-folder"], "error: no record folder no-such-folder"),
+    Row("export: dead tracking server", ["export"], "the MLflow tracking server at http://127.0.0.1:9 is unreachable", env=DEAD),
 ]
 
 

@@ -1,5 +1,5 @@
-"""results/ holds only what is regenerated from the committed store (REPORT.md, REPORT.html,
-report_files/), the store itself, the design card's timing record and the README that reads the
+"""results/ holds only what is regenerated from the committed results record (REPORT.md,
+REPORT.html, report_files/), the record itself (runs/), the design card's timing record and the README that reads the
 numbers, and every results/ path the READMEs and the docs/ pages name exists: a table whose runs are
 gone cannot linger there, and no README or docs page points at a file that is not there."""
 
@@ -16,15 +16,16 @@ ALLOWED = {
     "REPORT.md": "python -m bench report --out results",
     "REPORT.html": "python -m bench report --out results",
     "report_files": "python -m bench report --out results (plots and sample grids)",
-    "store": "the committed MLflow store behind REPORT.md",
+    "runs": "the committed results record behind REPORT.md: one JSON per run (python -m bench export)",
     "design_card.md": "the design card's command, timed (a performance record, not an MLflow table)",
 }
 
 
-def test_results_holds_only_the_report_its_store_and_named_records():
+def test_results_holds_only_the_report_its_record_and_named_files():
     present = {path.name for path in RESULTS.iterdir()}
-    assert present - set(ALLOWED) == set(), "results/ files not regenerated from the committed store"
-    assert {path.name for path in (RESULTS / "store").iterdir()} == {"mlflow.db"}
+    assert present - set(ALLOWED) == set(), "results/ files not regenerated from the committed record"
+    assert not list(RESULTS.rglob("*.db")), "the record is text: no SQLite store is committed"
+    assert {path.suffix for path in (RESULTS / "runs").rglob("*") if path.is_file()} == {".json"}
     stray = [p.name for p in (RESULTS / "report_files").iterdir() if p.suffix != ".png"]
     assert stray == []
 

@@ -17,45 +17,45 @@ def frame():
     rows = []
     for seed, (a, b) in enumerate([(3.0, 5.0), (5.0, 7.0)]):
         rows += [
-            {"method": "dp-merf", "dataset": "gmm2d", "epsilon": 1.0, "seed": seed, "nll.mean": a, "nll.paper_sum": 10 * a},
-            {"method": "dp-merf", "dataset": "gmm2d", "epsilon": 0.1, "seed": seed, "nll.mean": b, "nll.paper_sum": 10 * b},
-            {"method": "other", "dataset": "gmm2d", "epsilon": 1.0, "seed": seed, "nll.mean": a + 1, "nll.paper_sum": 1.0},
-            {"method": "real", "dataset": "gmm2d", "epsilon": math.inf, "seed": seed, "nll.mean": 2.0, "nll.paper_sum": 20.0},
+            {"method": "dp-merf", "dataset": "gmm2d", "epsilon": 1.0, "seed": seed, "marginals.tv_3": a, "marginals.tv_4": 10 * a},
+            {"method": "dp-merf", "dataset": "gmm2d", "epsilon": 0.1, "seed": seed, "marginals.tv_3": b, "marginals.tv_4": 10 * b},
+            {"method": "other", "dataset": "gmm2d", "epsilon": 1.0, "seed": seed, "marginals.tv_3": a + 1, "marginals.tv_4": 1.0},
+            {"method": "real", "dataset": "gmm2d", "epsilon": math.inf, "seed": seed, "marginals.tv_3": 2.0, "marginals.tv_4": 20.0},
         ]
     return pd.DataFrame(rows)
 
 
 def test_mean_std_and_seed_count_per_cell():
-    text, means = summarise(frame(), "nll.mean")
-    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "4.00 ± 1.41 (2)"
+    text, means = summarise(frame(), "marginals.tv_3")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "4.00 ± 1.41 (2)◦"
     assert means.loc[("gmm2d", 0.1), "dp-merf"] == pytest.approx(6.0)
 
 
 def test_non_private_methods_fill_every_epsilon_row():
-    text, _ = summarise(frame(), "nll.mean")
-    assert text.loc[("gmm2d", 0.1), "real"] == text.loc[("gmm2d", 1.0), "real"] == "2.00 ± 0 (2)"
+    text, _ = summarise(frame(), "marginals.tv_3")
+    assert text.loc[("gmm2d", 0.1), "real"] == text.loc[("gmm2d", 1.0), "real"] == "2.00 ± 0 (2)◦"
     assert text.loc[("gmm2d", 0.1), "other"] == ""
 
 
 def test_best_private_method_is_bold_by_direction():
-    table = render(frame(), "nll.mean", "md")
-    assert "| gmm2d | 1 | **4.00 ± 1.41 (2)** | 5.00 ± 1.41 (2) | 2.00 ± 0 (2) |" in table  # lower is better
+    table = render(frame(), "marginals.tv_3", "md")
+    assert "| gmm2d | 1 | **4.00 ± 1.41 (2)◦** | 5.00 ± 1.41 (2)◦ | 2.00 ± 0 (2)◦ |" in table  # lower is better
     assert "(lower is better)" in table
-    assert "\\textbf{4.00 $\\pm$ 1.41 (2)}" in render(frame(), "nll.mean", "latex")
+    assert "\\textbf{4.00 $\\pm$ 1.41 (2)◦}" in render(frame(), "marginals.tv_3", "latex")
 
 
 def test_diagnostic_metrics_are_never_bold():
     """A diagnostic (a timing, a count) has no better direction: no bold, no 'is better'."""
-    timings = frame().assign(**{"fid.seconds_per_image": frame()["nll.mean"]})
+    timings = frame().assign(**{"fid.seconds_per_image": frame()["marginals.tv_3"]})
     table = render(timings, "fid.seconds_per_image", "md")
-    assert "| gmm2d | 1 | 4.00 ± 1.41 (2) | 5.00 ± 1.41 (2) |" in table
+    assert "| gmm2d | 1 | 4.00 ± 1.41 (2)◦ | 5.00 ± 1.41 (2)◦ |" in table
     assert "**" not in table.split("\n", 1)[1] and "is better" not in table
     assert "\\textbf" not in render(timings, "fid.seconds_per_image", "latex")
 
 
 def test_combined_cells_join_metrics():
-    table = render_combined(frame(), ["nll.mean", "nll.paper_sum"], "csv")
-    assert "4.00 ± 1.41 (2) / 40.0 ± 14.1 (2)" in table
+    table = render_combined(frame(), ["marginals.tv_3", "marginals.tv_4"], "csv")
+    assert "4.00 ± 1.41 (2)◦ / 40.0 ± 14.1 (2)◦" in table
 
 
 def test_non_default_conventions_get_their_own_rows():
@@ -66,12 +66,12 @@ def test_non_default_conventions_get_their_own_rows():
 
 def test_non_private_variant_of_a_private_method_gets_its_own_row():
     data = frame()
-    variant = data[data["method"] == "dp-merf"].head(2).assign(epsilon=math.inf, **{"nll.mean": 9.0})
-    text, means = summarise(pd.concat([data, variant]), "nll.mean")
-    assert text.loc[("gmm2d", math.inf), "dp-merf"] == "9.00 ± 0 (2)"
-    assert text.loc[("gmm2d", math.inf), "real"] == "2.00 ± 0 (2)"
+    variant = data[data["method"] == "dp-merf"].head(2).assign(epsilon=math.inf, **{"marginals.tv_3": 9.0})
+    text, means = summarise(pd.concat([data, variant]), "marginals.tv_3")
+    assert text.loc[("gmm2d", math.inf), "dp-merf"] == "9.00 ± 0 (2)◦"
+    assert text.loc[("gmm2d", math.inf), "real"] == "2.00 ± 0 (2)◦"
     assert means.loc[("gmm2d", 1.0), "dp-merf"] == pytest.approx(4.0)  # not mixed with the variant
-    assert "**9" not in render(pd.concat([data, variant]), "nll.mean", "md")  # no 'best private' at ∞
+    assert "**9" not in render(pd.concat([data, variant]), "marginals.tv_3", "md")  # no 'best private' at ∞
 
 
 def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
@@ -85,8 +85,8 @@ def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
           "marginals.tv_3": 0.1, "marginals.paper.tv_3": 0.15}]
     table = render_table1(pd.DataFrame(rows), "md")
     assert "| dp-hp ε=0.3 | dp-hp ε=0.1 | mst ε=0.3 | mst ε=0.1 |" in table
-    assert "| 3 | ours: all C(D,α) subsets | 0.250 ± 0.0707 (2) |  |  | 0.100 (1) |" in table
-    assert "| 3 | ours: seeds' code, (α+1)-way | 0.400 ± 0 (2) |  |  | 0.150 (1) |" in table
+    assert "| 3 | ours: all C(D,α) subsets | 0.250 ± 0.0707 (2)◦ |  |  | 0.100 (1)◦ |" in table
+    assert "| 3 | ours: seeds' code, (α+1)-way | 0.400 ± 0 (2)◦ |  |  | 0.150 (1)◦ |" in table
     assert "| 3 | seeds' Table 1 | 0.332 | 0.377 |  |  |" in table  # DP-HP (arXiv:2106.05042) Table 1
     assert "| 4 | seeds' Table 1 | 0.418 | 0.467 |  |  |" in table
 
@@ -115,8 +115,8 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
     assert "| dataset | setup | numbers | LR | RF | GNB | BNB | LSVC | DT | LDA | Ada | MLP | Bag | GBM | XGB | MEAN |" in table
     lines = table.splitlines()
     ours = next(i for i, line in enumerate(lines) if line.startswith("| mnist | real data | ours |"))
-    assert lines[ours].startswith("| mnist | real data | ours | 0.810 ± 0.0141 (2) | 0.820 ± 0.0141 (2) |")
-    assert lines[ours].endswith("| 0.865 ± 0.0141 (2) |")  # MEAN: the runs' image-downstream.accuracy
+    assert lines[ours].startswith("| mnist | real data | ours | 0.810 ± 0.0141 (2)◦ | 0.820 ± 0.0141 (2)◦ |")
+    assert lines[ours].endswith("| 0.865 ± 0.0141 (2)◦ |")  # MEAN: the runs' image-downstream.accuracy
     # DP-HP (arXiv:2106.05042) Fig. 6 (github.com/ParkLabML/DP-HP code_balanced/plots/), MNIST, real data and DP-HP ε=1 (LR … XGB, MEAN)
     assert lines[ours + 1] == ("| mnist | real data | seeds' Fig. 6 | 0.925 | 0.9688 | 0.555 | 0.842 | 0.918 | 0.8774 | "
                                "0.879 | 0.7097 | 0.9782 | 0.9282 | 0.909 | 0.912 | 0.8669 |")
@@ -124,7 +124,7 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
     assert lines[hp + 1] == ("| mnist | DP-HP ε=1 | seeds' Fig. 6 | 0.811 | 0.8155 | 0.5862 | 0.8145 | 0.7714 | 0.5598 | "
                              "0.8148 | 0.6739 | 0.8063 | 0.666 | 0.7273 | 0.7982 | 0.7371 |")
     assert "| mnist | DP-MERF ε=1 | seeds' Fig. 6 | 0.7695 |" in table  # the seeds' other setups are shown
-    assert "| mnist | DP-GAN ε=2 | ours | 0.400 (1) |" in table  # ours without a seeds' row
+    assert "| mnist | DP-GAN ε=2 | ours | 0.400 (1)◦ |" in table  # ours without a seeds' row
     assert "fashion-mnist" not in table  # no run of ours there
 
 
@@ -133,7 +133,7 @@ def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
 
     table = render_fig3(image_frame(), "md")
     assert "| n=60000 | n=30000 | n=12000 | n=6000 | n=3000 | n=1200 | n=600 | n=300 | n=120 | n=60 |" in table
-    assert "| mnist | real data | ours | 0.810 ± 0.0141 (2) |  |  |  |  |  | 0.700 ± 0 (2) |  |  |  |" in table
+    assert "| mnist | real data | ours | 0.810 ± 0.0141 (2)◦ |  |  |  |  |  | 0.700 ± 0 (2)◦ |  |  |  |" in table
     # DP-HP (arXiv:2106.05042) Fig. 3 (MNIST): the real data with their stds, DP-HP ε=1 with one std
     assert ("| mnist | real data | seeds' Fig. 3 | 0.8669 ± 0.0003 | 0.8574 ± 0.0054 | 0.8379 ± 0.0034 | "
             "0.8316 ± 0.0051 | 0.8170 ± 0.0038 | 0.7880 ± 0.0040 | 0.7484 ± 0.0088 | 0.7084 ± 0.0100 | "
@@ -173,11 +173,11 @@ def test_numbers_have_three_significant_digits_and_no_e_notation(value, text):
 def test_cells_read_mean_std_and_seed_count_and_one_seed_has_no_std():
     from bench.report.tables import _cell_text
 
-    assert _cell_text(pd.Series([376_000.0, 377_800.0, 380_000.0])) == "378,000 ± 2,000 (3)"
-    assert _cell_text(pd.Series([1.01e6])) == "1.01×10⁶ (1)"
-    assert _cell_text(pd.Series([0.5, math.nan, 0.7])) == "0.600 ± 0.141 (2)"  # a missing value is no seed
-    assert "e+0" not in render(frame().assign(**{"nll.mean": 376_900.0}), "nll.mean", "md")
-    assert "$\\times10^{6}$" in render(frame().assign(**{"nll.mean": 1.01e6}), "nll.mean", "latex")
+    assert _cell_text(pd.Series([376_000.0, 377_800.0, 380_000.0])) == "378,000 ± 2,000 [373,000, 383,000] (3)"
+    assert _cell_text(pd.Series([1.01e6])) == "1.01×10⁶ (1)◦"
+    assert _cell_text(pd.Series([0.5, math.nan, 0.7])) == "0.600 ± 0.141 (2)◦"  # a missing value is no seed
+    assert "e+0" not in render(frame().assign(**{"marginals.tv_3": 376_900.0}), "marginals.tv_3", "md")
+    assert "$\\times10^{6}$" in render(frame().assign(**{"marginals.tv_3": 1.01e6}), "marginals.tv_3", "latex")
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ def record(seed, method="dp-merf", dataset="gmm2d", epsilon="1.0", value=1.0, **
               "evaluators": "nll", "n_train": str(1000 + seed), **{f"hp.{k}": str(v) for k, v in resolved.items()},
               **params}
     key = json.dumps(sorted(logged.items()))
-    return RunRecord(run_id=key, start_time=seed, cell_key=key, params=logged, metrics={"nll.mean": value})
+    return RunRecord(run_id=key, start_time=seed, cell_key=key, params=logged, metrics={"marginals.tv_3": value})
 
 
 def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_averaged():
@@ -209,13 +209,13 @@ def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_ave
     runs += [record(s, value=7.0, delta="1e-06") for s in (0,)]
     runs += [record(s, method="real", epsilon="inf", value=2.0, profile="smoke") for s in (0, 1)]
     data = runs_frame(runs)
-    text, means = summarise(data, "nll.mean")
-    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.50 ± 0.707 (2)"
-    assert text.loc[("gmm2d", 1.0), "dp-merf [profile smoke]"] == "9.50 ± 0.707 (2)"
-    assert text.loc[("gmm2d", 1.0), "dp-merf [epochs=1]"] == "5.00 ± 0 (3)"
-    assert text.loc[("gmm2d [delta 1e-06]", 1.0), "dp-merf"] == "7.00 (1)"
+    text, means = summarise(data, "marginals.tv_3")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.50 ± 0.707 (2)◦"
+    assert text.loc[("gmm2d", 1.0), "dp-merf [profile smoke]"] == "9.50 ± 0.707 (2)◦"
+    assert text.loc[("gmm2d", 1.0), "dp-merf [epochs=1]"] == "5.00 ± 0 [5.00, 5.00] (3)"
+    assert text.loc[("gmm2d [delta 1e-06]", 1.0), "dp-merf"] == "7.00 (1)◦"
     # `real` has no hyperparameters, so its profile changes nothing and is not a setting
-    assert text.loc[("gmm2d", 1.0), "real"] == "2.00 ± 0 (2)"
+    assert text.loc[("gmm2d", 1.0), "real"] == "2.00 ± 0 (2)◦"
     assert set(data["method_name"]) == {"dp-merf", "real"}
 
 
@@ -224,9 +224,9 @@ def test_a_setting_the_labels_do_not_name_is_still_never_averaged():
 
     runs = [record(s, value=1.0, **{"hp.retired_option": "a"}) for s in (0, 1)]
     runs += [record(s, value=5.0, **{"hp.retired_option": "b"}) for s in (0, 1)]
-    text, _ = summarise(runs_frame(runs), "nll.mean")
+    text, _ = summarise(runs_frame(runs), "marginals.tv_3")
     assert list(text.columns) == ["dp-merf [retired_option=a]", "dp-merf [retired_option=b]"]
-    assert text.iloc[0].tolist() == ["1.00 ± 0 (2)", "5.00 ± 0 (2)"]
+    assert text.iloc[0].tolist() == ["1.00 ± 0 (2)◦", "5.00 ± 0 (2)◦"]
 
 
 def test_a_run_logged_before_a_parameter_existed_shares_the_row_of_its_old_value():
@@ -238,18 +238,18 @@ def test_a_run_logged_before_a_parameter_existed_shares_the_row_of_its_old_value
     before = record(0, value=1.0)
     del before.params["hp.length_scale_rule"]
     runs = [before, record(1, value=3.0), record(2, value=9.0, overrides={"length_scale_rule": "median-heuristic"})]
-    text, _ = summarise(runs_frame(runs), "nll.mean")
-    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "2.00 ± 1.41 (2)"
-    assert text.loc[("gmm2d", 1.0), "dp-merf [length_scale_rule=median-heuristic]"] == "9.00 (1)"
+    text, _ = summarise(runs_frame(runs), "marginals.tv_3")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "2.00 ± 1.41 (2)◦"
+    assert text.loc[("gmm2d", 1.0), "dp-merf [length_scale_rule=median-heuristic]"] == "9.00 (1)◦"
 
 
 def test_a_rerun_cell_replaces_the_earlier_run():
     from bench.report.tables import RunRecord, runs_frame
 
     first, = [record(0, value=1.0)]
-    again = RunRecord("rerun", first.start_time + 10, first.cell_key, first.params, {"nll.mean": 3.0})
-    text, _ = summarise(runs_frame([first, again]), "nll.mean")
-    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.00 (1)"
+    again = RunRecord("rerun", first.start_time + 10, first.cell_key, first.params, {"marginals.tv_3": 3.0})
+    text, _ = summarise(runs_frame([first, again]), "marginals.tv_3")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.00 (1)◦"
 
 
 def test_table_from_logged_runs_keeps_a_smoke_run_apart_from_the_paper_run(workdir, data_dir):

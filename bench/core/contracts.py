@@ -274,6 +274,9 @@ class MetricSpec:
     direction: Direction | None
     description: str
     kind: MetricKind = MetricKind.QUALITY
+    # a few seeds far out dominate the mean (NLL sums of a sample that misses a mode): tables show
+    # the median and the interquartile range instead of mean ± sd
+    heavy_tailed: bool = False
 
     def __post_init__(self) -> None:
         if (self.kind == MetricKind.QUALITY) != (self.direction is not None):
@@ -281,8 +284,8 @@ class MetricSpec:
                              f"{self.description!r}")
 
     @staticmethod
-    def quality(direction: Direction, description: str) -> "MetricSpec":
-        return MetricSpec(direction, description, MetricKind.QUALITY)
+    def quality(direction: Direction, description: str, heavy_tailed: bool = False) -> "MetricSpec":
+        return MetricSpec(direction, description, MetricKind.QUALITY, heavy_tailed)
 
     @staticmethod
     def diagnostic(description: str) -> "MetricSpec":

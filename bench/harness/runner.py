@@ -190,7 +190,7 @@ def run_grid(
     executor: Any = None,
 ) -> GridReport:
     report = GridReport()
-    common_tags = {"git_commit": tracking.git_commit(), **tracking.package_versions()}
+    common_tags = tracking.run_context_tags()
     mlflow_client = tracking.client()
     online = True
     try:

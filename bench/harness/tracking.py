@@ -197,7 +197,7 @@ def git_commit() -> str:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
-        # results/ is the record the runs write (the committed store), not code: a change there
+        # results/ is the record the runs write (results/runs), not code: a change there
         # does not make the code that produced a number unnamed
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"],
@@ -206,6 +206,35 @@ def git_commit() -> str:
         return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def git_diff_sha256() -> str | None:
+    """SHA-256 of the uncommitted change to the code (``git diff HEAD`` outside results/), so two
+    dirty runs can at least be told apart; None on a clean tree or without git."""
+    import hashlib
+
+    try:
+        diff = subprocess.run(
+            ["git", "diff", "HEAD", "--", ":/", ":(top,exclude)results"],
+            cwd=Path(__file__).resolve().parent, capture_output=True, timeout=30, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return hashlib.sha256(diff).hexdigest() if diff else None
+
+
+def run_context_tags() -> dict[str, str]:
+    """What every run of a grid records about the code and the machine it ran on: the commit
+    (``-dirty`` when the code had uncommitted changes, with the diff's hash), the platform and the
+    package versions (the worker adds the CPU: ``cpu``)."""
+    import platform
+
+    commit = git_commit()
+    tags = {"git_commit": commit, **package_versions(),
+            "machine.cores": str(os.cpu_count()), "machine.platform": platform.platform(), "machine.python": platform.python_version()}
+    if commit.endswith("-dirty"):
+        tags["git_diff_sha256"] = git_diff_sha256() or "unknown"
+    return tags
 
 
 def cell_params(cell: Cell) -> dict[str, str]:

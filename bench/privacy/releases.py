@@ -110,3 +110,13 @@ class PureRelease:
 
 
 Release = GaussianRelease | PureRelease
+
+
+def release_from_dict(data: dict) -> Release:
+    """A release back from its ledger entry (``ledger.json``, a results record): only the recorded
+    fields of the release itself are read, never derived ones (noise std, zCDP ρ), so a check
+    built on it recomputes those."""
+    from dataclasses import fields
+
+    kind = GaussianRelease if data.get("kind", "gaussian") == "gaussian" else PureRelease
+    return kind(**{f.name: data[f.name] for f in fields(kind) if f.name in data})

@@ -47,13 +47,13 @@ def format_size_axis(ax: Any, sizes: list[int]) -> None:
     ax.grid(alpha=0.3)
 
 
-def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
+def plot_experiment(experiment: str, metric: str, out_dir: Path, source: Any = None) -> list[Path]:
     """One privacy–utility PNG per dataset (:func:`privacy_utility_figure`): private methods
     against ε, runs without noise and data-independent baselines as bands."""
     from bench.core.registry import METHODS
     from bench.report.tables import TableError, load_runs
 
-    frame = load_runs(experiment)
+    frame = load_runs(experiment, source)
     if metric not in frame.columns:
         known = sorted(c for c in frame.columns if "." in c)
         raise TableError(f"no metric {metric!r} in these runs; available: {', '.join(known)}")
@@ -70,7 +70,8 @@ def plot_experiment(experiment: str, metric: str, out_dir: Path) -> list[Path]:
     return written
 
 
-def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | None = None) -> list[Path]:
+def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | None = None,
+                        source: Any = None) -> list[Path]:
     """``effective_size_<dataset>.png`` per dataset: mean ± std over seeds of the mean accuracy
     against the training-set size, one line per method × ε (``real`` included), and the seeds'
     Fig. 3 values (``bench.report.tables.SEEDS_FIG3``) of the same setups as dashed lines."""
@@ -78,7 +79,7 @@ def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | No
         FIG3_SIZES, SEEDS_FIG3, TableError, base_dataset, effective_size_columns, load_runs, setup_name,
     )
 
-    frame = load_runs(experiment) if frame is None else frame
+    frame = load_runs(experiment, source) if frame is None else frame
     columns = effective_size_columns(frame)
     if not columns:
         raise TableError("no effective-size.acc_n<size> metric in these runs; run the effective-size evaluator")

@@ -1,4 +1,4 @@
-"""``python -m bench report``: the reproduction report, regenerated from MLflow.
+"""``python -m bench report``: the reproduction report, regenerated from MLflow or a results record.
 
 For every preset (``bench/report/presets.py``) whose experiment is asked for: our numbers beside
 the papers' published values, privacy–utility plots (metric against ε, with the runs without
@@ -27,8 +27,10 @@ from bench.report.presets import (
     NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, cell_cost_key, duration, grid_cells, logged_seconds,
     seconds_for,
 )
+from bench.report.coverage import counted_presets, matrix_rows, setup_coverage, totals
+from bench.report.source import MlflowSource, RunSource
 from bench.report.tables import (
-    TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
+    CELL_LEGEND, FEW_SEEDS_MARK, TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
 )
 
 FILES_FOLDER = "report_files"
@@ -45,9 +47,9 @@ class Block:
     file: str = ""  # the image's path relative to the report
 
 
-def _runs_or_empty(experiment: str) -> pd.DataFrame:
+def _runs_or_empty(experiment: str, source: RunSource) -> pd.DataFrame:
     try:
-        return load_runs(experiment)
+        return load_runs(experiment, source)
     except TableError:  # no such experiment, or no finished run in it yet
         return pd.DataFrame(columns=["dataset", "method", "method_name", "epsilon", "seed", "cell_key"])
 
@@ -130,6 +132,10 @@ class PresetStatus:
         return sum(len(m.seeds) for m in self.missing)
 
     @property
+    def finished(self) -> int:
+        return self.total - self.to_run
+
+    @property
     def lacking_data(self) -> list[str]:
         return sorted({m.dataset for m in self.missing if m.dataset in NOT_IN_MIRROR})
 
@@ -141,23 +147,28 @@ def preset_status(preset: Preset, frame: pd.DataFrame) -> PresetStatus:
 
 
 def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, float],
-                  earlier_report: Path | None = None, experiment_runs: pd.DataFrame | None = None) -> list[Block]:
+                  earlier_report: Path | None = None, experiment_runs: pd.DataFrame | None = None,
+                  source: RunSource | None = None) -> list[Block]:
     """A preset's section; ``timings``: logged seconds per cost key (presets.cost_key);
     ``experiment_runs``: every run of its experiment (the calibration reads its real-data runs)."""
     experiment_runs = status.runs if experiment_runs is None else experiment_runs
     runs = status.runs
     blocks = [
         Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
-        Block("p", f"{preset.description}. Experiment `{preset.experiment}`; "
-                   f"{len(runs)} finished run{'s' if len(runs) != 1 else ''} of this preset in the store."),
+        Block("p", f"{preset.description}. Experiment `{preset.experiment}`; {status.finished} of its "
+                   f"{status.total} cells finished" + (
+                       f"; the tables also show {len(runs) - status.finished} other run(s) of its methods on its "
+                       "datasets in that experiment (other ε or settings, e.g. ablations or another preset's cells)"
+                       if len(runs) > status.finished else "") + "."),
         Block("code", f"python -m bench run --preset {preset.name}"),
     ]
     columns = list(preset.columns)
     blocks += calibration_blocks(preset, experiment_runs)
     if preset.published or len(runs):
-        rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True)
+        rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True,
+                                 paper_settings=preset.paper_settings)
         if rows:
-            blocks.append(Block("p", "Ours: mean ± std over seeds (number of seeds), 3 significant digits; "
+            blocks.append(Block("p", f"Ours: {CELL_LEGEND} 3 significant digits; "
                                      f"paper: the published value ({preset.source or 'no published values'})."
                                      " A column's metric is named in the legend below the table."))
             blocks.append(Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows))
@@ -165,7 +176,7 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, f
     blocks += _selection_gain_blocks(preset, runs)
     blocks += _plot_blocks(preset, runs)
     if preset.sample_grids:
-        blocks += _sample_blocks(preset, runs, earlier_report)
+        blocks += _sample_blocks(preset, runs, earlier_report, source or MlflowSource())
     blocks.append(Block("h3", f"Not run here ({status.to_run} of {status.total} cells)"))
     if status.missing:
         blocks.append(Block("p", "Each command runs exactly the missing seeds of one method, dataset and ε "
@@ -312,7 +323,7 @@ def _selection_gain_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
     return [
         Block("p", "What the paper protocol's test-set selection adds: per run, the seeds' best-of-variants metric "
                    "(chosen on the test set) minus the hard-label metric of the same base fits without that choice; "
-                   "mean ± std over seeds (number of seeds). The sound protocol chooses nothing on the test set."),
+                   f"{CELL_LEGEND} The sound protocol chooses nothing on the test set."),
         Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows),
         Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]),
     ]
@@ -349,20 +360,7 @@ def sample_file(preset: Preset, run_id: str) -> str:
     return f"{FILES_FOLDER}/samples_{preset.name}_{run_id}.png"
 
 
-def _artifact_bytes(run_id: str, name: str) -> bytes | None:
-    """An artifact of a run, or None where the store cannot reach it: a run's artifacts stay with
-    the machine (or artifact server) that ran it, while its parameters and metrics travel with the
-    store."""
-    import tempfile
-
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            return Path(tracking.client().download_artifacts(run_id, name, tmp)).read_bytes()
-    except Exception:  # noqa: BLE001 — missing folder, missing file or unreachable server alike
-        return None
-
-
-def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | None) -> list[Block]:
+def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | None, source: RunSource) -> list[Block]:
     """One sample grid per dataset × setup × ε: the ``samples.png`` of its lowest seed's run, read
     from the run's artifacts or, where they are not on this machine, kept from an earlier report
     written to the same folder (the file name carries the run id)."""
@@ -375,7 +373,7 @@ def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | No
     first = ordered.groupby(["dataset", "method", "epsilon"]).head(1).sort_values(["dataset", "method", "epsilon"], kind="stable")
     for row in first.itertuples():
         file = sample_file(preset, row.run_id)
-        png = _artifact_bytes(row.run_id, SAMPLES_ARTIFACT)
+        png = source.artifact(row.run_id, SAMPLES_ARTIFACT)
         if png is None and earlier_report is not None and (earlier_report / file).is_file():
             png = (earlier_report / file).read_bytes()
         label = f"{row.dataset}: samples of {row.method} ε={epsilon_text(row.epsilon)}, seed {row.seed} (run {row.run_id})"
@@ -397,7 +395,9 @@ def presets_of(experiments: list[str] | None) -> list[Preset]:
     return [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
 
 
-def report_blocks(experiments: list[str] | None = None, earlier_report: Path | None = None) -> list[Block]:
+def report_blocks(experiments: list[str] | None = None, earlier_report: Path | None = None,
+                  source: RunSource | None = None) -> list[Block]:
+    source = source or MlflowSource()
     presets = presets_of(experiments)
     if experiments:
         unknown = set(experiments) - {p.experiment for p in PRESETS.values()}
@@ -409,28 +409,54 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     blocks = [
         Block("h1", "Reproduction report"),
-        Block("p", f"Regenerated by `python -m bench report` on {now} from the MLflow store "
-                   f"{tracking.tracking_uri()} (code {tracking.git_commit()}); never edited by hand. "
+        Block("p", f"Regenerated by `python -m bench report` on {now} from {source.describe()} "
+                   f"(code {tracking.git_commit()}); never edited by hand. "
                    "Every number of ours is a mean over seeds of one setting: runs whose settings differ "
                    "(profile, --set, δ, calibrator, protocol, --eval-set) are separate rows, labelled by the "
                    "difference. `uniform` and `independent` are the trivial baselines (methods/baselines.py); "
                    "`uniform` reads no row (ε spent 0) and is drawn as a band."),
     ]
     frames: dict[str, pd.DataFrame] = {}
-    timings = logged_seconds()
+    timings = logged_seconds(source=source)
     summary, sections = [], []
     for preset in presets:
-        frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment))
+        frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment, source))
         status = preset_status(preset, frame)
         summary.append(summary_row(preset, status, timings))
-        sections += preset_blocks(preset, status, timings, earlier_report, frame)
+        sections += preset_blocks(preset, status, timings, earlier_report, frame, source)
     blocks.append(Block("p", "What was run: per preset, the cells with a finished run in the store, the cells still "
                              "to run (each listed with its command in the preset's section), their estimated time on "
                              "2 CPU cores where a cell of the same setting was timed, and the datasets "
                              "whose files the offline data mirror lacks."))
     blocks.append(Block("table", header=["preset", "reproduces", "finished", "to run", "estimated CPU time to run",
                                          "data not in the mirror"], rows=summary))
+    blocks += coverage_blocks(presets, frames)
     return blocks + sections
+
+
+def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame]) -> list[Block]:
+    """The coverage matrix (bench/report/coverage.py): totals for the tabular and 2-D setups and
+    for the image setups, then one matrix per reproduced table or figure."""
+    found = []
+    for preset in counted_presets(presets):
+        frame = frames[preset.experiment]
+        found.append((preset, setup_coverage(preset, set(frame["cell_key"]) if len(frame) else set())))
+    if not found:
+        return []
+    every = [c for _, coverage in found for c in coverage]
+    blocks = [
+        Block("h2", "Coverage of the papers' tables and figures"),
+        Block("p", "Every setup (dataset × method × ε) of every table and figure the presets reproduce: the number of "
+                   "seeds finished (the profile where it is not the paper's), or why none ran — `no data` (files not in "
+                   "the offline mirror), `needs a GPU` (an image setup at the paper profile), `not implemented` (no "
+                   "adapter, e.g. GS-WGAN), `not run` (its command is in the preset's section)."),
+        Block("list", items=[totals([c for c in every if not c.image]).text("tabular, discretized and 2-D"),
+                             totals([c for c in every if c.image]).text("images")]),
+    ]
+    for preset, coverage in found:
+        header, rows = matrix_rows(coverage)
+        blocks += [Block("h3", f"{preset.reproduces} (preset `{preset.name}`)"), Block("table", header=header, rows=rows)]
+    return blocks
 
 
 def summary_row(preset: Preset, status: PresetStatus, timings: dict[CostKey, float]) -> list[str]:
@@ -439,7 +465,7 @@ def summary_row(preset: Preset, status: PresetStatus, timings: dict[CostKey, flo
     seconds = sum(s * len(m.seeds) for m, s in priced if s is not None)
     untimed = status.to_run - sum(len(m.seeds) for m in timed)
     parts = ([f"≈ {duration(seconds)}"] if timed else []) + ([f"{untimed} cells not timed yet"] if untimed else [])
-    return [f"`{preset.name}`", preset.reproduces, str(status.total - status.to_run), str(status.to_run),
+    return [f"`{preset.name}`", preset.reproduces, str(status.finished), str(status.to_run),
             " + ".join(parts) or "—", ", ".join(status.lacking_data)]
 
 
@@ -480,9 +506,13 @@ body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; 
 table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
 tr.paper td { background: #f3f3f3; color: #555; }
+td.few { color: #999; }
 pre { background: #f6f6f6; padding: 0.75em; overflow-x: auto; font-size: 0.85em; }
 img { max-width: 100%; border: 1px solid #ddd; }
 """
+
+
+FEW_CLASS = ' class="few"'
 
 
 def to_html(blocks: list[Block]) -> str:
@@ -500,7 +530,7 @@ def to_html(blocks: list[Block]) -> str:
             head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
             rows = "".join(
                 ("<tr class=\"paper\">" if len(row) > 2 and row[2] == "paper" else "<tr>")
-                + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>"
+                + "".join(f"<td{FEW_CLASS if FEW_SEEDS_MARK in c else ''}>{_inline(c)}</td>" for c in row) + "</tr>"
                 for row in block.rows
             )
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
@@ -512,9 +542,9 @@ def to_html(blocks: list[Block]) -> str:
             f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def write_report(out_dir: Path, experiments: list[str] | None = None) -> list[Path]:
+def write_report(out_dir: Path, experiments: list[str] | None = None, source: RunSource | None = None) -> list[Path]:
     """``REPORT.md`` (+ ``report_files/*.png``) and the self-contained ``REPORT.html``."""
-    blocks = report_blocks(experiments, earlier_report=out_dir)
+    blocks = report_blocks(experiments, earlier_report=out_dir, source=source)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = set()
     for block in blocks:

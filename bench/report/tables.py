@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+
 from typing import Iterable
 
 import pandas as pd
 
 from bench.core.errors import UsageError
 from bench.report.layouts import TABLE_FORMATS as FORMATS
-from bench.harness import tracking
+from bench.report.source import MlflowSource, RunSource, StoredRun
 from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
 from bench.core.registry import EVALUATORS, METHODS, RegistryError
@@ -50,29 +50,20 @@ IDENTITY_PARAMS = ("method", "dataset", "epsilon")
 ROW_SETTING_DEFAULTS = {"protocol": "sound", "calibrator": "tight", "delta": f"{DEFAULT_DELTA:g}"}
 
 
-def load_runs(experiment: str) -> pd.DataFrame:
-    """One row per finished cell (the latest run of each cell key), with params and metrics."""
-    mlflow_client = tracking.client()
-    experiment_id = tracking.experiment_id(mlflow_client, experiment, create=False)
-    if experiment_id is None:
-        raise TableError(f"no experiment {experiment!r} in {tracking.tracking_uri()}; run `python -m bench run` first")
-    runs = [
-        RunRecord(run.info.run_id, run.info.start_time, run.data.tags.get("cell_key", run.info.run_id),
-                  dict(run.data.params), dict(run.data.metrics))
-        for run in tracking.iter_runs(mlflow_client, experiment_id, "attributes.status = 'FINISHED'")
-    ]
+def load_runs(experiment: str, source: RunSource | None = None) -> pd.DataFrame:
+    """One row per finished cell (the latest run of each cell key), with params and metrics, from
+    ``source`` (default: the MLflow store)."""
+    source = source or MlflowSource()
+    runs = source.finished_runs(experiment)
+    if runs is None:
+        raise TableError(f"no experiment {experiment!r} in {source.describe()}; run `python -m bench run` first")
+    runs = [run for run in runs if run.tags.get("kind") != "audit"]
     if not runs:
         raise TableError(f"experiment {experiment!r} has no finished runs yet")
     return runs_frame(runs)
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    run_id: str
-    start_time: int
-    cell_key: str
-    params: dict[str, str]
-    metrics: dict[str, float]
+RunRecord = StoredRun  # the name the tests and plugins' own tables know
 
 
 def settings_of(params: dict[str, str]) -> dict[str, str]:
@@ -82,14 +73,14 @@ def settings_of(params: dict[str, str]) -> dict[str, str]:
     return {key: value for key, value in params.items() if key not in skip}
 
 
-def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
+def runs_frame(runs: list[StoredRun]) -> pd.DataFrame:
     """The runs as a frame whose (``dataset``, ``method``, ``epsilon``) cells each hold seeds of
     exactly one setting: ``dataset`` is qualified by non-default grid-wide settings (protocol,
     calibrator, δ, --eval-set values), ``method`` by a non-default profile and hyperparameters
     that differ from the method's resolved defaults (--set); any remaining difference between two
     settings that would share a label is spelled out, so no two settings are ever averaged.
     ``method_name`` keeps the registered name, ``settings`` the full setting as JSON."""
-    latest: dict[str, RunRecord] = {}
+    latest: dict[str, StoredRun] = {}
     for run in sorted(runs, key=lambda r: r.start_time):
         latest[run.cell_key] = run  # a rerun (--rerun) of a cell replaces it
     rows = []
@@ -106,6 +97,7 @@ def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
                 "dataset": _row_label(params),
                 "epsilon": epsilon,
                 "seed": int(params.get("seed", -1)),
+                "dirty": run.dirty,
                 "settings": json.dumps(settings_of(params), sort_keys=True),
                 **run.metrics,
             }
@@ -228,15 +220,65 @@ def declared_metrics(frame: pd.DataFrame) -> list[str]:
     return [name for name in metric_specs() if name in frame.columns]
 
 
-def _cell_text(values: pd.Series) -> str:
-    """``mean ± std (n)`` over the seeds, each number to 3 significant digits; one seed has no
-    standard deviation, so it reads ``mean (1)`` rather than a misleading ``± 0``."""
+MIN_SEEDS_FOR_EVIDENCE = 3
+FEW_SEEDS_MARK = "◦"  # fewer than MIN_SEEDS_FOR_EVIDENCE seeds: shown, never evidence
+DIRTY_MARK = "‡"  # a run behind the cell was logged from uncommitted code
+CELL_LEGEND = (
+    f"Cells: mean ± sd over seeds, [95% t confidence interval of the mean], (number of seeds); heavy-tailed metrics "
+    f"(NLL) as median and [interquartile range]. {FEW_SEEDS_MARK}: fewer than {MIN_SEEDS_FOR_EVIDENCE} seeds, shown "
+    f"but not evidence; {DIRTY_MARK}: a run behind the cell was logged from uncommitted code."
+)
+
+
+def t_interval(values: pd.Series, level: float = 0.95) -> tuple[float, float]:
+    """The t confidence interval of the mean over seeds (needs ≥ 2 values)."""
+    from scipy import stats
+
+    n = len(values)
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) / math.sqrt(n)
+    return values.mean() - half, values.mean() + half
+
+
+def summary_text(values: pd.Series, heavy_tailed: bool = False, dirty: bool = False) -> str:
+    """A table cell over the seeds, each number to 3 significant digits: ``mean ± sd [95% CI] (n)``;
+    ``median [q1, q3] (n)`` for a heavy-tailed metric. One seed has no spread (``mean (1)``, not a
+    misleading ``± 0``); with fewer than 3 seeds the interval is left out and the cell marked."""
     values = values.dropna()
     if values.empty:
         return ""
-    if len(values) == 1:
-        return f"{format_number(values.iloc[0])} (1)"
-    return f"{format_number(values.mean())} ± {format_number(values.std(ddof=1))} ({len(values)})"
+    n = len(values)
+    marks = (FEW_SEEDS_MARK if n < MIN_SEEDS_FOR_EVIDENCE else "") + (DIRTY_MARK if dirty else "")
+    if n == 1:
+        text = format_number(values.iloc[0])
+    elif heavy_tailed:
+        text = f"median {format_number(values.median())}"
+        if n >= MIN_SEEDS_FOR_EVIDENCE:
+            text += f" [{format_number(values.quantile(0.25))}, {format_number(values.quantile(0.75))}]"
+    else:
+        text = f"{format_number(values.mean())} ± {format_number(values.std(ddof=1))}"
+        if n >= MIN_SEEDS_FOR_EVIDENCE:
+            low, high = t_interval(values)
+            text += f" [{format_number(low)}, {format_number(high)}]"
+    return f"{text} ({n}){marks}"
+
+
+def _cell_text(values: pd.Series) -> str:
+    return summary_text(values)
+
+
+def is_heavy_tailed(metric: str) -> bool:
+    spec = spec_for(metric)
+    return spec is not None and spec.heavy_tailed
+
+
+def cell_text(selected: pd.DataFrame, metric: str) -> str:
+    """:func:`summary_text` of ``metric`` over the runs ``selected`` (one table cell), marked when a
+    run behind it is dirty."""
+    if metric not in selected.columns:
+        return ""
+    rows = selected.dropna(subset=[metric])
+    dirty = bool(rows["dirty"].any()) if "dirty" in rows.columns else False
+    return summary_text(rows[metric], is_heavy_tailed(metric), dirty)
 
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -285,7 +327,7 @@ def summarise(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFr
                 selected = selected[selected["epsilon"] == eps]
             if selected.empty:
                 continue
-            text.loc[(dataset, eps), method] = _cell_text(selected[metric])
+            text.loc[(dataset, eps), method] = cell_text(selected, metric)
             means.loc[(dataset, eps), method] = selected[metric].mean()
     return text, means
 
@@ -339,7 +381,7 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
             cells.append(value)
         rows.append([dataset, eps_text, *cells])
     header = ["dataset", "ε", *text.columns]
-    title = f"{metric}{arrow}: mean ± std over seeds (number of seeds)"
+    title = f"{metric}{arrow}: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code"
     return _format(header, rows, title, fmt)
 
 
@@ -392,7 +434,7 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
             cells.append(" / ".join(parts))
         rows.append([dataset, epsilon_text(eps), *cells])
     header = ["dataset", "ε", *methods]
-    title = " / ".join(present) + ": mean ± std over seeds (number of seeds), metrics a row lacks are left out"
+    title = " / ".join(present) + ": mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code, metrics a row lacks are left out"
     return _format(header, rows, title, fmt)
 
 
@@ -447,15 +489,14 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
                 cells = []
                 for method, eps in columns:
                     selected = frame[(frame["dataset"] == dataset) & (frame["method"] == method) & (frame["epsilon"] == eps)]
-                    values = selected[metric].dropna() if metric in selected.columns else selected.iloc[0:0, 0]
-                    cells.append(_cell_text(values) if len(values) else "")
+                    cells.append(cell_text(selected, metric))
                 rows.append([dataset, str(alpha), label, *cells])
             seeds = SEEDS_TABLE1.get(base_dataset(dataset), {}).get(alpha, {})
             if seeds:
                 rows.append([dataset, str(alpha), "seeds' Table 1", *[
                     f"{seeds[(m, e)]:.3f}" if (m, e) in seeds else "" for m, e in columns
                 ]])
-    title = "Table 1: mean TV distance of α-way marginals (lower is better), mean ± std over seeds (number of seeds)"
+    title = "Table 1: mean TV distance of α-way marginals (lower is better), mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code"
     return _format(header, rows, title, fmt)
 
 
@@ -552,9 +593,13 @@ def versus_seeds_rows(
     seeds_label: str,
     digits: str,
     published_datasets: bool = False,
+    paper_settings: dict[str, dict[tuple[str, float], tuple[str, ...]]] | None = None,
 ) -> list[list[str]]:
     """Rows of :func:`render_versus_seeds` (dataset, setup, numbers, one cell per column);
-    ``published_datasets``: also the seeds' datasets that have no run of ours."""
+    ``published_datasets``: also the seeds' datasets that have no run of ours; ``paper_settings``:
+    {dataset: {(method, ε): ("method.param=value", …)}}, the settings a published setup used
+    beyond the method's defaults — ours is set beside it only where its runs used them, else its
+    row says which setting differs."""
     present = [metric for _, metric in columns if metric in frame.columns]
     data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
     rows = []
@@ -569,16 +614,23 @@ def versus_seeds_rows(
         ours_setups = sorted(set(zip(ours["method"], names, ours["epsilon"])), key=lambda s: (s[0], -s[2]))
         # each published setup is preceded by ours of the same registered method and ε, whatever
         # qualifies our label (a profile, a --set value); ours without a published twin follow
+        required = (paper_settings or {}).get(base_dataset(dataset), {})
+        mismatch = {(label, eps): _setting_mismatch(ours[(ours["method"] == label) & (ours["epsilon"] == eps)],
+                                                      required.get((name, eps), ()))
+                    for label, name, eps in ours_setups}
         placed: list[tuple[tuple[str, float], list[tuple[str, float]]]] = [
-            (setup, [(label, eps) for label, name, eps in ours_setups if (name, eps) == setup]) for setup in published
+            (setup, [(label, eps) for label, name, eps in ours_setups if (name, eps) == setup and not mismatch[(label, eps)]])
+            for setup in published
         ]
         twinned = {label_eps for _, labels in placed for label_eps in labels}
         placed += [((None, None), [(label, eps)]) for label, _, eps in ours_setups if (label, eps) not in twinned]
         for (method, eps), labels in placed:
             for label, label_eps in labels:
                 selected = ours[(ours["method"] == label) & (ours["epsilon"] == label_eps)]
-                rows.append([dataset, setup_name(label, label_eps), "ours", *[
-                    _cell_text(selected[metric]) if metric in selected.columns else "" for _, metric in columns
+                differs = mismatch[(label, label_eps)]
+                name = setup_name(label, label_eps) + (f" (not the paper's setting: {differs})" if differs else "")
+                rows.append([dataset, name, "ours", *[
+                    cell_text(selected, metric) for _, metric in columns
                 ]])
             if (method, eps) in published:
                 values = published[(method, eps)]
@@ -586,6 +638,21 @@ def versus_seeds_rows(
                     _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
                 ]])
     return rows
+
+
+def _setting_mismatch(runs: pd.DataFrame, required: tuple[str, ...]) -> str:
+    """Which of the ``method.param=value`` settings ``required`` these runs did not use, as
+    ``param=ours ≠ value``; empty when they all match (or nothing is required)."""
+    if not required or runs.empty:
+        return ""
+    logged = json.loads(runs["settings"].iloc[0])
+    differ = []
+    for item in required:
+        key, value = item.split("=", 1)
+        param = key.split(".", 1)[1]
+        if logged.get(f"hp.{param}") != value:
+            differ.append(f"{param}={logged.get(f'hp.{param}', 'default')} ≠ {value}")
+    return ", ".join(differ)
 
 
 def render_versus_seeds(
@@ -622,7 +689,7 @@ def render_fig6(frame: pd.DataFrame, fmt: str, evaluator: str = "image-downstrea
         for dataset, setups in SEEDS_FIG6.items()
     }
     title = (f"Fig. 6: accuracy on the real test images per classifier ({evaluator}; higher is better), "
-             "ours: mean ± std over seeds (number of seeds)")
+             "ours: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code")
     return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 6", ".4g", title, fmt)
 
 
@@ -635,15 +702,16 @@ def render_fig3(frame: pd.DataFrame, fmt: str) -> str:
         for dataset, setups in SEEDS_FIG3.items()
     }
     title = ("Fig. 3: mean accuracy of the 12 classifiers vs training images (effective-size; higher is better), "
-             "ours: mean ± std over seeds (number of seeds)")
+             "ours: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code")
     return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 3", ".4f", title, fmt)
 
 
 
 def render_all(
-    experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False, layout: str = "default"
+    experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False, layout: str = "default",
+    source: RunSource | None = None,
 ) -> str:
-    frame = load_runs(experiment)
+    frame = load_runs(experiment, source)
     if layout == "table1":
         return render_table1(frame, fmt)
     if layout == "fig6":
@@ -654,7 +722,7 @@ def render_all(
     if layout == "privacy":
         from bench.report.triad import render_triad
 
-        return render_triad(frame, fmt)
+        return render_triad(frame, fmt, source=source)
     chosen = list(metrics or declared_metrics(frame))
     if not chosen:
         raise TableError("no evaluator metric in these runs; name one with --metric")

@@ -15,24 +15,19 @@ import math
 
 import pandas as pd
 
+from bench.report.source import MlflowSource, RunSource
 from bench.report.tables import TableError, _cell_text, _format, epsilon_text, format_number
 
 UTILITY = ("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "nll.mean")
 AUDIT_EXPERIMENT = "audit"
 
 
-def audit_bounds(experiment: str = AUDIT_EXPERIMENT) -> dict[tuple[str, str, float], float]:
+def audit_bounds(experiment: str = AUDIT_EXPERIMENT, source: RunSource | None = None) -> dict[tuple[str, str, float], float]:
     """The largest ε lower bound logged by ``bench audit`` per (method, dataset, ε); empty when
     no audit was run (the ``audit`` experiment does not exist)."""
-    from bench.harness import tracking
-
-    client = tracking.client()
-    experiment_id = tracking.experiment_id(client, experiment, create=False)
-    if experiment_id is None:
-        return {}
     bounds: dict[tuple[str, str, float], float] = {}
-    for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
-        params, metrics = run.data.params, run.data.metrics
+    for run in (source or MlflowSource()).finished_runs(experiment) or []:
+        params, metrics = run.params, run.metrics
         if "audit.epsilon_lower_bound" not in metrics or "epsilon" not in params:
             continue
         key = (params.get("method", "").split(" ")[0], params.get("dataset", "").split(" ")[0], float(params["epsilon"]))
@@ -71,8 +66,9 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
     return header, rows
 
 
-def render_triad(frame: pd.DataFrame, fmt: str, audits: dict[tuple[str, str, float], float] | None = None) -> str:
-    header, rows = triad_rows(frame, audit_bounds() if audits is None else audits)
+def render_triad(frame: pd.DataFrame, fmt: str, audits: dict[tuple[str, str, float], float] | None = None,
+                 source: RunSource | None = None) -> str:
+    header, rows = triad_rows(frame, audit_bounds(source=source) if audits is None else audits)
     title = ("claimed ε (ledger) — audited ε lower bound (`bench audit`) — membership attack on the output (DOMIAS AUC, "
              "0.5: no signal) — DCR share (0.5 ideal) — detection AUC (0.5 ideal) — utility; mean ± sd over seeds (n)")
     return _format(header, rows, title, fmt)

@@ -1,0 +1,358 @@
+"""The results record: one JSON file per finished run under ``results/runs/<experiment>/``, the
+committed, reviewable text form of an MLflow store.
+
+A record holds everything needed to check a number without the machine that produced it: the
+cell's full resolved spec (parameters and the ``config.json`` the worker wrote), its metrics,
+its privacy ledger (releases, public facts, caveats and the independent accountant's ε), the code
+that ran (commit, whether the tree was dirty and the diff's hash) and the machine (CPU, platform,
+package versions, device). ``python -m bench export`` writes records from a store;
+``python -m bench import`` puts them back into a local store for the MLflow UI; ``table``,
+``runs``, ``plot`` and ``report`` read them with ``--records``.
+
+A record's file is named by its cell (or, for an audit, its run), so exporting a rerun of a cell
+replaces the earlier record: the folder holds the latest finished run of each cell, as tables do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from bench.core.errors import UsageError
+
+SCHEMA = "dpbench.run-record/1"
+DEFAULT_FOLDER = Path("results") / "runs"
+ARTIFACTS = ("ledger.json", "config.json")
+# tags that belong to a run's bookkeeping on one machine, not to its result
+_TRANSIENT_TAGS = ("lease.", "mlflow.")
+LEGACY_LEDGER = ("not recorded: the run was logged before records kept ledgers, and its artifacts stayed on the "
+                 "machine that ran it; rerun the cell to record one")
+
+
+class RecordError(UsageError, ValueError):
+    """A record folder or file that cannot be read or written as asked."""
+
+
+@dataclass(frozen=True)
+class Code:
+    commit: str
+    dirty: bool
+    diff_sha256: str | None = None  # of `git diff HEAD` outside results/, when dirty
+
+    @staticmethod
+    def from_tags(tags: dict[str, str]) -> "Code":
+        logged = tags.get("git_commit", "unknown")
+        return Code(logged.removesuffix("-dirty"), logged.endswith("-dirty"), tags.get("git_diff_sha256"))
+
+
+@dataclass(frozen=True)
+class Record:
+    experiment: str
+    run_id: str
+    key: str  # the cell key; an audit's run id
+    kind: str  # "cell" or "audit"
+    label: str
+    status: str
+    start_time: int  # ms since the epoch, as MLflow keeps it
+    end_time: int | None
+    params: dict[str, str]
+    metrics: dict[str, float]
+    timings: dict[str, float]  # time.* seconds and peak memory: diagnostics of this machine
+    tags: dict[str, str]
+    code: Code
+    machine: dict[str, Any]
+    config: dict[str, Any] | None
+    ledger: dict[str, Any] | None
+    ledger_missing: str | None = None
+    schema: str = SCHEMA
+
+    @property
+    def private(self) -> bool:
+        """Claimed (ε, δ)-DP at a finite ε (a data-independent baseline claims it with no release)."""
+        try:
+            return math.isfinite(float(self.params.get("epsilon", "inf")))
+        except ValueError:
+            return False
+
+    def file_name(self) -> str:
+        stem = self.label if self.kind == "cell" else f"audit {self.label}"
+        readable = re.sub(r"[^A-Za-z0-9.=+-]+", "_", stem.replace("ε", "eps")).strip("_")
+        return f"{readable}__{self.key}.json"
+
+    def to_json(self) -> str:
+        return json.dumps(_strict(asdict(self)), indent=1, sort_keys=True, ensure_ascii=False, default=str,
+                          allow_nan=False) + "\n"
+
+    @staticmethod
+    def from_json(text: str, where: str = "a record") -> "Record":
+        try:
+            data = json.loads(text)
+            if data.get("schema") != SCHEMA:
+                raise RecordError(f"{where} is not a {SCHEMA} record (schema {data.get('schema')!r})")
+            data = _loose(data)
+            data["code"] = Code(**data["code"])
+            data["metrics"] = {k: float(v) for k, v in data["metrics"].items()}
+            data["timings"] = {k: float(v) for k, v in data["timings"].items()}
+            return Record(**data)
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise RecordError(f"{where} is not a readable run record ({error})") from None
+
+    def all_metrics(self) -> dict[str, float]:
+        return {**self.metrics, **self.timings}
+
+
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _strict(value: Any) -> Any:
+    """JSON has no inf or nan: they are written as the strings "inf", "-inf", "nan"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+def _loose(value: Any) -> Any:
+    """The inverse of :func:`_strict` (params stay strings: they are logged as text)."""
+    if isinstance(value, str) and value in _NON_FINITE:
+        return _NON_FINITE[value]
+    if isinstance(value, dict):
+        return {k: (v if k in ("params", "tags") else _loose(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_loose(v) for v in value]
+    return value
+
+
+def _is_timing(name: str) -> bool:
+    return name.startswith("time.") or name.endswith(("peak_mib", "_wall_s", "fit_seconds"))
+
+
+def machine_of(tags: dict[str, str]) -> dict[str, Any]:
+    return {
+        "cpu": tags.get("cpu", "not recorded"),
+        "cores": tags.get("machine.cores", "not recorded"),
+        "platform": tags.get("machine.platform", "not recorded"),
+        "python": tags.get("machine.python", "not recorded"),
+        "device": tags.get("device", "cpu"),
+        "versions": {k.removeprefix("version."): v for k, v in sorted(tags.items()) if k.startswith("version.")},
+    }
+
+
+def record_of(experiment: str, run: Any, artifacts: dict[str, dict | None]) -> Record:
+    """The record of an MLflow run (``mlflow.entities.Run``) and its JSON artifacts by name."""
+    tags = {k: v for k, v in run.data.tags.items() if not k.startswith(_TRANSIENT_TAGS)}
+    cell_key = tags.get("cell_key")
+    metrics = dict(run.data.metrics)
+    ledger = artifacts.get("ledger.json")
+    return Record(
+        experiment=experiment,
+        run_id=run.info.run_id,
+        key=cell_key or run.info.run_id,
+        kind="cell" if cell_key else "audit",
+        label=tags.get("cell") or run.data.tags.get("mlflow.runName", run.info.run_id),
+        status=run.info.status,
+        start_time=int(run.info.start_time),
+        end_time=int(run.info.end_time) if run.info.end_time else None,
+        params=dict(run.data.params),
+        metrics={k: v for k, v in metrics.items() if not _is_timing(k)},
+        timings={k: v for k, v in metrics.items() if _is_timing(k)},
+        tags=tags,
+        code=Code.from_tags(tags),
+        machine=machine_of(tags),
+        config=artifacts.get("config.json"),
+        ledger=ledger,
+        ledger_missing=None if ledger is not None or not cell_key else LEGACY_LEDGER,
+    )
+
+
+# --- the folder ---------------------------------------------------------------------------------
+
+def iter_record_files(folder: Path, experiment: str | None = None) -> Iterator[Path]:
+    if not folder.is_dir():
+        raise RecordError(f"no record folder {folder}; write one with `python -m bench export --out {folder}`")
+    folders = [folder / experiment] if experiment else sorted(p for p in folder.iterdir() if p.is_dir())
+    for sub in folders:
+        if sub.is_dir():
+            yield from sorted(sub.glob("*.json"))
+
+
+def load_records(folder: Path, experiment: str | None = None) -> list[Record]:
+    return [Record.from_json(path.read_text(), str(path)) for path in iter_record_files(folder, experiment)]
+
+
+def record_experiments(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        raise RecordError(f"no record folder {folder}; write one with `python -m bench export --out {folder}`")
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+
+def write_record(folder: Path, record: Record) -> Path | None:
+    """Write ``record`` unless the folder holds a later run of the same key; returns the path
+    written (None: kept the later one). Written through a temporary file, so a kill never leaves
+    half a record."""
+    target_dir = folder / record.experiment
+    target_dir.mkdir(parents=True, exist_ok=True)
+    existing = list(target_dir.glob(f"*__{record.key}.json"))
+    for path in existing:
+        earlier = Record.from_json(path.read_text(), str(path))
+        if earlier.start_time > record.start_time:
+            return None
+    path = target_dir / record.file_name()
+    with tempfile.NamedTemporaryFile("w", dir=target_dir, delete=False, suffix=".tmp", encoding="utf-8") as handle:
+        handle.write(record.to_json())
+    Path(handle.name).replace(path)
+    for old in existing:
+        if old != path:
+            old.unlink()
+    return path
+
+
+# --- export and import ----------------------------------------------------------------------------
+
+@dataclass
+class ExportSummary:
+    written: int = 0
+    kept_later: int = 0
+    dirty: list[str] = field(default_factory=list)  # labels refused (or, with allow_dirty, exported marked)
+    without_ledger: int = 0
+    experiments: list[str] = field(default_factory=list)
+
+    def text(self, folder: Path, allow_dirty: bool) -> str:
+        parts = [f"exported {self.written} run record(s) of {len(self.experiments)} experiment(s) to {folder}"]
+        if self.kept_later:
+            parts.append(f"{self.kept_later} kept: the folder holds a later run of the cell")
+        if self.dirty:
+            parts.append(f"{len(self.dirty)} from uncommitted code " + ("exported, marked dirty" if allow_dirty else "skipped"))
+        if self.without_ledger:
+            parts.append(f"{self.without_ledger} without a ledger (artifacts not in this store)")
+        return "; ".join(parts)
+
+
+def _json_artifact(mlflow_client: Any, run_id: str, name: str) -> dict | None:
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            return json.loads(Path(mlflow_client.download_artifacts(run_id, name, tmp)).read_text())
+    except Exception:  # an artifact store elsewhere, or none was logged
+        return None
+
+
+def exportable_runs(mlflow_client: Any, experiment: str) -> list[Any]:
+    """The finished cell runs (the latest of each cell) and the audits of an experiment."""
+    from bench.harness import tracking
+
+    experiment_id = tracking.experiment_id(mlflow_client, experiment, create=False)
+    if experiment_id is None:
+        return []
+    latest: dict[str, Any] = {}
+    for run in tracking.iter_runs(mlflow_client, experiment_id, "attributes.status = 'FINISHED'"):
+        tags = run.data.tags
+        if "cell_key" not in tags and tags.get("kind") != "audit":
+            continue  # e.g. an encoder checkpoint: its artifact is the result, not a table cell
+        key = tags.get("cell_key", run.info.run_id)
+        if key not in latest or latest[key].info.start_time <= run.info.start_time:
+            latest[key] = run
+    return sorted(latest.values(), key=lambda run: run.info.start_time)
+
+
+def export_store(mlflow_client: Any, experiments: list[str] | None, folder: Path, allow_dirty: bool,
+                 progress: Any = None) -> ExportSummary:
+    names = experiments or sorted(e.name for e in mlflow_client.search_experiments() if e.name != "Default")
+    summary = ExportSummary()
+    for experiment in names:
+        runs = exportable_runs(mlflow_client, experiment)
+        if runs:
+            summary.experiments.append(experiment)
+        for run in runs:
+            if run.data.tags.get("git_commit", "").endswith("-dirty"):
+                summary.dirty.append(run.data.tags.get("cell", run.info.run_id))
+                if not allow_dirty:
+                    continue
+            artifacts = {name: _json_artifact(mlflow_client, run.info.run_id, name) for name in ARTIFACTS}
+            record = record_of(experiment, run, artifacts)
+            summary.without_ledger += record.ledger_missing is not None
+            if write_record(folder, record) is None:
+                summary.kept_later += 1
+            else:
+                summary.written += 1
+            if progress is not None:
+                progress(record)
+    return summary
+
+
+IMPORTED_TAG = "record.run_id"
+
+
+def import_records(mlflow_client: Any, folder: Path, experiment: str | None = None) -> tuple[int, int]:
+    """Log each record as a finished run of its experiment in the store (tags, params, metrics,
+    its ledger and config as artifacts); a record already imported (tag ``record.run_id``) is
+    skipped. Returns (imported, skipped)."""
+    from mlflow.entities import Metric, Param
+
+    from bench.harness import tracking
+
+    imported = skipped = 0
+    for record in load_records(folder, experiment):
+        experiment_id = tracking.experiment_id(mlflow_client, record.experiment)
+        done = tracking.iter_runs(mlflow_client, experiment_id, f"tags.`{IMPORTED_TAG}` = '{record.run_id}'")
+        if next(iter(done), None) is not None:
+            skipped += 1
+            continue
+        tags = {**record.tags, IMPORTED_TAG: record.run_id, "mlflow.runName": record.label}
+        run_id = mlflow_client.create_run(experiment_id, start_time=record.start_time, tags=tags).info.run_id
+        metrics = [Metric(k, v, record.start_time, 0) for k, v in record.all_metrics().items() if not math.isnan(v)]
+        params = [Param(k, v) for k, v in record.params.items()]
+        for start in range(0, len(params), 100):
+            mlflow_client.log_batch(run_id, params=params[start:start + 100])
+        for start in range(0, len(metrics), 1000):
+            mlflow_client.log_batch(run_id, metrics=metrics[start:start + 1000])
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, content in (("ledger.json", record.ledger), ("config.json", record.config)):
+                if content is not None:
+                    (Path(tmp) / name).write_text(json.dumps(content, indent=2))
+            if any(Path(tmp).iterdir()):
+                mlflow_client.log_artifacts(run_id, tmp)
+        mlflow_client.set_terminated(run_id, status=record.status, end_time=record.end_time)
+        imported += 1
+    return imported, skipped
+
+
+def ledger_problem(record: Record) -> str | None:
+    """Why the record's privacy claim does not stand, judged from the record alone: the ledger's
+    target is not the run's (ε, δ), it spends more than its target, or the independent accountant
+    (dp-accounting, :mod:`bench.privacy.independent`) recomputed from the recorded releases finds
+    more than the claim or another value than the one recorded. None when it stands (or there is
+    no ledger: see ``ledger_missing``)."""
+    from bench.privacy.independent import TOLERANCE, independent_epsilon
+    from bench.privacy.releases import release_from_dict
+
+    ledger = record.ledger
+    if ledger is None:
+        return None
+    target, spent = ledger["target"], ledger["spent"]
+    epsilon = float(record.params.get("epsilon", "nan"))
+    if float(target["epsilon"]) != epsilon and not (math.isinf(epsilon) and math.isinf(float(target["epsilon"]))):
+        return f"the ledger's target ε = {target['epsilon']} is not the run's ε = {epsilon}"
+    delta = record.params.get("delta_resolved", record.params.get("delta"))
+    if delta not in (None, "none") and not math.isclose(float(target["delta"]), float(delta), rel_tol=1e-9):
+        return f"the ledger's target δ = {target['delta']} is not the run's δ = {delta}"
+    claimed = float(spent["epsilon"])
+    if claimed > float(target["epsilon"]) * (1 + TOLERANCE) + 1e-9:
+        return f"the ledger spends ε = {claimed:.6g}, more than its target {target['epsilon']}"
+    if not math.isfinite(claimed):
+        return None  # a non-private run claims nothing
+    releases = [release_from_dict(r) for r in ledger["releases"]]
+    check = independent_epsilon(releases, float(target["delta"]))
+    if check.epsilon > claimed * (1 + TOLERANCE) + 1e-9:
+        return f"the independent accountant finds ε = {check.epsilon:.6g} for the recorded releases; the ledger claims {claimed:.6g}"
+    recorded = (ledger.get("independent") or {}).get("epsilon")
+    if recorded is not None and not math.isclose(float(recorded), check.epsilon, rel_tol=1e-6, abs_tol=1e-9):
+        return f"the record says the independent accountant found ε = {recorded}, it now finds {check.epsilon:.6g}"
+    return None

@@ -1,0 +1,136 @@
+"""The coverage matrix at the top of the report: every setup (dataset × method × ε) of every
+seeds' table and figure a preset reproduces, marked by what the record holds of it.
+
+A setup is one published value's row and column: the presets' ``published`` tables are the
+transcriptions of the papers. Its status, in order:
+
+* ``run (n)``: n seeds of the preset's own cells for it finished (the paper protocol where the
+  preset runs both, the paper's settings where ``paper_settings`` names them);
+* ``not implemented``: no adapter for the method (GS-WGAN);
+* ``no data``: the dataset's files are not in the offline mirror (``NOT_IN_MIRROR``);
+* ``needs a GPU``: an image setup at the paper profile with no run (its CPU cost is in the
+  preset's "not run" list); ``not run``: everything else, with its command in the preset's section.
+
+"Beyond the seeds" presets (ablations) carry copies of published values and are not counted, nor
+is a value a table prints from another setup for comparison (a registered method the preset runs
+no cell of, e.g. Table 7's private columns, which are Table 2's).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bench.core.registry import DATASETS, METHODS, RegistryError
+from bench.report.presets import NOT_IN_MIRROR, Preset, grid_cells
+
+RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
+EVIDENCE_SEEDS = 5  # the papers average 5 runs; a setup counts as reproduced at this many seeds
+
+
+@dataclass(frozen=True)
+class Setup:
+    reproduces: str
+    dataset: str
+    method: str
+    epsilon: float
+
+    @property
+    def column(self) -> str:
+        return f"{self.method} ε={'∞' if math.isinf(self.epsilon) else f'{self.epsilon:g}'}"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    setup: Setup
+    status: str
+    seeds: int = 0
+    profile: str = "paper"
+
+    @property
+    def image(self) -> bool:
+        try:
+            return "image" in DATASETS.card(self.setup.dataset).kinds
+        except RegistryError:
+            return False
+
+    def text(self) -> str:
+        profile = f" ({self.profile} profile)" if self.profile != "paper" else ""
+        if self.status == RUN:
+            return f"{self.seeds}{profile}"
+        return self.status + (profile if self.status == NOT_RUN else "")
+
+
+def counted_presets(presets: list[Preset]) -> list[Preset]:
+    return [p for p in presets if p.published and not p.reproduces.startswith("beyond the seeds")]
+
+
+def _registered(registry, name: str) -> bool:
+    try:
+        registry.card(name)
+    except RegistryError:
+        return False
+    return True
+
+
+def setup_coverage(preset: Preset, finished_keys: set[str]) -> list[Coverage]:
+    cells = [(grid, cell) for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
+    result = []
+    for dataset, setups in preset.published.items():
+        for (method, epsilon) in setups:
+            setup = Setup(preset.reproduces, dataset, method, float(epsilon))
+            mine = [(grid, cell) for grid, cell in cells
+                    if cell.method == method and cell.dataset == dataset and cell.epsilon == setup.epsilon]
+            paper = [(grid, cell) for grid, cell in mine if grid.protocol == "paper"]
+            mine = paper or mine
+            required = preset.paper_settings.get(dataset, {}).get((method, setup.epsilon), ())
+            if required:
+                mine = [(grid, cell) for grid, cell in mine if set(required) <= set(grid.sets)]
+            done = sum(cell.key in finished_keys for _, cell in mine)
+            profile = mine[0][0].profile if mine else "paper"
+            if not mine and _registered(METHODS, method):
+                continue  # printed beside the table for comparison: counted where its own table is
+            if done:
+                status = RUN
+            elif not _registered(METHODS, method):
+                status = NOT_IMPLEMENTED
+            elif dataset in NOT_IN_MIRROR:
+                status = NO_DATA
+            elif profile == "paper" and _registered(DATASETS, dataset) and "image" in DATASETS.card(dataset).kinds:
+                status = NEEDS_GPU
+            else:
+                status = NOT_RUN
+            result.append(Coverage(setup, status, done, profile))
+    return result
+
+
+@dataclass(frozen=True)
+class Totals:
+    setups: int
+    at_evidence: int  # run at ≥ EVIDENCE_SEEDS seeds
+    run: int  # at ≥ 1 seed
+    in_mirror: int  # setups whose data is in the mirror and whose method exists
+
+    def text(self, what: str) -> str:
+        share = lambda k: f"{k / self.setups:.0%}" if self.setups else "—"  # noqa: E731
+        mirror = f"{self.at_evidence / self.in_mirror:.0%}" if self.in_mirror else "—"
+        return (f"{what}: {self.setups} setups; {self.run} run ({share(self.run)}), {self.at_evidence} at ≥ "
+                f"{EVIDENCE_SEEDS} seeds ({share(self.at_evidence)}; {mirror} of the {self.in_mirror} whose data is "
+                "in the mirror and whose method exists)")
+
+
+def totals(coverage: list[Coverage]) -> Totals:
+    feasible = [c for c in coverage if c.status not in (NO_DATA, NOT_IMPLEMENTED)]
+    return Totals(len(coverage), sum(c.status == RUN and c.seeds >= EVIDENCE_SEEDS for c in coverage),
+                  sum(c.status == RUN for c in coverage), len(feasible))
+
+
+def matrix_rows(coverage: list[Coverage]) -> tuple[list[str], list[list[str]]]:
+    """One row per (table, dataset), one column per method × ε the table has."""
+    columns = list(dict.fromkeys(c.setup.column for c in coverage))
+    by_row: dict[tuple[str, str], dict[str, str]] = {}
+    for c in coverage:
+        by_row.setdefault((c.setup.reproduces, c.setup.dataset), {})[c.setup.column] = c.text()
+    rows = [[reproduces, dataset, *[cells.get(column, "") for column in columns]]
+            for (reproduces, dataset), cells in by_row.items()]
+    return ["table", "dataset", *columns], rows

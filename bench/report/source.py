@@ -1,0 +1,120 @@
+"""Where tables, plots and the report read finished runs from: the MLflow store (the default) or
+a results record folder (``--records results/runs``, :mod:`bench.harness.record`). Both give the
+same :class:`StoredRun` values, so every layout reads either."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    run_id: str
+    start_time: int
+    cell_key: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def dirty(self) -> bool:
+        """Logged from code with uncommitted changes: its code cannot be named."""
+        return self.tags.get("git_commit", "").endswith("-dirty")
+
+
+class RunSource(Protocol):
+    def describe(self) -> str:
+        """Where the runs come from, for a report's first paragraph."""
+
+    def experiments(self) -> list[str]: ...
+
+    def finished_runs(self, experiment: str) -> list[StoredRun] | None:
+        """The experiment's finished runs (every run, not only the latest of each cell); None
+        when there is no such experiment."""
+
+    def artifact(self, run_id: str, name: str) -> bytes | None: ...
+
+
+class MlflowSource:
+    """The store at MLFLOW_TRACKING_URI (else ./mlflow.db)."""
+
+    def describe(self) -> str:
+        from bench.harness import tracking
+
+        return f"the MLflow store {tracking.tracking_uri()}"
+
+    def _client(self):
+        from bench.harness import tracking
+
+        return tracking.client()
+
+    def experiments(self) -> list[str]:
+        from bench.harness import tracking
+
+        uri = tracking.tracking_uri()
+        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+            return []  # no store yet: do not create one just to read it
+        return [e.name for e in self._client().search_experiments()]
+
+    def finished_runs(self, experiment: str) -> list[StoredRun] | None:
+        from bench.harness import tracking
+
+        client = self._client()
+        experiment_id = tracking.experiment_id(client, experiment, create=False)
+        if experiment_id is None:
+            return None
+        return [
+            StoredRun(run.info.run_id, run.info.start_time, run.data.tags.get("cell_key", run.info.run_id),
+                      dict(run.data.params), dict(run.data.metrics), dict(run.data.tags))
+            for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'")
+        ]
+
+    def artifact(self, run_id: str, name: str) -> bytes | None:
+        import tempfile
+
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                return Path(self._client().download_artifacts(run_id, name, tmp)).read_bytes()
+        except Exception:  # artifacts stay on the machine that ran the cell
+            return None
+
+
+class RecordSource:
+    """A results record folder: one JSON per finished run (``python -m bench export``)."""
+
+    def __init__(self, folder: Path) -> None:
+        from bench.harness.record import record_experiments
+
+        self.folder = Path(folder)
+        record_experiments(self.folder)  # a missing folder: one line now, not at the first table
+        self._cache: dict[str, list[StoredRun]] = {}
+
+    def describe(self) -> str:
+        return f"the results record {self.folder}"
+
+    def experiments(self) -> list[str]:
+        from bench.harness.record import record_experiments
+
+        return record_experiments(self.folder)
+
+    def finished_runs(self, experiment: str) -> list[StoredRun] | None:
+        from bench.harness.record import load_records
+
+        if experiment not in self._cache:
+            if not (self.folder / experiment).is_dir():
+                return None
+            self._cache[experiment] = [
+                StoredRun(r.run_id, r.start_time, r.key, dict(r.params), r.all_metrics(),
+                          {**r.tags, "git_commit": r.code.commit + ("-dirty" if r.code.dirty else "")})
+                for r in load_records(self.folder, experiment) if r.status == "FINISHED"
+            ]
+        return self._cache[experiment]
+
+    def artifact(self, run_id: str, name: str) -> bytes | None:
+        return None  # a record keeps the ledger and config inline; images stay in report_files/
+
+
+def source_for(records: Path | None) -> RunSource:
+    return RecordSource(records) if records is not None else MlflowSource()

@@ -1,0 +1,156 @@
+"""The results record (results/runs/): every committed record's privacy claim stands from the
+record alone; export and import keep every number; dirty runs are refused or marked; the
+tables' statistics (CIs, medians, seed counts) are what scipy computes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from bench.harness import tracking
+from bench.harness.record import LEGACY_LEDGER, Record, export_store, ledger_problem, load_records, write_record
+from bench.report.source import MlflowSource, RecordSource
+from bench.report.tables import DIRTY_MARK, FEW_SEEDS_MARK, render_all, summary_text
+from tests.conftest import REPO, run_cli
+
+COMMITTED = REPO / "results" / "runs"
+
+
+def test_every_committed_record_s_privacy_claim_is_reproduced_from_the_record_alone():
+    records = load_records(COMMITTED)
+    assert records, "results/runs holds the committed record"
+    with_ledger = [r for r in records if r.ledger is not None]
+    problems = {r.label: ledger_problem(r) for r in with_ledger}
+    assert {label: why for label, why in problems.items() if why} == {}
+    # a record without its ledger says why; none hides it
+    assert all(r.ledger_missing for r in records if r.ledger is None)
+    assert {r.ledger_missing for r in records if r.ledger is None} <= {LEGACY_LEDGER}
+
+
+def test_a_record_whose_releases_do_not_support_its_claim_is_caught():
+    """The check recomputes from the releases, so a ledger that claims ε = 1 for releases with half
+    the noise, or for twice as many of them, fails — it does not trust the recorded ε."""
+    record = next(r for r in load_records(COMMITTED) if r.ledger is not None and r.ledger["releases"])
+    assert ledger_problem(record) is None
+    for broken_field, factor in (("noise_multiplier", 0.5), ("compositions", 2)):
+        ledger = json.loads(json.dumps(record.ledger))
+        for release in ledger["releases"]:
+            release[broken_field] *= factor
+        broken = dataclasses.replace(record, ledger=ledger)
+        assert "independent accountant finds" in ledger_problem(broken)
+    wrong_target = json.loads(json.dumps(record.ledger))
+    wrong_target["target"]["epsilon"] = 10.0
+    assert "target ε" in ledger_problem(dataclasses.replace(record, ledger=wrong_target))
+
+
+def test_no_record_is_newer_than_an_export_of_itself_and_files_are_named_by_their_cell():
+    for record in load_records(COMMITTED):
+        assert record.key in record.file_name()
+    keys = [(r.experiment, r.key) for r in load_records(COMMITTED)]
+    assert len(keys) == len(set(keys)), "one record per cell"
+
+
+def _cli_grid(workdir, *extra):
+    result = run_cli("run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1", "--seeds", "0-1", "--jobs", "2",
+                     "--profile", "smoke", "--set", "dp-merf.epochs=1", "--no-progress", "--experiment", "rec", *extra)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir):
+    _cli_grid(workdir)
+    client = tracking.client()
+    out = workdir / "runs"
+    summary = export_store(client, ["rec"], out, allow_dirty=True)
+    assert summary.written == 4 and summary.without_ledger == 0
+    records = load_records(out, "rec")
+    merf = next(r for r in records if r.params["method"] == "dp-merf")
+    assert ledger_problem(merf) is None and merf.ledger["releases"]
+    assert merf.ledger["independent"]["epsilon"] == pytest.approx(1.0, rel=1e-3)
+    assert merf.config["cell"]["method"] == "dp-merf"
+    assert merf.code.commit == tracking.git_commit().removesuffix("-dirty")
+    assert merf.machine["cpu"] != "not recorded" and merf.machine["versions"]["torch"]
+    assert merf.machine["platform"] != "not recorded"
+    assert "time.fit_s" in merf.timings and "time.fit_s" not in merf.metrics
+
+    # tables from the store and from the record are the same text
+    from_store = render_all("rec", None, "md", source=MlflowSource())
+    assert render_all("rec", None, "md", source=RecordSource(out)) == from_store
+
+    # a second export changes nothing; an import into a new store gives the same table again
+    before = {p.name: p.read_text() for p in (out / "rec").iterdir()}
+    export_store(client, ["rec"], out, allow_dirty=True)
+    assert {p.name: p.read_text() for p in (out / "rec").iterdir()} == before
+    imported = run_cli("import", str(out), env={"MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'imported.db'}"})
+    assert imported.returncode == 0 and "imported 4 run(s)" in imported.stdout, imported.stderr
+    again = run_cli("import", str(out), env={"MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'imported.db'}"})
+    assert "imported 0 run(s)" in again.stdout and "4 already there" in again.stdout
+    table = run_cli("table", "--experiment", "rec", env={"MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'imported.db'}"})
+    assert table.returncode == 0 and table.stdout.strip() == from_store.strip()
+
+
+def test_export_refuses_dirty_runs_unless_asked_and_tables_mark_them(workdir):
+    _cli_grid(workdir)
+    client = tracking.client()
+    runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "rec", create=False)))
+    for run in runs:  # one run from uncommitted code, whatever state this checkout is in
+        dirty = run.data.params["method"] == "real" and run.data.params["seed"] == "0"
+        client.set_tag(run.info.run_id, "git_commit", "0" * 40 + ("-dirty" if dirty else ""))
+
+    refused = run_cli("export", "--experiment", "rec", "--out", str(workdir / "clean"))
+    assert refused.returncode == 0
+    assert "1 from uncommitted code skipped" in refused.stdout and "--allow-dirty" in refused.stderr
+    assert len(load_records(workdir / "clean")) == 3
+
+    marked = run_cli("export", "--experiment", "rec", "--out", str(workdir / "all"), "--allow-dirty")
+    assert "exported 4" in marked.stdout
+    records = load_records(workdir / "all")
+    assert sum(r.code.dirty for r in records) == 1
+    table = run_cli("table", "--experiment", "rec", "--records", str(workdir / "all"), "--metric", "nll.mean")
+    uniform_cell = next(line for line in table.stdout.splitlines() if line.startswith("| gmm2d"))
+    assert uniform_cell.count(DIRTY_MARK) == 1, table.stdout  # the real cell only
+
+
+def test_record_folder_keeps_the_later_run_of_a_cell_and_bad_input_is_one_line(tmp_path):
+    record = next(r for r in load_records(COMMITTED) if r.kind == "cell")
+    later = dataclasses.replace(record, run_id="later", start_time=record.start_time + 1, metrics={"x.y": 1.0})
+    assert write_record(tmp_path, later) is not None
+    assert write_record(tmp_path, record) is None  # the folder holds a later run of the cell
+    (only,) = load_records(tmp_path)
+    assert only.run_id == "later"
+    assert [p.suffix for p in (tmp_path / record.experiment).iterdir()] == [".json"]  # no temporary file left
+
+    missing = run_cli("table", "--records", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "export" in missing.stderr
+    (tmp_path / record.experiment / "broken.json").write_text("{")
+    broken = run_cli("table", "--records", str(tmp_path), "--experiment", record.experiment)
+    assert broken.returncode == 2 and "not a readable run record" in broken.stderr
+
+
+def test_a_record_survives_json_with_infinite_values():
+    record = next(r for r in load_records(COMMITTED) if r.kind == "cell")
+    odd = dataclasses.replace(record, metrics={"a.b": math.inf, "a.c": math.nan, "a.d": 0.25})
+    back = Record.from_json(odd.to_json())
+    assert back.metrics["a.b"] == math.inf and math.isnan(back.metrics["a.c"]) and back.metrics["a.d"] == 0.25
+    json.loads(odd.to_json(), parse_constant=pytest.fail)  # strict JSON: no Infinity/NaN tokens
+    ledger = {"target": {"epsilon": math.inf, "delta": 0.0}, "spent": {"epsilon": math.inf, "delta": 0.0}, "releases": []}
+    real = dataclasses.replace(record, ledger=ledger)  # a non-private run's ledger
+    json.loads(real.to_json(), parse_constant=pytest.fail)
+    assert Record.from_json(real.to_json()).ledger["target"]["epsilon"] == math.inf
+
+
+def test_cells_carry_the_t_interval_the_median_for_heavy_tails_and_mark_few_seeds():
+    from scipy import stats
+
+    values = pd.Series([0.570, 0.661, 0.619, 0.676, 0.649])
+    low, high = stats.t.interval(0.95, 4, loc=values.mean(), scale=stats.sem(values))
+    assert summary_text(values) == f"0.635 ± 0.0419 [{low:.3f}, {high:.3f}] (5)"
+    # the gmm2d NLL of the issue: one seed far out; the mean (8.63×10⁵) says nothing typical
+    nll = pd.Series([4.6e5, 5.3e5, 5.7e5, 5.7e5, 21.8e5])
+    assert summary_text(nll, heavy_tailed=True) == "median 570,000 [530,000, 570,000] (5)"
+    assert summary_text(values[:2]).endswith(f"(2){FEW_SEEDS_MARK}") and "[" not in summary_text(values[:2])
+    assert summary_text(values[:1]) == f"0.570 (1){FEW_SEEDS_MARK}"
+    assert summary_text(values, dirty=True).endswith(f"(5){DIRTY_MARK}")
