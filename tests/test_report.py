@@ -295,3 +295,12 @@ def test_the_committed_report_is_what_the_committed_record_gives(tmp_path, monke
 
     committed = (REPO / "results" / "REPORT.md").read_text()
     assert body((tmp_path / "out" / "REPORT.md").read_text()) == body(committed)
+
+
+def test_the_summary_and_the_sections_count_the_same_finished_cells():
+    """The summary's "finished" column and each section's "N of its M cells finished" are one
+    number (they once disagreed: sections counted other ε of a shared experiment)."""
+    report = (REPO / "results" / "REPORT.md").read_text()
+    summary = dict(re.findall(r"^\| `([\w-]+)` \| [^|]+ \| (\d+) \|", report, flags=re.M))
+    sections = dict(re.findall(r"— preset `([\w-]+)`\n\n[^\n]*?; (\d+) of its \d+ cells finished", report))
+    assert summary and summary == sections

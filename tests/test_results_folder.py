@@ -43,3 +43,15 @@ def test_every_results_path_a_readme_names_exists():
               if not m.startswith(("results/", "methods/", "bench/", "tests/", "benchmarks/"))]
     missing = sorted({path for path in named if not (REPO / path).exists()})
     assert missing == [], f"named in a README or docs page but not in the repository: {missing}"
+
+
+def test_the_preset_table_of_the_docs_names_every_preset_with_its_experiment():
+    from bench.report.presets import PRESETS
+
+    rows = [line for line in (REPO / "docs" / "results.md").read_text().splitlines() if line.startswith("| `")]
+    for preset in PRESETS.values():
+        row = next((r for r in rows if f"`{preset.name}`" in r.split("|")[1]), None)
+        assert row is not None, f"docs/results.md's preset table lacks {preset.name}"
+        names = [n.strip(" `") for n in row.split("|")[1].split("/")]
+        experiments = [e.strip(" `") for e in row.split("|")[3].split("/")]
+        assert experiments[names.index(preset.name) if len(experiments) > 1 else 0] == preset.experiment, row

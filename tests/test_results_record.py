@@ -54,14 +54,34 @@ def test_no_record_is_newer_than_an_export_of_itself_and_files_are_named_by_thei
     assert len(keys) == len(set(keys)), "one record per cell"
 
 
-def _cli_grid(workdir, *extra):
-    result = run_cli("run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1", "--seeds", "0-1", "--jobs", "2",
-                     "--profile", "smoke", "--set", "dp-merf.epochs=1", "--no-progress", "--experiment", "rec", *extra)
+@pytest.fixture(scope="module")
+def grid_store(tmp_path_factory):
+    """One small grid (real and dp-merf on gmm2d, 2 seeds) for the tests of this module; each test
+    works on a copy of its store (the artifacts stay in this folder, which the store names)."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("grid")
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1",
+         "--seeds", "0-1", "--jobs", "2", "--profile", "smoke", "--set", "dp-merf.epochs=1", "--no-progress",
+         "--experiment", "rec"],
+        cwd=folder, capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
+    return folder / "mlflow.db"
 
 
-def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir):
-    _cli_grid(workdir)
+def _cli_grid(workdir, grid_store):
+    import shutil
+
+    shutil.copy(grid_store, workdir / "mlflow.db")
+
+
+def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir, grid_store):
+    _cli_grid(workdir, grid_store)
     client = tracking.client()
     out = workdir / "runs"
     summary = export_store(client, ["rec"], out, allow_dirty=True)
@@ -92,8 +112,8 @@ def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir):
     assert table.returncode == 0 and table.stdout.strip() == from_store.strip()
 
 
-def test_export_refuses_dirty_runs_unless_asked_and_tables_mark_them(workdir):
-    _cli_grid(workdir)
+def test_export_refuses_dirty_runs_unless_asked_and_tables_mark_them(workdir, grid_store):
+    _cli_grid(workdir, grid_store)
     client = tracking.client()
     runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "rec", create=False)))
     for run in runs:  # one run from uncommitted code, whatever state this checkout is in
@@ -154,3 +174,28 @@ def test_cells_carry_the_t_interval_the_median_for_heavy_tails_and_mark_few_seed
     assert summary_text(values[:2]).endswith(f"(2){FEW_SEEDS_MARK}") and "[" not in summary_text(values[:2])
     assert summary_text(values[:1]) == f"0.570 (1){FEW_SEEDS_MARK}"
     assert summary_text(values, dirty=True).endswith(f"(5){DIRTY_MARK}")
+
+
+def test_the_marks_are_scipy_s_tests_at_the_five_percent_level():
+    from scipy import stats
+
+    from bench.report.stats import BETTER_MARK, PAPER_MARK, WORSE_MARK, marks, one_sample, paired
+
+    ours = pd.Series([0.570, 0.661, 0.619, 0.676, 0.649], index=range(5))
+    test = one_sample(ours, 0.688, 3)
+    assert test.p == pytest.approx(stats.ttest_1samp(ours, 0.688).pvalue) and test.significant
+    assert not one_sample(ours, 0.64, 3).significant
+    assert one_sample(ours[:2], 0.688, 3) is None  # too few seeds: never tested
+    uniform = pd.Series([0.50, 0.55, 0.52, 0.49, 0.53, 0.9], index=range(6))  # seed 5 has no partner
+    versus = paired(ours, uniform, 3)
+    assert versus.n == 5 and versus.p == pytest.approx(stats.ttest_rel(ours, uniform[:5]).pvalue)
+    assert marks(test, versus, higher_is_better=True) == PAPER_MARK + BETTER_MARK
+    assert marks(None, versus, higher_is_better=False) == WORSE_MARK  # a higher TV is worse
+    assert marks(None, versus, higher_is_better=None) == ""  # a diagnostic has no better side
+
+
+def test_report_tables_mark_and_spell_out_each_test():
+    report = (REPO / "results" / "REPORT.md").read_text()
+    assert "The tests behind the marks" in report
+    spelled = [line for line in report.splitlines() if "| paper | Δ = " in line or "| uniform | Δ = " in line]
+    assert spelled and all(", p = " in line for line in spelled)

@@ -29,6 +29,7 @@ from bench.report.presets import (
 )
 from bench.report.coverage import counted_presets, matrix_rows, setup_coverage, totals
 from bench.report.source import MlflowSource, RunSource
+from bench.report.stats import MARK_LEGEND
 from bench.report.tables import (
     CELL_LEGEND, FEW_SEEDS_MARK, TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
 )
@@ -165,14 +166,22 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, f
     columns = list(preset.columns)
     blocks += calibration_blocks(preset, experiment_runs)
     if preset.published or len(runs):
+        tests: list[list[str]] = []
         rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True,
-                                 paper_settings=preset.paper_settings)
+                                 paper_settings=preset.paper_settings, tests=tests)
         if rows:
-            blocks.append(Block("p", f"Ours: {CELL_LEGEND} 3 significant digits; "
+            blocks.append(Block("p", f"Ours: {CELL_LEGEND} {MARK_LEGEND} 3 significant digits; "
                                      f"paper: the published value ({preset.source or 'no published values'})."
                                      " A column's metric is named in the legend below the table."))
             blocks.append(Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows))
             blocks.append(Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]))
+        if tests:
+            blocks.append(Block("p", "The tests behind the marks (two-sided t at the 5% level, no correction for the "
+                                     "number of tests; Δ: ours − the paper's value, or the mean paired difference to "
+                                     "`uniform`):"))
+            blocks.append(Block("table", header=["dataset", "setup", "column", "against", "result"],
+                                rows=[row[:4] + [row[4] + (" ✱" if float(row[4].rsplit("p = ", 1)[1]) < 0.05 else "")]
+                                      for row in tests]))
     blocks += _selection_gain_blocks(preset, runs)
     blocks += _plot_blocks(preset, runs)
     if preset.sample_grids:

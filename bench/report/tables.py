@@ -24,6 +24,7 @@ import pandas as pd
 from bench.core.errors import UsageError
 from bench.report.layouts import TABLE_FORMATS as FORMATS
 from bench.report.source import MlflowSource, RunSource, StoredRun
+from bench.report.stats import marks, one_sample, paired
 from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
 from bench.core.registry import EVALUATORS, METHODS, RegistryError
@@ -594,12 +595,15 @@ def versus_seeds_rows(
     digits: str,
     published_datasets: bool = False,
     paper_settings: dict[str, dict[tuple[str, float], tuple[str, ...]]] | None = None,
+    tests: list[list[str]] | None = None,
 ) -> list[list[str]]:
     """Rows of :func:`render_versus_seeds` (dataset, setup, numbers, one cell per column);
     ``published_datasets``: also the seeds' datasets that have no run of ours; ``paper_settings``:
     {dataset: {(method, ε): ("method.param=value", …)}}, the settings a published setup used
     beyond the method's defaults — ours is set beside it only where its runs used them, else its
-    row says which setting differs."""
+    row says which setting differs. Cells of ours carry the marks of :mod:`bench.report.stats`
+    (against the paper's value, against ``uniform`` on the same seeds); ``tests`` collects one row
+    per test performed (dataset, setup, column, against, result) for the report to spell out."""
     present = [metric for _, metric in columns if metric in frame.columns]
     data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
     rows = []
@@ -629,15 +633,44 @@ def versus_seeds_rows(
                 selected = ours[(ours["method"] == label) & (ours["epsilon"] == label_eps)]
                 differs = mismatch[(label, label_eps)]
                 name = setup_name(label, label_eps) + (f" (not the paper's setting: {differs})" if differs else "")
-                rows.append([dataset, name, "ours", *[
-                    cell_text(selected, metric) for _, metric in columns
-                ]])
+                baseline = ours[(names == "uniform") & (ours["epsilon"] == label_eps)]
+                twin = published.get((method, eps), {}) if (method, eps) in published else {}
+                cells = []
+                for header, metric in columns:
+                    found = _tests(selected, baseline, metric, twin.get(header))
+                    if tests is not None:
+                        tests += [[dataset, name, header, test.against, test.text()] for test in found if test]
+                    text = cell_text(selected, metric)
+                    cells.append(text + marks(*found, higher_is_better(metric)) if text else text)
+                rows.append([dataset, name, "ours", *cells])
             if (method, eps) in published:
                 values = published[(method, eps)]
                 rows.append([dataset, setup_name(method, eps), seeds_label, *[
                     _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
                 ]])
     return rows
+
+
+def higher_is_better(metric: str) -> bool | None:
+    spec = spec_for(metric)
+    if spec is None or spec.kind != MetricKind.QUALITY:
+        return None
+    return spec.direction == Direction.HIGHER
+
+
+def _tests(runs: pd.DataFrame, uniform_runs: pd.DataFrame, metric: str, published: object) -> tuple:
+    """(against the paper's value, against uniform on the same seeds), each a TTest or None."""
+    if metric not in runs.columns:
+        return None, None
+    ours = runs.set_index("seed")[metric].dropna()
+    paper = published[0] if isinstance(published, tuple) else published
+    versus_paper = (one_sample(ours, float(paper), MIN_SEEDS_FOR_EVIDENCE)
+                    if isinstance(paper, (int, float)) and not is_heavy_tailed(metric) else None)
+    versus_uniform = None
+    if not uniform_runs.empty and metric in uniform_runs.columns and not runs["method_name"].eq("uniform").all() \
+            and runs["epsilon"].map(math.isfinite).all():
+        versus_uniform = paired(ours, uniform_runs.set_index("seed")[metric], MIN_SEEDS_FOR_EVIDENCE)
+    return versus_paper, versus_uniform
 
 
 def _setting_mismatch(runs: pd.DataFrame, required: tuple[str, ...]) -> str:
