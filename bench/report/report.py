@@ -182,6 +182,7 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, f
             blocks.append(Block("table", header=["dataset", "setup", "column", "against", "result"],
                                 rows=[row[:4] + [row[4] + (" ✱" if float(row[4].rsplit("p = ", 1)[1]) < 0.05 else "")]
                                       for row in tests]))
+    blocks += _triad_blocks(preset, runs, source or MlflowSource())
     blocks += _selection_gain_blocks(preset, runs)
     blocks += _plot_blocks(preset, runs)
     if preset.sample_grids:
@@ -320,6 +321,23 @@ def selection_gain_frame(preset: Preset, runs: pd.DataFrame) -> tuple[pd.DataFra
             gains[name] = gains[selected] - gains[honest]
             columns.append((header, name))
     return gains, columns
+
+
+def _triad_blocks(preset: Preset, runs: pd.DataFrame, source: RunSource) -> list[Block]:
+    """The privacy triad of the preset's runs that hold the privacy evaluator's metrics."""
+    from bench.report.triad import audit_bounds, triad_rows
+
+    if not preset.triad or "privacy.mia_auc" not in runs.columns or runs["privacy.mia_auc"].isna().all():
+        return []
+    header, rows = triad_rows(runs, audit_bounds(source=source))
+    return [
+        Block("p", "Privacy side by side, per dataset, ε and method: the ledger's ε and the independent accountant's, "
+                   "the ε lower bound of `bench audit` (experiment `audit`), the membership attack on the released "
+                   "rows (DOMIAS AUC with the widest of its seeds' 95% CIs; 0.5: no signal), the DCR share (0.5 ideal), "
+                   "the detection AUC of a classifier telling synthetic from real test rows (0.5 ideal) and the "
+                   "utility metric. Cells: mean ± sd [95% CI] (seeds); runs without these metrics are left out."),
+        Block("table", header=header, rows=rows),
+    ]
 
 
 def _selection_gain_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
