@@ -88,3 +88,20 @@ def test_both_pass_check_evaluator_and_run_in_a_cell_when_named(name):
     result = bench.run_cell("uniform", "cervical", evaluators=(name,), profile="smoke", data_dir=DATA_DIR)
     assert result.ok, result.error
     assert any(key.startswith(f"{name}.") for key in result.metrics)
+
+
+def test_alpha_precision_and_beta_recall_reward_the_real_density_and_punish_collapse_and_spread(split):
+    from evaluators.fidelity import alpha_precision_beta_recall
+
+    rng = np.random.default_rng(0)
+    real = rng.normal(size=(4000, 3))
+    faithful = alpha_precision_beta_recall(real, rng.normal(size=(4000, 3)))
+    collapsed = alpha_precision_beta_recall(real, np.zeros((4000, 3)))  # every row at the real centre
+    spread = alpha_precision_beta_recall(real, 3 * rng.normal(size=(4000, 3)))  # the support, too thinly
+    assert min(faithful) > 0.95, faithful
+    assert collapsed[0] < 0.1 and collapsed[1] < 0.1, collapsed  # inside every α-ball, covers no real row
+    assert spread[0] < 0.5 and spread[1] < 0.5, spread  # few rows where the real ones are
+    copy = evaluate("fidelity", split.train, split)
+    noise = evaluate("fidelity", redrawn_from_public_domain(split.train, np.random.default_rng(1)), split)
+    assert copy["alpha_precision"] > 0.9 and copy["beta_recall"] > 0.9, copy
+    assert noise["alpha_precision"] < copy["alpha_precision"] - 0.2, noise
