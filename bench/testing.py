@@ -26,6 +26,9 @@ The checks (``CHECKS``, each a small function of a :class:`Subject`):
   fits on the same trajectory, so the clean values are comparable release by release.
 - ``data_independence`` (``data_independent`` methods): no release, and the same synthetic data
   on a different dataset.
+- ``queries_only`` (private methods): the method reached its rows only through the handle's
+  metered queries (``PrivateData.counts``, ``PrivateData.sum``), never ``data.rows(trusted=…)``,
+  whose uses only the method's own arithmetic vouches for.
 - ``audit`` (only with ``audit_runs`` > 0): ``bench audit``'s canary attack on the method's
   releases, ``audit_runs`` fits per side at ε = 4, δ = 0.05 on 100 rows; fails on a VIOLATION — an ε
   lower bound above the claim, or a fitted μ whose lower confidence bound exceeds the claimed μ.
@@ -61,6 +64,7 @@ from bench.core.registry import DATASETS, METHODS
 from bench.harness.api import run_cell
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger, ReleaseEvent, ReleaseReplay, ReplayDiverged, snapshot
+from bench.privacy.private_data import PrivateData
 from bench.privacy.releases import GaussianRelease
 
 # A small dataset of each kind (their rows cap the cost: the checks fit each method several times).
@@ -88,6 +92,7 @@ class ConformanceReport:
 class Fit:
     sample: LabelledData
     events: list[ReleaseEvent]
+    trusted_reads: list[str] = field(default_factory=list)  # why the method read raw rows (PrivateData.rows)
 
 
 def _recorded(events: list[ReleaseEvent]) -> Callable[[ReleaseEvent], None]:
@@ -129,7 +134,8 @@ class Subject:
         ledger = PrivacyLedger(budget, noise_source=noise_source, replay=replay, observers=[_recorded(events)])
         context = FitContext(budget=budget, ledger=ledger, params=resolved.params, seed=0, device=torch.device("cpu"),
                              data_kind=DATASETS.get(self.dataset).kind, dataset=self.dataset)
-        return Fit(self.adapter.fit(train, context).sample(SAMPLE), events)
+        fitted = self.adapter.fit(PrivateData(train, ledger), context)
+        return Fit(fitted.sample(SAMPLE), events, list(ledger.trusted_reads))
 
     @cached_property
     def first(self) -> Fit:
@@ -212,6 +218,15 @@ def check_sensitivity_probe(subject: Subject) -> list[str]:
     return problems[:3]
 
 
+def check_queries_only(subject: Subject) -> list[str]:
+    """A private method reaches its rows only through the handle's metered queries: every raw read
+    (``data.rows(trusted=…)``) is a computation on private rows that no check can bound."""
+    reads = list(dict.fromkeys(subject.first.trusted_reads))
+    if reads:
+        return [f"read the raw rows outside the metered queries (data.rows): {reads[0]}"]
+    return []
+
+
 def check_data_independence(subject: Subject) -> list[str]:
     if subject.first.events:
         return ["declared data_independent, but recorded releases"]
@@ -229,6 +244,7 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
     if not subject.private:
         return checks
     checks.append(("infinite_epsilon_noiseless", check_infinite_epsilon_noiseless))
+    checks.append(("queries_only", lambda s, notes: check_queries_only(s)))
     if subject.data_independent:
         return checks + [("data_independence", lambda s, notes: check_data_independence(s))]
     return checks + [
@@ -240,7 +256,7 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
 
 CHECKS: tuple[str, ...] = (
     "declaration", "grid_cell", "sample_schema", "global_seed_independence", "infinite_epsilon_noiseless",
-    "noise_reaches_output", "release_replay", "sensitivity_probe", "data_independence", "audit",
+    "noise_reaches_output", "release_replay", "sensitivity_probe", "data_independence", "queries_only", "audit",
 )
 
 

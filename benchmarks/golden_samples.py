@@ -5,7 +5,8 @@ run it in a checkout of the old commit and of the new one (``git worktree add``)
 
 Each cell runs in-process through ``bench.run_cell`` (smoke profile, seed 0, ε = 1); the
 fingerprint is the SHA-256 of its ``synthetic_sample.csv``. The cells are the DP-SGD ones whose
-batch sampling moved into the ledger in issue 29.
+batch sampling moved into the ledger in issue 29, and one of each method family whose ``fit``
+moved onto the ``PrivateData`` handle (``independent`` onto its count queries).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from pathlib import Path
 
 import bench
 
-CELLS = [("dp-gan", "cervical", {"epochs": "2"}), ("dp-cgan", "gmm2d", {}), ("dp-gan", "gmm2d", {"batch_size": "500"})]
+CELLS = [("dp-gan", "cervical", {"epochs": "2"}), ("dp-cgan", "gmm2d", {}), ("dp-gan", "gmm2d", {"batch_size": "500"}),
+         ("independent", "cervical", {}), ("independent", "adult-discrete", {}), ("uniform", "cervical", {}),
+         ("real", "cervical", {}), ("dp-merf", "gmm2d", {"epochs": "1"}), ("dp-hp", "cervical", {}),
+         ("mst", "adult-discrete", {}), ("privbayes", "adult-discrete", {})]
 
 
 def main() -> None:

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.audit import AuditSpec
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.contracts import DataKind, FitContext
 from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
 from methods.pgm import (
     GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, model_marginals,
@@ -82,7 +83,8 @@ class AIM:
     # audited: the 1-way marginals
     audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
-    def fit(self, train: LabelledData, context: FitContext[AIMParams]) -> GraphicalModelSampler:
+    def fit(self, data: PrivateData, context: FitContext[AIMParams]) -> GraphicalModelSampler:
+        train = data.rows(trusted="AIM's measure-and-select loop (methods/pgm.py) meters its marginals and selections through the ledger itself; not yet expressed as handle queries")
         p = context.params
         rng = context.rng("measurements-and-selection")
         codes = train.x.astype(np.int64)

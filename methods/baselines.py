@@ -24,11 +24,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from bench.core.contracts import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
-from bench.privacy.releases import COUNT_L2_SENSITIVITY  # replace-one: one count −1, another +1
+from bench.privacy.private_data import CountQuery, PrivateData  # counts: replace-one moves one −1, another +1
 from bench.core.params import COUNT, HyperParameters, NoParameters, Setting
 
 
@@ -74,6 +75,14 @@ class ColumnSampler:
         return LabelledData(x, np.asarray(labels, dtype=np.int64), self.schema)
 
 
+def _column_codes(j: int, column: Column, n_bins: int) -> Callable[[LabelledData], np.ndarray]:
+    """Row → bin of column ``j``: equal-width bins of a numerical column's public bounds, else its code."""
+    if column.kind == ColumnKind.NUMERICAL:
+        low, high = _bounds(column)
+        return lambda rows: np.floor((rows.x[:, j] - low) / (high - low) * n_bins)
+    return lambda rows: np.rint(rows.x[:, j])
+
+
 def _uniform(size: int) -> np.ndarray:
     return np.full(size, 1.0 / size)
 
@@ -87,8 +96,8 @@ class Uniform:
     data_independent: bool = True  # never reads a row: runs at every ε and spends ε = 0
     hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
 
-    def fit(self, train: LabelledData, context: FitContext[NoParameters]) -> ColumnSampler:
-        schema = train.schema  # the public schema only; train.x and train.y are not read
+    def fit(self, data: PrivateData, context: FitContext[NoParameters]) -> ColumnSampler:
+        schema = data.schema  # the public schema only: no query is made
         context.ledger.use_public_fact(
             "column domains", "schema bounds and category lists",
             "documented public domains (the dataset module cites each); this baseline reads no row",
@@ -124,23 +133,16 @@ class Independent:
         })
     )
 
-    def fit(self, train: LabelledData, context: FitContext[IndependentParams]) -> ColumnSampler:
-        schema = train.schema
+    def fit(self, data: PrivateData, context: FitContext[IndependentParams]) -> ColumnSampler:
+        schema = data.schema
         n_bins = context.params.n_bins
         public_labels = schema.public_fact("class_proportions")
-        histograms = []  # (what, counts) per released marginal
-        for j, column in enumerate(schema.columns):
-            values = train.x[:, j]
-            if column.kind == ColumnKind.NUMERICAL:
-                low, high = _bounds(column)
-                index = np.clip(np.floor((values - low) / (high - low) * n_bins), 0, n_bins - 1).astype(np.int64)
-                size = n_bins
-            else:
-                size = _domain_size(column)
-                index = np.clip(np.rint(values), 0, size - 1).astype(np.int64)
-            histograms.append((f"1-way marginal of {column.name}", np.bincount(index, minlength=size)))
+        histograms = [CountQuery(f"1-way marginal of {column.name}", _column_codes(j, column, n_bins),
+                                 n_bins if column.kind == ColumnKind.NUMERICAL else _domain_size(column))
+                      for j, column in enumerate(schema.columns)]
         if public_labels is None:
-            histograms.append((f"1-way marginal of the label {schema.label}", train.class_counts()))
+            histograms.append(CountQuery(f"1-way marginal of the label {schema.label}", lambda rows: rows.y,
+                                         schema.n_classes))
         else:
             context.ledger.use_public_fact(public_labels.name, public_labels.value, public_labels.why)
         context.ledger.use_public_fact(
@@ -149,12 +151,8 @@ class Independent:
         )
 
         sigma = context.ledger.calibrate_gaussian(compositions=len(histograms))
-        rng = context.rng("marginal-noise")
         probabilities = []
-        for what, counts in histograms:
-            noisy = context.ledger.gaussian(
-                counts.astype(np.float64), sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=sigma, what=what, rng=rng
-            )
+        for noisy in data.counts(histograms, noise_multiplier=sigma, rng=context.rng("marginal-noise")):
             clipped = np.clip(noisy, 0.0, None)
             probabilities.append(clipped / clipped.sum() if clipped.sum() > 0 else _uniform(len(clipped)))
         label_probabilities = probabilities.pop() if public_labels is None else np.asarray(public_labels.value, float)

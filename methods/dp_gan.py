@@ -37,6 +37,7 @@ from opacus import PrivacyEngine
 from opacus.optimizers.optimizer import _mark_as_processed
 from torch import nn
 
+from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
@@ -253,7 +254,8 @@ class DPGan:
     # audited: one full-batch DP-SGD step
     audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1", "batch_size": "{rows}"}))
 
-    def fit(self, train: LabelledData, context: FitContext[DPGanParams]) -> TrainedGan:
+    def fit(self, data: PrivateData, context: FitContext[DPGanParams]) -> TrainedGan:
+        train = data.rows(trusted="DP-SGD: Opacus clips per-row gradients and the ledger's subsampled phase draws the batches and the noise; not yet a handle query")
         p, device, ledger = context.params, context.device, context.ledger
         torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
         m, n_classes = len(train), train.schema.n_classes

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting, batch_rows
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.contracts import DataKind, FitContext
 from methods.mean_embedding import TrainedConditionalGenerator
 from methods.nets import build_generator
 from methods.training import Schedule, train_generator
@@ -100,7 +101,8 @@ class FullMMD:
     private: bool = False
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
-    def fit(self, train: LabelledData, context: FitContext[FullMMDParams]) -> TrainedConditionalGenerator:
+    def fit(self, data: PrivateData, context: FitContext[FullMMDParams]) -> TrainedConditionalGenerator:
+        train = data.rows(trusted="non-private: the full-MMD generator trains on the rows themselves")
         p, device = context.params, context.device
         m, n_classes = len(train), train.schema.n_classes
         space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.audit import AuditSpec
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.contracts import DataKind, FitContext
 from bench.privacy.ledger import PrivacyLedger
 from bench.privacy.releases import COUNT_L1_SENSITIVITY
 from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, mbi
@@ -93,7 +94,8 @@ class MST:
     # audited: the 1-way marginals
     audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
-    def fit(self, train: LabelledData, context: FitContext[MSTParams]) -> GraphicalModelSampler:
+    def fit(self, data: PrivateData, context: FitContext[MSTParams]) -> GraphicalModelSampler:
+        train = data.rows(trusted="MST's measurements (methods/pgm.py) are metered through the ledger itself; not yet handle queries")
         rng = context.rng("measurements-and-selection")
         iterations = context.params.iterations
         codes = train.x.astype(np.int64)

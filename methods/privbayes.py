@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.core.contracts import DataKind, FitContext, LabelledData, Schema
 from bench.privacy.releases import COUNT_L1_SENSITIVITY
@@ -105,7 +106,8 @@ class PrivBayes:
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
-    def fit(self, train: LabelledData, context: FitContext[PrivBayesParams]) -> BayesianNetworkSampler:
+    def fit(self, data: PrivateData, context: FitContext[PrivBayesParams]) -> BayesianNetworkSampler:
+        train = data.rows(trusted="PrivBayes' selections and conditionals are metered through the ledger itself; not yet handle queries")
         p = context.params
         rng = context.rng("network-and-counts")  # the first attribute, the selections, the counts' noise
         codes = train.x.astype(np.int64)

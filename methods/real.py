@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, NoParameters
 from bench.core.contracts import DataKind, FitContext, LabelledData
 
@@ -45,5 +46,6 @@ class Real:
     private: bool = False
     hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
 
-    def fit(self, train: LabelledData, context: FitContext[NoParameters]) -> RealData:
+    def fit(self, data: PrivateData, context: FitContext[NoParameters]) -> RealData:
+        train = data.rows(trusted="non-private: the baseline returns the training rows")
         return RealData(train, context.rng("synthetic-rows"))

@@ -109,8 +109,8 @@ PLUGIN_SOURCE = textwrap.dedent(
         name: str = "test-nan-samples"
         description: str = "a diverged generator: samples are NaN"
 
-        def fit(self, train, context):
-            return _NaNSampler(train)
+        def fit(self, data, context):
+            return _NaNSampler(data.rows(trusted="a test plugin that returns NaN rows"))
 
 
     class _OtherSchema:
@@ -129,8 +129,8 @@ PLUGIN_SOURCE = textwrap.dedent(
         name: str = "test-wrong-schema"
         description: str = "samples in another schema"
 
-        def fit(self, train, context):
-            return _OtherSchema(train)
+        def fit(self, data, context):
+            return _OtherSchema(data.rows(trusted="a test plugin that returns another schema"))
 
 
     @dataclass(frozen=True)

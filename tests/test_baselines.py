@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from bench.privacy.private_data import PrivateData
 from bench.core.contracts import ColumnKind, EvalContext, FitContext
 from bench.core.registry import DATASETS, METHODS
 from bench.harness.grid import GridSpec, expand
@@ -53,7 +54,7 @@ def fit(method, dataset, data_dir, epsilon=1.0, seed=0, protocol="sound", rows=N
     adapter = METHODS.get(method)
     params = adapter.hyperparameters.resolve(dataset, private=math.isfinite(epsilon)).params
     context = FitContext(budget=budget, ledger=ledger, params=params, seed=seed, device=torch.device("cpu"))
-    return adapter.fit(train, context), ledger, split
+    return adapter.fit(PrivateData(train, context.ledger), context), ledger, split
 
 
 def test_uniform_through_the_harness_spends_nothing_and_says_so(tmp_path, data_dir, small_discrete):

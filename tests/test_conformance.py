@@ -15,6 +15,7 @@ import torch
 from bench.core.contracts import DataKind, LabelledData
 from bench.core.params import HyperParameters, NoParameters
 from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
+from bench.privacy.private_data import CountQuery, PrivateData
 from bench.testing import CHECKS, ConformanceError, adversarial_neighbour, check_method, redrawn_from_public_domain
 
 DATA_DIR = os.environ.get("DPBENCH_DATA_DIR")
@@ -36,19 +37,29 @@ class HistogramSampler:
         return LabelledData(np.stack(draws[:-1], 1).astype(np.float32), y, self.schema)
 
 
+def _queries(schema) -> list[CountQuery]:
+    """The 1-way histograms of every column and the label, as handle queries."""
+    columns = [CountQuery(f"1-way histogram of {c.name}", lambda rows, j=j: rows.x[:, j].astype(int), len(c.categories))
+               for j, c in enumerate(schema.columns)]
+    return columns + [CountQuery("1-way histogram of the label", lambda rows: rows.y, schema.n_classes)]
+
+
 def _counts(train: LabelledData) -> list[np.ndarray]:
     sizes = [len(c.categories) for c in train.schema.columns] + [train.schema.n_classes]
     columns = [*train.x.T.astype(int), train.y]
     return [np.bincount(c, minlength=k).astype(float) for c, k in zip(columns, sizes)]
 
 
-def _sampler(histograms, train, context, global_numpy=False) -> HistogramSampler:
-    return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in histograms], train.schema, context.rng("sampling"), global_numpy)
+def _sampler(histograms, schema, context, global_numpy=False) -> HistogramSampler:
+    return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in histograms], schema, context.rng("sampling"), global_numpy)
+
+
+BROKEN = "a deliberately broken variant for the kit's tests"
 
 
 @dataclass(frozen=True)
 class LaplaceHistograms:
-    """Laplace-noised 1-way histograms; ``breakage`` switches on one deliberate bug."""
+    """Laplace-noised 1-way histograms through the handle; ``breakage`` switches on one deliberate bug."""
 
     name: str = "test-laplace"
     data_kinds: frozenset = frozenset({DataKind.DISCRETE})
@@ -56,25 +67,25 @@ class LaplaceHistograms:
     hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
     breakage: str = ""
 
-    def fit(self, train: LabelledData, context) -> HistogramSampler:
-        counts = _counts(train)
-        epsilon = context.budget.epsilon / len(counts) * (3 if self.breakage == "overspend" else 1)
+    def fit(self, data: PrivateData, context) -> HistogramSampler:
+        queries = _queries(data.schema)
+        epsilon = context.budget.epsilon / len(queries) * (3 if self.breakage == "overspend" else 1)
         rng = context.rng("noise")
-        noisy = context.ledger.laplace_each(counts, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
-                                            what="1-way histograms", rng=rng)
-        if self.breakage == "own-noise":  # records the release, then adds noise the ledger never drew
-            noisy = [c + rng.laplace(0, COUNT_L1_SENSITIVITY / epsilon, c.shape) for c in counts]
+        noisy = data.laplace_counts(queries, epsilon=epsilon, rng=rng)
+        if self.breakage == "own-noise":  # records the releases, then adds noise the ledger never drew
+            noisy = [c + rng.laplace(0, COUNT_L1_SENSITIVITY / epsilon, c.shape) for c in _counts(data.rows(trusted=BROKEN))]
         if self.breakage == "ignores-release":
-            noisy = [np.ones_like(c) for c in counts]
+            noisy = [np.ones_like(c) for c in noisy]
         if self.breakage == "unseeded":
-            return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in noisy], train.schema, np.random.default_rng())
-        return _sampler(noisy, train, context)
+            return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in noisy], data.schema, np.random.default_rng())
+        return _sampler(noisy, data.schema, context)
 
 
 @dataclass(frozen=True)
 class GaussianHistograms:
-    """Gaussian-noised 1-way histograms (L2 sensitivity √2 each under replace-one), with the
-    attacker's bugs of issue 29 as ``breakage``."""
+    """Gaussian-noised 1-way histograms (L2 sensitivity √2 each under replace-one) through the
+    handle, with the attacker's bugs of issue 29 as ``breakage``: each needs the raw rows
+    (``data.rows``), since the handle's queries derive the sensitivity and return only noisy values."""
 
     name: str = "test-gaussian"
     data_kinds: frozenset = frozenset({DataKind.DISCRETE})
@@ -83,12 +94,16 @@ class GaussianHistograms:
     data_independent: bool = False
     breakage: str = ""
 
-    def fit(self, train: LabelledData, context) -> HistogramSampler:
-        counts = _counts(train)
+    def fit(self, data: PrivateData, context) -> HistogramSampler:
+        queries = _queries(data.schema)
+        sigma = context.ledger.calibrate_gaussian(len(queries))
+        if self.breakage in ("", "numpy-global-generator"):
+            noisy = data.counts(queries, noise_multiplier=sigma, rng=context.rng("noise"))
+            return _sampler(noisy, data.schema, context, global_numpy=self.breakage == "numpy-global-generator")
+        counts = _counts(data.rows(trusted=BROKEN))
         if self.breakage == "reads-rows-records-nothing":
-            return _sampler(counts, train, context)
+            return _sampler(counts, data.schema, context)
         declared = COUNT_L2_SENSITIVITY / 2 if self.breakage == "half-sensitivity" else COUNT_L2_SENSITIVITY
-        sigma = context.ledger.calibrate_gaussian(len(counts))
         noisy = context.ledger.gaussian_each(counts, sensitivity=declared, noise_multiplier=sigma,
                                              what="1-way histograms", rng=context.rng("noise"))
         if self.breakage == "halved-noise-after-the-door":
@@ -98,7 +113,7 @@ class GaussianHistograms:
             noisy = [extra.numpy(), *noisy[1:]]
         if self.breakage == "one-column-from-its-exact-histogram":
             noisy = [counts[0], *noisy[1:]]
-        return _sampler(noisy, train, context, global_numpy=self.breakage == "numpy-global-generator")
+        return _sampler(noisy, data.schema, context)
 
 
 def check(method, **kwargs):
@@ -113,6 +128,16 @@ def test_a_sound_method_passes_every_check(method):
     report = check(method)
     assert report.passed == ["adult-discrete"]
     assert set(report.checks["adult-discrete"]) == set(CHECKS) - {"declaration", "data_independence", "audit"}
+
+
+def test_every_broken_variant_that_reads_raw_rows_is_also_caught_by_queries_only():
+    """The handle's queries cannot express the attacker's bugs (their sensitivity is derived, their
+    values come back noisy): each broken variant has to ask for the raw rows, which the named check
+    queries_only reports whatever the bug."""
+    for breakage in ("halved-noise-after-the-door", "extra-table-own-torch-noise", "half-sensitivity",
+                     "one-column-from-its-exact-histogram"):
+        with pytest.raises(ConformanceError, match=r"\[queries_only\].*deliberately broken"):
+            check(GaussianHistograms(breakage=breakage))
 
 
 @pytest.mark.parametrize(
@@ -145,7 +170,8 @@ def test_the_kit_s_small_audit_refutes_the_understated_sensitivity_and_passes_th
 
 def test_an_expected_failure_is_noted_and_an_unexpected_pass_is_not_allowed():
     broken = GaussianHistograms(breakage="half-sensitivity")
-    report = check(broken, expected_failures={"sensitivity_probe": "a known understatement, for the test"})
+    report = check(broken, expected_failures={"sensitivity_probe": "a known understatement, for the test",
+                                              "queries_only": "it reads the raw rows to declare its own sensitivity"})
     assert any(note.startswith("[sensitivity_probe]") for note in report.notes)
     with pytest.raises(ConformanceError, match=r"\[release_replay\] expected to fail"):
         check(GaussianHistograms(), expected_failures={"release_replay": "it does not"})

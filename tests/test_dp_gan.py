@@ -16,6 +16,7 @@ from opacus.accountants.utils import get_noise_multiplier
 from scipy.optimize import brentq
 from scipy.stats import norm
 
+from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.independent import PrivacyClaimMismatch, check_claim
@@ -63,7 +64,7 @@ def fit(method, calibrator="tight", epsilon=1.0, **overrides):
     budget = PrivacyBudget(epsilon, 1e-5)
     ledger = PrivacyLedger(budget, calibrator)
     context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D)
-    return method.fit(small_gmm2d(), context), ledger
+    return method.fit(PrivateData(small_gmm2d(), context.ledger), context), ledger
 
 
 @pytest.mark.parametrize("calibrator", ["paper", "tight"])
@@ -227,7 +228,7 @@ def _batches_of_a_fit(monkeypatch, secure: bool) -> list[list[int]]:
     params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"epochs": "1", "batch_size": "100"}).params
     budget = PrivacyBudget(1.0, 1e-5)
     ledger = PrivacyLedger(budget, secure_noise=secure)
-    DPGan().fit(small_gmm2d(every=90), FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+    DPGan().fit(PrivateData(small_gmm2d(every=90), ledger), FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
     return seen
 
 

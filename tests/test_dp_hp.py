@@ -11,6 +11,7 @@ import pytest
 import torch
 from numpy.polynomial.hermite import hermval
 
+from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameterError
 from bench.privacy.budget import PrivacyBudget
 from bench.core.contracts import DataKind, FitContext, LabelledData
@@ -178,7 +179,7 @@ def _fit(epsilon=1.0, calibrator="tight", **overrides):
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, calibrator)
     context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D)
-    return DPHermite().fit(train, context), ledger
+    return DPHermite().fit(PrivateData(train, context.ledger), context), ledger
 
 
 def test_product_embedding_is_rereleased_once_per_epoch_and_the_budget_is_met():
@@ -235,7 +236,7 @@ def test_the_seeds_median_heuristic_is_an_ablation_for_non_private_runs_only():
     private = hp.resolve("gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"}).params
     budget = PrivacyBudget(1.0, 1e-5)
     with pytest.raises(ValueError, match="--eps inf only"):
-        DPHermite().fit(draw_split(seed=0).train, FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"),
+        DPHermite().fit(PrivateData(draw_split(seed=0).train, PrivacyLedger(budget)), FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"),
                                                          data_kind=DataKind.TWO_D))
 
 
@@ -251,7 +252,7 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
         ledger = PrivacyLedger(budget)
         seen = []
         ledger.observers.append(lambda event: seen.append(event))
-        DPHermite().fit(data, FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+        DPHermite().fit(PrivateData(data, ledger), FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
         clean = [e for e in seen if "product" in e.release.what][0].clean
         targets[rule] = torch.as_tensor(clean[0] if isinstance(clean, list) else clean)
     per_class, unconditional = targets["per-class"], targets["unconditional"]
@@ -261,4 +262,4 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
     private = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"}).params
     budget = PrivacyBudget(1.0, 1e-5)
     with pytest.raises(ValueError, match="--eps inf only"):
-        DPHermite().fit(data, FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+        DPHermite().fit(PrivateData(data, PrivacyLedger(budget)), FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))

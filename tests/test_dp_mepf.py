@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 
+from bench.privacy.private_data import PrivateData
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.core.params import HyperParameterError
 from bench.core.registry import METHODS
@@ -162,7 +163,7 @@ def test_balanced_labels_give_every_class_its_share():
 @pytest.mark.parametrize("moments,labels,expected", [(2, "uniform", 2), (1, "uniform", 1), (2, "released", 3)])
 def test_ledger_records_each_release_once_at_root2_over_m(tiny_train, moments, labels, expected):
     context = _context(1.0, _params(moments=moments, labels=labels))
-    fitted = METHODS.get("dp-mepf").fit(tiny_train, context)
+    fitted = METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
     ledger = context.ledger
     releases = ledger.to_dict()["releases"]
     assert len(releases) == expected
@@ -182,14 +183,14 @@ def test_ledger_records_each_release_once_at_root2_over_m(tiny_train, moments, l
 
 def test_non_private_run_releases_without_noise(tiny_train):
     context = _context(math.inf, _params(moments=1))
-    METHODS.get("dp-mepf").fit(tiny_train, context)
+    METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
     (release,) = context.ledger.to_dict()["releases"]
     assert release["noise_multiplier"] == 0
 
 
 def test_unlabelled_fit_samples_images_and_releases_one_row(tiny_train):
     context = _context(2.0, _params(labelled="false", moments=2))
-    fitted = METHODS.get("dp-mepf").fit(tiny_train, context)
+    fitted = METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
     assert len(context.ledger.releases) == 2 and context.ledger.epsilon_spent <= 2.0 * (1 + 1e-9)
     sample = fitted.sample(30)
     assert sample.x.shape == (30, 784) and np.isfinite(sample.x).all()
@@ -237,7 +238,7 @@ def test_early_stopping_charges_the_proxy_at_ten_sigma(tiny_train, monkeypatch):
 
     monkeypatch.setattr(dp_mepf, "build_encoder", build)
     context = _context(1.0, _params(early_stopping="true", iterations=4, eval_every=2, proxy_samples=20))
-    METHODS.get("dp-mepf").fit(tiny_train, context)
+    METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
     releases = context.ledger.to_dict()["releases"]
     main = [r for r in releases if "embedding" in r["what"] and "proxy" not in r["what"]]
     proxy = [r for r in releases if "proxy" in r["what"]]
@@ -352,7 +353,8 @@ def test_presets_cite_the_paper_and_profiles_name_deviations():
 
 def test_bad_moments_is_a_one_line_error(tiny_train):
     with pytest.raises(ValueError, match="moments must be 1"):
-        METHODS.get("dp-mepf").fit(tiny_train, _context(1.0, _params(moments=3)))
+        context = _context(1.0, _params(moments=3))
+        METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
 
 
 def test_a_grid_cell_runs_end_to_end(data_dir, tmp_path):
@@ -420,7 +422,7 @@ def test_an_encoder_trained_on_the_private_dataset_is_refused(tiny_train, mnist_
     budget = PrivacyBudget(1.0, 1e-5)
     context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE, dataset="mnist")
     with pytest.raises(EncoderError, match="trained on mnist, which holds the private dataset mnist"):
-        METHODS.get("dp-mepf").fit(tiny_train, context)
+        METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
     from methods.encoders import shares_data
 
     assert shares_data(("cifar10-jpeg",), "cifar10") == "cifar10-jpeg"  # one set of images under two names

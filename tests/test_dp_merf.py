@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import PrivacyLedger
@@ -104,7 +105,7 @@ def fit(train, epsilon, params=None, calibrator="tight"):
     context = FitContext(
         budget, ledger, resolved, seed=0, device=torch.device("cpu"), data_kind=DataKind.TWO_D
     )
-    return DPMerf().fit(train, context), ledger
+    return DPMerf().fit(PrivateData(train, context.ledger), context), ledger
 
 
 def small_split():

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.harness.grid import GridError, GridSpec, expand
 from bench.core.contracts import DataKind, Evaluation, FitContext, LabelledData
@@ -86,7 +87,7 @@ def _fit(method: str, train: LabelledData, eps: float, **overrides):
     budget = PrivacyBudget(eps, 1e-5) if math.isfinite(eps) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget)
     context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE)
-    return adapter.fit(train, context), ledger
+    return adapter.fit(PrivateData(train, context.ledger), context), ledger
 
 
 @pytest.mark.parametrize("method", ["dp-merf", "dp-hp"])

@@ -10,6 +10,7 @@ import pytest
 import torch
 from autodp import converter
 
+from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.core.contracts import DataKind, FitContext
 from bench.privacy.ledger import GaussianRelease, PrivacyBudgetExceeded, PrivacyLedger, PureRelease, epsilon_to_zcdp, zcdp_to_epsilon
@@ -90,7 +91,7 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
     method = METHODS.get("mst")
     params = method.hyperparameters.resolve("adult-discrete", "smoke").params
     context = FitContext(PrivacyBudget(epsilon, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE)
-    model = method.fit(small, context)
+    model = method.fit(PrivateData(small, context.ledger), context)
     assert ledger.epsilon_spent == pytest.approx(epsilon, rel=1e-6)
     assert [r.what.split(":")[0] for r in ledger.releases] == [
         "1-way marginals", *["spanning-tree edge (exponential mechanism on 2-way L1 errors)"] * 14,
@@ -117,7 +118,7 @@ def test_adaptive_methods_spend_exactly_their_target(data_dir, name):
     method = METHODS.get(name)
     params = method.hyperparameters.resolve("adult-discrete", "smoke").params
     context = FitContext(PrivacyBudget(0.5, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE)
-    model = method.fit(train, context)
+    model = method.fit(PrivateData(train, context.ledger), context)
     assert ledger.epsilon_spent == pytest.approx(0.5, rel=1e-6)
     assert ledger.delta_spent == (0 if name == "privbayes" else 1e-5)
     assert ledger.independent_check().epsilon <= 0.5 * 1.01

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from bench.privacy.private_data import PrivateData
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
@@ -151,7 +152,7 @@ def ledger_of(case: str) -> tuple[list[tuple[str, float, float, int, float]], fl
         lambda event: clean.append(sum(float(torch.as_tensor(v).double().sum()) for v in event.clean))
     )
     context = FitContext(budget, ledger, method.hyperparameters.build(params), 0, torch.device("cpu"), protocol, kind)
-    method.fit(data, context).sample(10)
+    method.fit(PrivateData(data, context.ledger), context).sample(10)
     rows = [
         (r.what, r.sensitivity, r.noise_multiplier, r.compositions, value) for r, value in zip(ledger.releases, clean)
     ]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.core.encoding import SchemaError, TabularEncoder
 from bench.core.contracts import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
@@ -86,7 +87,7 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     ledger = PrivacyLedger(budget)
     params = dataclasses.replace(HYPERPARAMETERS.resolve("adult", "smoke").params, epochs=5)
     context = FitContext(budget, ledger, params, seed=0, device=torch.device("cpu"), protocol=protocol)
-    model = DPMerf().fit(data, context)
+    model = DPMerf().fit(PrivateData(data, context.ledger), context)
     releases = {r.what: r for r in ledger.releases}
     assert set(releases) == {"class proportions", "labelled mean embedding (RFF sum kernel)"}
     bound = math.sqrt(2) if protocol == "sound" else math.sqrt(6)

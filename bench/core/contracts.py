@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # typing only: importing the contracts must not import torch 
     import torch
 
     from bench.privacy.ledger import PrivacyLedger
+    from bench.privacy.private_data import PrivateData
 
 
 PROTOCOLS: tuple[str, ...] = ("sound", "paper")
@@ -247,8 +248,11 @@ class MethodAdapter(Protocol):
     # optional: ``label_params`` (tuple of parameter names), shown beside the method in every table
     # whatever their value (dp-mepf: its encoder); ``audit`` (an AuditSpec), ``data_independent``
 
-    def fit(self, train: LabelledData, context: FitContext) -> FittedModel:
-        """``context.params`` is an instance of ``hyperparameters.params``."""
+    def fit(self, data: "PrivateData", context: FitContext) -> FittedModel:
+        """``data``: the private training rows behind a metered handle
+        (``bench.privacy.private_data.PrivateData``: the public schema and row count, and queries
+        that release only noisy answers through ``context.ledger``); ``context.params`` is an
+        instance of ``hyperparameters.params``."""
         ...
 
 

@@ -247,8 +247,10 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
             data_dir=data_dir,
         )
 
+        from bench.privacy.private_data import PrivateData
+
         started = time.perf_counter()
-        fitted = method.fit(split.train, context)
+        fitted = method.fit(PrivateData(split.train, ledger), context)
         outcome.metrics["time.fit_s"] = time.perf_counter() - started
         if method.private and budget.is_private and not ledger.releases and not getattr(method, "data_independent", False):
             raise RuntimeError(

@@ -34,6 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger, ReleaseEvent
 from bench.privacy.releases import GaussianRelease, PureRelease
@@ -230,7 +231,7 @@ def capture_releases(
     observe.seen = False
     ledger = ledger_factory(budget, noise_source=noise, observers=[observe])
     try:
-        method.fit(train, make_context(ledger))
+        method.fit(PrivateData(train, ledger), make_context(ledger))
     except StopAudit:
         pass
     if not events:

@@ -240,6 +240,9 @@ class PrivacyLedger:
     releases: list[Release] = field(default_factory=list)
     public_facts: list[PublicFactUse] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)  # uncharged uses of private data, stated
+    # why a method read raw rows outside the metered queries (PrivateData.rows); none for a method
+    # that reaches its data only through them
+    trusted_reads: list[str] = field(default_factory=list)
     secure_noise: bool = False
     observers: list[Callable[[ReleaseEvent], None]] = field(default_factory=list)
     noise_source: np.random.Generator | None = None  # replaces methods' generators (the audit)
@@ -465,6 +468,7 @@ class PrivacyLedger:
             "releases": [_release_dict(r) for r in self.releases],
             "public_facts": [asdict(f) for f in self.public_facts],
             "caveats": list(self.caveats),
+            "trusted_reads": list(dict.fromkeys(self.trusted_reads)),
         }
 
     def to_json(self, extra: dict[str, Any] | None = None) -> str:

@@ -1,0 +1,108 @@
+"""The private training rows as a method reaches them: a handle whose queries release only noisy
+answers through the run's ledger, each query's sensitivity derived from its shape under the
+replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the method.
+
+* :meth:`PrivateData.counts` (Gaussian) and :meth:`PrivateData.laplace_counts`: histograms of one
+  integer code per row (a 1-way marginal, a class count): replacing a row moves one count down and
+  one up, so the L2 change is √2 and the L1 change 2.
+* :meth:`PrivateData.sum`: Σᵢ f(rowᵢ) with each row's vector clipped to ``norm_bound`` by the handle:
+  the L2 change of the sum is 2 · norm_bound (of the mean, divided by the public row count).
+* :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
+  is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
+  ``queries_only`` fails a private method that asks.
+
+The row count, the schema and the data kind are public (the split's size is a public fact of the
+benchmark; the datasets' caveats say where it is not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from bench.core.contracts import LabelledData, Schema
+from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY, replace_one_l2
+
+
+@dataclass(frozen=True)
+class CountQuery:
+    """The histogram of ``codes(rows)`` (one integer per row; values outside [0, size) are clipped
+    to its ends) over ``size`` bins, released as ``what``."""
+
+    what: str
+    codes: Callable[[LabelledData], np.ndarray]
+    size: int
+
+
+class PrivateData:
+    """What ``fit`` gets of the private training rows (module docstring)."""
+
+    def __init__(self, rows: LabelledData, ledger: Any) -> None:
+        self.__rows = rows
+        self._ledger = ledger
+
+    @property
+    def schema(self) -> Schema:
+        return self.__rows.schema
+
+    @property
+    def n_rows(self) -> int:
+        """The public size of the training split."""
+        return len(self.__rows)
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def counts(self, queries: Sequence[CountQuery], *, noise_multiplier: float, rng: Any) -> list[np.ndarray]:
+        """Each query's histogram plus Gaussian noise of std noise_multiplier · √2, one ledger
+        release per query, drawn in the order given."""
+        noisy = []
+        for query in queries:
+            codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
+            counts = np.bincount(codes, minlength=query.size).astype(np.float64)
+            noisy.append(self._ledger.gaussian(counts, sensitivity=COUNT_L2_SENSITIVITY,
+                                               noise_multiplier=noise_multiplier, what=query.what, rng=rng))
+        return noisy
+
+    def laplace_counts(self, queries: Sequence[CountQuery], *, epsilon: float, rng: Any) -> list[np.ndarray]:
+        """Each query's histogram plus Laplace noise of scale 2/ε₀ (L1 change 2), ε₀-DP each."""
+        noisy = []
+        for query in queries:
+            codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
+            counts = np.bincount(codes, minlength=query.size).astype(np.float64)
+            noisy.append(self._ledger.laplace(counts, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
+                                              what=query.what, rng=rng))
+        return noisy
+
+    def sum(self, what: str, features: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
+            rng: Any, mean: bool = False) -> Any:
+        """Σᵢ f(rowᵢ) (``mean``: divided by the public row count) plus Gaussian noise, where
+        ``features(rows)`` gives one vector per row (n × d, numpy or torch) and the handle clips
+        each to ``norm_bound`` first: the sensitivity follows from the bound."""
+        vectors = features(self.__rows)
+        clipped = _clip_rows(vectors, norm_bound)
+        total = clipped.sum(0)
+        rows = self.n_rows if mean else 1
+        return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
+                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+
+    def rows(self, trusted: str) -> LabelledData:
+        """The raw rows. ``trusted`` says why this use is sound (a non-private method; a
+        computation whose privacy the method accounts itself); the ledger records it."""
+        if not trusted or not trusted.strip():
+            raise ValueError("data.rows(trusted=...) needs the reason the raw rows may be read")
+        self._ledger.trusted_reads.append(trusted)
+        return self.__rows
+
+
+def _clip_rows(vectors: Any, norm_bound: float) -> Any:
+    if hasattr(vectors, "detach"):  # torch
+        import torch
+
+        norms = torch.linalg.vector_norm(vectors, dim=1, keepdim=True)
+        return vectors * torch.clamp(norm_bound / torch.clamp(norms, min=1e-300), max=1.0)
+    vectors = np.asarray(vectors)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors * np.minimum(1.0, norm_bound / np.maximum(norms, 1e-300))
