@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bench.core.registry import DATASETS
+from bench.harness import tracking
 from bench.harness.samples import SAMPLE_FILE, load_synthetic
 from tests.conftest import run_cli
 
@@ -67,6 +68,7 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
     for run in runs:
         assert {"privacy.mia_auc", "fidelity.detection_auc", "downstream.roc_auc"} <= set(run.data.metrics)
         assert run.data.tags["evaluated_later"] == "fidelity,privacy"
+        assert run.data.tags["evaluated_later.git_commit"] == tracking.git_commit()
 
     again = run_cli("evaluate", "--experiment", "old", "--evaluators", "privacy", env=env)
     assert again.returncode == 0 and "2 up to date" in again.stdout, again.stdout + again.stderr

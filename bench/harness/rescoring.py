@@ -74,6 +74,7 @@ def rescore(
     if experiment_id is None:
         raise RescoreError(f"no experiment {experiment!r} in {tracking.tracking_uri()}; `python -m bench runs` lists them")
     done: list[Rescored] = []
+    evaluating_commit = tracking.git_commit()
     for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
         params, tags = run.data.params, run.data.tags
         if "cell_key" not in tags or (methods and params.get("method") not in methods) or (
@@ -110,6 +111,8 @@ def rescore(
                 client.log_batch(run.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
                 evaluated = sorted(set(filter(None, tags.get("evaluated_later", "").split(","))) | set(wanted))
                 client.set_tag(run.info.run_id, "evaluated_later", ",".join(evaluated))
+                # the code that scored it, which may be later than the code that fitted it (git_commit)
+                client.set_tag(run.info.run_id, "evaluated_later.git_commit", evaluating_commit)
                 for key, value in new_tags.items():
                     client.set_tag(run.info.run_id, key, value)
                 for artifact in out.iterdir():

@@ -35,6 +35,16 @@ def audit_bounds(experiment: str = AUDIT_EXPERIMENT, source: RunSource | None = 
     return bounds
 
 
+def _claimed(values: pd.Series) -> str:
+    """An ε that every seed spends alike (a calibrated claim) as one number; spread, as a cell."""
+    values = values.dropna()
+    if values.empty:
+        return "—"
+    if values.max() - values.min() <= 1e-6 * max(abs(values.max()), 1e-12):
+        return f"{format_number(values.mean())} ({len(values)})"
+    return _mean_sd(values)
+
+
 def _mean_sd(values: pd.Series) -> str:
     return _cell_text(values) or "—"
 
@@ -55,8 +65,8 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
         audited = audits.get((name, dataset.split(" ")[0], float(epsilon)))
         rows.append([
             dataset, epsilon_text(epsilon), method,
-            _mean_sd(group.get("privacy.epsilon_spent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "∞ (non-private)",
-            _mean_sd(group.get("privacy.epsilon_independent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "—",
+            _claimed(group.get("privacy.epsilon_spent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "∞ (non-private)",
+            _claimed(group.get("privacy.epsilon_independent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "—",
             format_number(audited) if audited is not None else "not audited",
             f"{_mean_sd(group['privacy.mia_auc'])} [{format_number(low)}, {format_number(high)}]",
             _mean_sd(group.get("privacy.dcr_share", pd.Series(dtype=float))),
