@@ -219,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (`python -m bench runs` lists them)")
+    show.add_argument("--records", type=Path, metavar="DIR",
+                      help="read the run from a results record folder (e.g. results/runs): its ledger travels with it")
 
     audit = commands.add_parser(
         "audit", formatter_class=_Formatter,
@@ -553,6 +555,8 @@ def command_show(args: argparse.Namespace) -> int:
     from bench.privacy.ledger import format_ledger
     from bench.report.tables import TableError
 
+    if args.records is not None:
+        return _show_record(args.records, args.run_id)
     tracking.check_tracking(for_writing=False)  # "unreachable", not "no run"
     mlflow_client = tracking.client()
     try:
@@ -574,6 +578,32 @@ def command_show(args: argparse.Namespace) -> int:
     for key in sorted(run.data.metrics):
         value = run.data.metrics[key]
         print(f"  {key} = {value:.6g}" if math.isfinite(value) else f"  {key} = {value}")
+    return 0
+
+
+def _show_record(folder: Path, run_id: str) -> int:
+    from bench.harness.record import ledger_problem, load_records
+    from bench.privacy.ledger import format_ledger
+    from bench.report.tables import TableError
+
+    record = next((r for r in load_records(folder) if run_id in (r.run_id, r.key)), None)
+    if record is None:
+        raise TableError(f"no run {run_id!r} in the record {folder}; `python -m bench runs --records {folder}` lists them")
+    dirty = f" (uncommitted changes, diff {record.code.diff_sha256 or 'not recorded'})" if record.code.dirty else ""
+    print(f"run {record.run_id}: {record.label}  [{record.status}]  experiment {record.experiment}")
+    print(f"code {record.code.commit}{dirty}; machine {record.machine['cpu']}, {record.machine['platform']}")
+    print("\nprivacy ledger:")
+    if record.ledger is None:
+        print(f"  ({record.ledger_missing})")
+    else:
+        print(format_ledger(record.ledger))
+        problem = ledger_problem(record)
+        print(f"  recomputed from this record by the independent accountant: {problem or 'the claim stands'}")
+    for title, values in (("parameters", record.params), ("metrics", record.metrics), ("timings", record.timings)):
+        print(f"\n{title}:")
+        for key in sorted(values):
+            value = values[key]
+            print(f"  {key} = {value:.6g}" if isinstance(value, float) and math.isfinite(value) else f"  {key} = {value}")
     return 0
 
 

@@ -199,3 +199,13 @@ def test_report_tables_mark_and_spell_out_each_test():
     assert "The tests behind the marks" in report
     spelled = [line for line in report.splitlines() if "| paper | Δ = " in line or "| uniform | Δ = " in line]
     assert spelled and all(", p = " in line for line in spelled)
+
+
+def test_show_prints_a_committed_record_with_its_ledger_and_its_recomputation():
+    record = next(r for r in load_records(COMMITTED) if r.ledger is not None and r.ledger["releases"])
+    shown = run_cli("show", record.run_id, "--records", str(COMMITTED))
+    assert shown.returncode == 0, shown.stderr
+    assert f"run {record.run_id}" in shown.stdout and "releases (" in shown.stdout
+    assert "recomputed from this record by the independent accountant: the claim stands" in shown.stdout
+    missing = run_cli("show", "no-such-run", "--records", str(COMMITTED))
+    assert missing.returncode == 2 and "no run 'no-such-run' in the record" in missing.stderr

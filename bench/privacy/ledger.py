@@ -525,4 +525,6 @@ def format_ledger(ledger: dict[str, Any]) -> str:
         lines.append(f"  - {f['name']} = {f['value']}: {f['why']}")
     for caveat in ledger.get("caveats", []):
         lines.append(f"CAVEAT: {caveat}")
+    for why in ledger.get("trusted_reads", []):
+        lines.append(f"RAW ROWS READ outside the metered queries: {why}")
     return "\n".join(lines)
