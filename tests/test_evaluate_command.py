@@ -41,8 +41,6 @@ METHODS.register(CountingUniform())
 
 
 def _runs(experiment: str):
-    from bench.harness import tracking
-
     client = tracking.client()
     return list(tracking.iter_runs(client, tracking.experiment_id(client, experiment, create=False)))
 
@@ -72,7 +70,6 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
 
     again = run_cli("evaluate", "--experiment", "old", "--evaluators", "privacy", env=env)
     assert again.returncode == 0 and "2 up to date" in again.stdout, again.stdout + again.stderr
-    from bench.harness import tracking
 
     history = tracking.client().get_metric_history(runs[0].info.run_id, "privacy.mia_auc")
     assert len(history) == 1  # idempotent: not logged twice
