@@ -71,14 +71,6 @@ class Record:
     ledger_missing: str | None = None
     schema: str = SCHEMA
 
-    @property
-    def private(self) -> bool:
-        """Claimed (ε, δ)-DP at a finite ε (a data-independent baseline claims it with no release)."""
-        try:
-            return math.isfinite(float(self.params.get("epsilon", "inf")))
-        except ValueError:
-            return False
-
     def file_name(self) -> str:
         stem = self.label if self.kind == "cell" else f"audit {self.label}"
         readable = re.sub(r"[^A-Za-z0-9.=+-]+", "_", stem.replace("ε", "eps")).strip("_")
