@@ -296,8 +296,9 @@ def default_jobs(cells: list, threads: int) -> int:
 
         if torch.cuda.is_available():
             return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores // threads, len(cells)))
+    from bench.harness.runner import available_cores
+
+    return max(1, min(available_cores() // threads, len(cells)))
 
 
 def command_run(args: argparse.Namespace) -> int:

@@ -29,6 +29,8 @@ The checks (``CHECKS``, each a small function of a :class:`Subject`):
 - ``queries_only`` (private methods): the method reached its rows only through the handle's
   metered queries (``PrivateData.counts``, ``PrivateData.sum``), never ``data.rows(trusted=…)``,
   whose uses only the method's own arithmetic vouches for.
+- ``thread_invariance`` (data kinds the method lists in ``thread_invariant_kinds``): the same
+  synthetic data at 1 and at 2 torch threads, so the runner may lend the fit idle cores.
 - ``audit`` (only with ``audit_runs`` > 0): ``bench audit``'s canary attack on the method's
   releases, ``audit_runs`` fits per side at ε = 4, δ = 0.05 on 100 rows; fails on a VIOLATION — an ε
   lower bound above the claim, or a fitted μ whose lower confidence bound exceeds the claimed μ.
@@ -227,6 +229,25 @@ def check_queries_only(subject: Subject) -> list[str]:
     return []
 
 
+def check_thread_invariance(subject: Subject) -> list[str]:
+    """A method that declares this data kind in ``thread_invariant_kinds`` gives the same synthetic
+    data at 1 and 2 torch threads (fit and sample), so the runner may lend it idle cores."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = subject.fit(subject.split.train)
+        torch.set_num_threads(2)
+        two = subject.fit(subject.split.train)
+    finally:
+        torch.set_num_threads(before)
+    if not _same(one.sample, two.sample):
+        return [f"declares {DATASETS.get(subject.dataset).kind.value} data in thread_invariant_kinds, but gave other "
+                "synthetic data at 2 torch threads than at 1 (the runner would lend it idle cores and change its results)"]
+    return []
+
+
 def check_data_independence(subject: Subject) -> list[str]:
     if subject.first.events:
         return ["declared data_independent, but recorded releases"]
@@ -241,6 +262,8 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
         ("sample_schema", lambda s, notes: check_sample_schema(s)),
         ("global_seed_independence", lambda s, notes: check_global_seed_independence(s)),
     ]
+    if DATASETS.get(subject.dataset).kind in getattr(subject.adapter, "thread_invariant_kinds", frozenset()):
+        checks.append(("thread_invariance", lambda s, notes: check_thread_invariance(s)))
     if not subject.private:
         return checks
     checks.append(("infinite_epsilon_noiseless", check_infinite_epsilon_noiseless))
@@ -257,6 +280,7 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
 CHECKS: tuple[str, ...] = (
     "declaration", "grid_cell", "sample_schema", "global_seed_independence", "infinite_epsilon_noiseless",
     "noise_reaches_output", "release_replay", "sensitivity_probe", "data_independence", "queries_only", "audit",
+    "thread_invariance",
 )
 
 

@@ -1,6 +1,7 @@
 """DP-MERF speed: the gmm2d training step and embedding, and one seed end to end on a dataset.
 
     python benchmarks/bench_dp_merf.py [--features 30000] [--batch 500] [--steps 30] [--threads 2]
+    python benchmarks/bench_dp_merf.py --keep-sweep [--threads 2]
 
 Reports seconds per generator step with the fused cos/sin class-sum kernel against
 plain autograd (features, concatenation, one-hot product), the projected time of the paper's
@@ -43,15 +44,43 @@ def time_steps(class_sums, n_features: int, batch: int, steps: int) -> float:
     return (time.perf_counter() - started) / steps
 
 
+def keep_sweep() -> None:
+    """A class-sum step (forward and backward) with the batch's [cos | sin] kept for the backward
+    pass against recomputing one cosine a tile, at the shapes of gmm2d, adult, census-like rows:
+    where ``methods.dp_merf.KEEP_ENTRIES`` should lie on this machine."""
+    import methods.dp_merf as dm
+
+    for rows, dim, half in [(500, 2, 15_000), (1_100, 6, 1_000), (2_200, 6, 2_500), (11_000, 6, 500), (4_000, 14, 2_500)]:
+        x = torch.randn(rows, dim, requires_grad=True)
+        labels = torch.randint(0, 2, (rows,))
+        frequencies = torch.randn(half, dim)
+        times = {}
+        for name, keep_entries in (("keep", 1 << 40), ("recompute", 0)):
+            def step():
+                dm._CosSinClassSums.apply(x, labels, 2, frequencies, keep_entries).pow(2).sum().backward()
+
+            step()
+            started = time.perf_counter()
+            for _ in range(10):
+                step()
+            times[name] = (time.perf_counter() - started) / 10 * 1e3
+        print(f"{rows:>6} rows × {dim:>2} coordinates × {2 * half:>6} features ({rows * 2 * half / 1e6:5.1f} M entries): "
+              f"keep {times['keep']:6.1f} ms, recompute {times['recompute']:6.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", type=int, default=30_000)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--keep-sweep", action="store_true", help="only the keep-or-recompute sweep (KEEP_ENTRIES)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.keep_sweep:
+        keep_sweep()
+        return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, D = {args.features}, batch = {args.batch}")
 
     fused = time_steps(rff_class_sums, args.features, args.batch, args.steps)

@@ -33,7 +33,6 @@ from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.core.contracts import DataKind, FitContext
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
 from bench.privacy.releases import replace_one_l2
-from methods import mean_embedding
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
     embedding_sum,
@@ -196,6 +195,46 @@ def rff_features(x: torch.Tensor, frequencies: torch.Tensor) -> torch.Tensor:
 # projection, cos and sin in cache (benchmarks/method_rows.py)
 TILE_ENTRIES = 1 << 18
 
+# Up to this many input coordinates, a tile's projection xΩᵀ is summed coordinate by coordinate
+# (one fused multiply-add pass over the in-cache tile each): BLAS's small-K products take another
+# kernel, rounded differently, for some row counts at 2 threads than at 1, and that made a cell's
+# numbers depend on its thread count. Wider inputs (images) use the BLAS product.
+EXPLICIT_PROJECTION_COORDINATES = 16
+
+
+# torch splits an elementwise operation of at least this many entries between its threads, and a
+# binary one with a transcendental function (atan2) rounds a thread's last few entries in scalar
+# code: the same inputs give other bits at 2 threads than at 1.
+PARALLEL_GRAIN = 1 << 15
+
+
+def _below_grain(function, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``function(a, b)`` in pieces too small for torch to split between threads."""
+    out = torch.empty_like(a)
+    for pieces in zip(a.reshape(-1).split(PARALLEL_GRAIN), b.reshape(-1).split(PARALLEL_GRAIN),
+                      out.view(-1).split(PARALLEL_GRAIN)):
+        function(pieces[0], pieces[1], out=pieces[2])
+    return out
+
+
+# The batch's [cos | sin] are kept for the backward pass up to this many entries (16 MiB of
+# float32, within the last-level cache); above it, writing and re-reading them costs more than
+# the one cosine a tile's backward pass recomputes. Measured on 2 cores (AVX-512 EPYC): at
+# 500 × 30,000 (gmm2d) keeping took 56 ms a step against 38, at 1,100 × 2,000 (adult) 5.5 against
+# 6.8 (benchmarks/bench_dp_merf.py --keep-sweep).
+KEEP_ENTRIES = 1 << 22
+
+
+def _project(rows: torch.Tensor, frequencies_t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """rows @ frequencies_t into ``out`` (frequencies_t: Ωᵀ, d × half, contiguous), the same bits
+    at every thread count for narrow rows."""
+    if rows.shape[1] > EXPLICIT_PROJECTION_COORDINATES:
+        return torch.mm(rows, frequencies_t, out=out)
+    torch.mul(rows[:, :1], frequencies_t[0], out=out)
+    for k in range(1, rows.shape[1]):
+        out.addcmul_(rows[:, k : k + 1], frequencies_t[k])
+    return out
+
 
 def _class_tiles(labels: torch.Tensor, n_classes: int, rows_per_tile: int) -> list[tuple[int, int, int]]:
     """(class, start, stop) over the rows sorted by class, at most ``rows_per_tile`` rows each."""
@@ -206,6 +245,17 @@ def _class_tiles(labels: torch.Tensor, n_classes: int, rows_per_tile: int) -> li
             tiles.append((label, first, min(first + rows_per_tile, start + count)))
         start += count
     return tiles
+
+
+def _class_blocks(tiles: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """(class, start, stop) of each class's rows: its tiles joined."""
+    blocks: list[tuple[int, int, int]] = []
+    for label, start, stop in tiles:
+        if blocks and blocks[-1][0] == label:
+            blocks[-1] = (label, blocks[-1][1], stop)
+        else:
+            blocks.append((label, start, stop))
+    return blocks
 
 
 class _CosSinClassSums(torch.autograd.Function):
@@ -232,12 +282,13 @@ class _CosSinClassSums(torch.autograd.Function):
         # Buffers are allocated once, not per tile: a fresh tile-sized tensor costs its page
         # faults again and again. [cos | sin] of every row when kept, else one tile's.
         tile_rows = max(stop - start for _, start, stop in tiles)
+        frequencies_t = frequencies.T.contiguous()
         projections = x.new_empty(tile_rows, half)
         features = x.new_empty(len(x) if keep else tile_rows, 2 * half)
         sums = x.new_zeros(n_classes, 2 * half)
         ones = x.new_ones(tile_rows)  # a column sum as a product: one read of the tile, no temporary
         for label, start, stop in tiles:
-            projection = torch.mm(rows[start:stop], frequencies.T, out=projections[: stop - start])
+            projection = _project(rows[start:stop], frequencies_t, projections[: stop - start])
             tile = features[start:stop] if keep else features[: stop - start]
             torch.cos(projection, out=tile[:, :half])
             torch.sin(projection, out=tile[:, half:])
@@ -254,21 +305,28 @@ class _CosSinClassSums(torch.autograd.Function):
         grad_cos, grad_sin = grad_sums[:, :half], grad_sums[:, half:]
         grad_rows = torch.empty_like(rows)
         if ctx.keep:
-            # [cos | sin] @ [g_sin·Ω; −g_cos·Ω]: the projection's gradient times Ω in one product
+            # [cos | sin] @ [g_sin·Ω; −g_cos·Ω]: the projection's gradient times Ω, one product per
+            # class, computed transposed (d × 2·half times the class's 2·half × rows): with the
+            # long dimension inside, the product streams the features once (the row-major
+            # orientation was 3× slower), and it sums each entry in one order whatever the
+            # thread count
             weights = torch.cat([grad_sin[:, :, None], -grad_cos[:, :, None]], dim=1) * frequencies.repeat(2, 1)
-            for label, start, stop in ctx.tiles:
-                torch.mm(features[start:stop], weights[label], out=grad_rows[start:stop])
+            weights_t = weights.transpose(1, 2).contiguous()
+            for label, start, stop in _class_blocks(ctx.tiles):
+                grad_rows[start:stop] = (weights_t[label] @ features[start:stop].T).T
         else:
             # [x, 1] @ [Ω, φ]ᵀ = p + φ: the phase rides in the product (no extra pass over the tile)
-            phase = torch.atan2(grad_cos, grad_sin)
-            shifted_frequencies = torch.cat([frequencies.expand(len(phase), -1, -1), phase[:, :, None]], dim=2)
-            weights = torch.hypot(grad_cos, grad_sin)[:, :, None] * frequencies  # R·Ω per class
+            phase = _below_grain(torch.atan2, grad_cos, grad_sin)
+            # [Ω, φ]ᵀ per class, d + 1 × half
+            shifted_frequencies = torch.cat([frequencies.T.expand(len(phase), -1, -1), phase[:, None, :]], dim=1).contiguous()
+            # R·Ω per class, transposed: d × half times the tile's half × rows streams the tile once
+            weights_t = (_below_grain(torch.hypot, grad_cos, grad_sin)[:, :, None] * frequencies).transpose(1, 2).contiguous()
             rows = torch.cat([rows, rows.new_ones(len(rows), 1)], dim=1)
-            scratch = features  # the forward pass's tile buffer: rows × 2·half ≥ rows × half
+            tile_rows = max(stop - start for _, start, stop in ctx.tiles)
+            scratch = features.view(-1)[: tile_rows * half].view(tile_rows, half)  # the forward's tile buffer, contiguous
             for label, start, stop in ctx.tiles:
-                shifted = scratch[: stop - start, :half]
-                torch.mm(rows[start:stop], shifted_frequencies[label].T, out=shifted).cos_()
-                torch.mm(shifted, weights[label], out=grad_rows[start:stop])
+                shifted = _project(rows[start:stop], shifted_frequencies[label], scratch[: stop - start]).cos_()
+                grad_rows[start:stop] = (weights_t[label] @ shifted.T).T
         grad_x = torch.empty_like(grad_rows)
         grad_x[order] = grad_rows
         return grad_x, None, None, None, None
@@ -277,9 +335,9 @@ class _CosSinClassSums(torch.autograd.Function):
 def rff_class_sums(x: torch.Tensor, labels: torch.Tensor, n_classes: int, frequencies: torch.Tensor) -> torch.Tensor:
     """Σ_{j: yⱼ = c} φ(xⱼ) for every class c, as a C × D matrix (differentiable in x). The
     per-row features are never all held: memory is one tile plus, when they fit in
-    ``mean_embedding.CHUNK_ELEMENTS``, the batch's cos and sin for the backward pass."""
+    ``KEEP_ENTRIES``, the batch's cos and sin for the backward pass."""
     scale = 1.0 / math.sqrt(frequencies.shape[0])  # √(2/D)
-    sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), mean_embedding.CHUNK_ELEMENTS)  # read at call time
+    sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), KEEP_ENTRIES)  # read at call time
     return sums * scale
 
 
@@ -408,6 +466,9 @@ class DPMerf:
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
     private: bool = True
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+    # the fully connected generator's fit gives the same bits at any thread count (explicit
+    # projections, thread-invariant batch norm); the image generator's convolutions do not
+    thread_invariant_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE})
 
     def fit(self, data: PrivateData, context: FitContext[DPMerfParams]) -> TrainedConditionalGenerator:
         train = data.rows(trusted="the Fourier feature sums are released through the ledger with the method's own per-row bound; not yet handle sums")

@@ -8,6 +8,32 @@ import torch
 from torch import nn
 
 
+class ThreadInvariantBatchNorm1d(nn.BatchNorm1d):
+    """``nn.BatchNorm1d`` whose batch statistics do not depend on torch's thread count.
+
+    The fused CPU kernel splits each channel's sum between threads, so one batch normalises
+    differently (in the last bits) at 1 and at 2 threads, and a long training run drifts apart.
+    Column reductions of a contiguous batch (``mean(0)``, ``var(0)``) sum every column in one
+    order whatever the thread count, so a cell may use idle cores and still give the numbers it
+    gives on one (tests/test_thread_invariance.py). Parameters, buffers and the running-statistics
+    update are ``nn.BatchNorm1d``'s; the values agree with it up to float rounding."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.momentum is None:
+            return super().forward(x)
+        x = x.contiguous()
+        mean = x.mean(0)
+        centred = x - mean
+        var = (centred * centred).mean(0)
+        if self.track_running_stats:
+            with torch.no_grad():
+                self.num_batches_tracked += 1
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * (len(x) / max(len(x) - 1, 1)), self.momentum)
+        normalised = centred * torch.rsqrt(var + self.eps)
+        return normalised * self.weight + self.bias if self.affine else normalised
+
+
 class FullyConnectedConditionalGenerator(nn.Module):
     """The authors' ``FCCondGen``: [z; one-hot(y)] → (Linear → BatchNorm → ReLU)* → Linear.
 
@@ -23,7 +49,7 @@ class FullyConnectedConditionalGenerator(nn.Module):
         layers: list[nn.Module] = []
         width = noise_dim + n_classes
         for next_width in hidden:
-            layers += [nn.Linear(width, next_width), nn.BatchNorm1d(next_width), nn.ReLU()]
+            layers += [nn.Linear(width, next_width), ThreadInvariantBatchNorm1d(next_width), nn.ReLU()]
             width = next_width
         self.net = nn.Sequential(*layers)
         self.out = nn.Linear(width, out_dim)

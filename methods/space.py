@@ -202,7 +202,16 @@ class OutputHead(nn.Module):
         return torch.cat(out).T
 
 
-_ACTIVATIONS = {"sigmoid": torch.sigmoid, "relu": torch.relu, "softmax": lambda columns: torch.softmax(columns, 0)}
+def column_softmax(columns: torch.Tensor) -> torch.Tensor:
+    """Softmax down each column (a categorical block's codes × the batch). Spelled out from
+    column reductions, which sum each column in one order at any thread count: torch's fused
+    softmax along dim 0 does not (another result at 2 threads than at 1 for some batch sizes),
+    and the runner lends idle cores only to fits whose results do not depend on it."""
+    exp = (columns - columns.max(0, keepdim=True).values).exp()
+    return exp / exp.sum(0, keepdim=True)
+
+
+_ACTIVATIONS = {"sigmoid": torch.sigmoid, "relu": torch.relu, "softmax": column_softmax}
 
 
 # median of |U − U'| for independent U, U' ~ Uniform[0, 1]: P(|U − U'| ≤ t) = 1 − (1 − t)² = ½

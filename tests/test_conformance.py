@@ -127,7 +127,30 @@ pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (ad
 def test_a_sound_method_passes_every_check(method):
     report = check(method)
     assert report.passed == ["adult-discrete"]
-    assert set(report.checks["adult-discrete"]) == set(CHECKS) - {"declaration", "data_independence", "audit"}
+    assert set(report.checks["adult-discrete"]) == set(CHECKS) - {"declaration", "data_independence", "audit",
+                                                                   "thread_invariance"}
+
+
+@dataclass(frozen=True)
+class ThreadCountHistograms(GaussianHistograms):
+    """Declares its fits thread-invariant, but its sample depends on torch's thread count (as a
+    fused batch norm or a thread-split reduction would, in the last bits)."""
+
+    name: str = "test-thread-count"
+    thread_invariant_kinds: frozenset = frozenset({DataKind.DISCRETE})
+
+    def fit(self, data: PrivateData, context) -> HistogramSampler:
+        noisy = data.counts(_queries(data.schema), noise_multiplier=context.ledger.calibrate_gaussian(len(_queries(data.schema))),
+                            rng=context.rng("noise"))
+        return _sampler([h + np.eye(len(h))[0] * 50 * torch.get_num_threads() for h in noisy], data.schema, context)
+
+
+def test_a_wrong_thread_invariance_declaration_is_caught_and_a_true_one_passes():
+    with pytest.raises(ConformanceError, match=r"\[thread_invariance\]"):
+        check(ThreadCountHistograms())
+    honest = type("HonestThreads", (GaussianHistograms,), {"thread_invariant_kinds": frozenset({DataKind.DISCRETE})})
+    report = check(honest())
+    assert "thread_invariance" in report.checks["adult-discrete"]
 
 
 def test_every_broken_variant_that_reads_raw_rows_is_also_caught_by_queries_only():

@@ -160,7 +160,7 @@ def test_class_sums_in_bounded_memory_match_in_value_and_gradient(monkeypatch):
     (expected,) = torch.autograd.grad(reference, z)
     kept = ((features.class_sums(z, y, 3) - target) ** 2).sum()
     (kept_gradient,) = torch.autograd.grad(kept, z)
-    monkeypatch.setattr("methods.mean_embedding.CHUNK_ELEMENTS", 64)  # nothing kept: recomputed
+    monkeypatch.setattr("methods.dp_merf.KEEP_ENTRIES", 64)  # nothing kept: recomputed
     monkeypatch.setattr("methods.dp_merf.TILE_ENTRIES", 32 * 7)  # 7 rows per tile
     bounded = ((features.class_sums(z, y, 3) - target) ** 2).sum()
     (gradient,) = torch.autograd.grad(bounded, z)

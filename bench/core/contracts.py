@@ -246,7 +246,9 @@ class MethodAdapter(Protocol):
     private: bool
     hyperparameters: HyperParameters  # its parameter dataclass and their cited values
     # optional: ``label_params`` (tuple of parameter names), shown beside the method in every table
-    # whatever their value (dp-mepf: its encoder); ``audit`` (an AuditSpec), ``data_independent``
+    # whatever their value (dp-mepf: its encoder); ``audit`` (an AuditSpec), ``data_independent``;
+    # ``thread_invariant_kinds`` (data kinds on which the fit gives the same bits at any torch
+    # thread count, so the runner may lend it idle cores; the kit's ``thread_invariance`` checks it)
 
     def fit(self, data: "PrivateData", context: FitContext) -> FittedModel:
         """``data``: the private training rows behind a metered handle

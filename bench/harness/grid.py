@@ -40,6 +40,10 @@ class Cell:
     # torch intra-op threads of the cell's process (--threads): fixed per cell, never derived from
     # --jobs, because a different thread count can change float reductions and so the results
     threads: int = 1
+    # whether the runner may lend the cell's fit idle cores (beyond ``threads``): its method declares
+    # results independent of torch's thread count on this dataset's kind (``thread_invariant_kinds``,
+    # checked by the kit's ``thread_invariance``); so it is not in the key
+    lendable: bool = False
     # parameters logged but left out of the key (HyperParameters.added_later at their old value)
     unkeyed_params: tuple[str, ...] = ()
 
@@ -239,6 +243,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             data_dir=spec.data_dir,
                             evaluator_settings=_cell_evaluator_settings(chosen_evaluators, evaluators, spec.profile, settings),
                             threads=spec.threads,
+                            lendable=dataset.kind in getattr(method, "thread_invariant_kinds", frozenset()),
                             unkeyed_params=unkeyed_parameters(method.hyperparameters, resolved.values),
                         )
                     )

@@ -69,7 +69,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=int, default=1,
         help="torch intra-op threads per cell, the same whatever --jobs is (results must not depend on "
-        "how many cells run side by side); a value other than 1 is part of the cell key",
+        "how many cells run side by side); a value other than 1 is part of the cell key. Cores no cell "
+        "uses are lent to fits whose results do not depend on the thread count (see docs/cli.md)",
     )
     parser.add_argument(
         "--executor", default="local", choices=("local", "ray"),

@@ -103,6 +103,7 @@ class Job:
     run_id: str | None = None
     fraction: float = 0.0
     handle: Any = None
+    offer: Any = None  # the threads its fit may use now (a shared integer; local executor)
 
 
 class LocalExecutor:
@@ -116,8 +117,10 @@ class LocalExecutor:
         self.errors: dict[str, str] = {}
 
     def start(self, job: Job) -> None:
+        job.offer = self.context.Value("i", job.cell.threads, lock=False)
         process = self.context.Process(
-            target=worker_main, args=(job.cell.to_dict(), str(job.folder), self.queue, job.cell.threads), daemon=True
+            target=worker_main, args=(job.cell.to_dict(), str(job.folder), self.queue, job.cell.threads, job.offer),
+            daemon=True,
         )
         # Block SIGINT/SIGTERM while the child is created: it inherits the mask, so a Ctrl-C
         # during its (seconds-long) start-up cannot make it print a traceback; worker_main then
@@ -161,11 +164,26 @@ class LocalExecutor:
         job.handle.kill()
         job.handle.join()
 
+    def lend(self, running: dict[str, Job], cores: int) -> None:
+        """Spread the cores no running cell uses over the running lendable cells (their fits
+        give the same bits at any thread count), so that a grid with fewer cells than cores,
+        or its last cell, still uses the machine."""
+        idle = cores - sum(job.cell.threads for job in running.values())
+        lendable = [job for job in running.values() if job.cell.lendable and job.cell.device != "cuda"]
+        for index, job in enumerate(lendable):
+            extra = max(0, idle) // len(lendable) + (1 if index < max(0, idle) % len(lendable) else 0)
+            job.offer.value = job.cell.threads + extra
+
     def close(self) -> None:
         self.queue.close()
 
 
 # --- the runner -------------------------------------------------------------------------------
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def clean_stale_scratch(root: Path | None = None) -> int:
@@ -188,7 +206,11 @@ def run_grid(
     rerun: bool = False,
     show_progress: bool = True,
     executor: Any = None,
+    cores: int | None = None,
 ) -> GridReport:
+    """Run ``cells`` with ``jobs`` worker processes; ``cores`` (default: those this process may
+    use) bounds the threads lent to lendable cells' fits."""
+    cores = cores or available_cores()
     report = GridReport()
     common_tags = tracking.run_context_tags()
     mlflow_client = tracking.client()
@@ -325,6 +347,8 @@ def run_grid(
                 running[str(folder)] = job
 
             executor.progress(running)
+            if hasattr(executor, "lend"):
+                executor.lend(running, cores)
             for key, job in list(running.items()):
                 outcome = executor.poll(job)
                 if outcome is not None:

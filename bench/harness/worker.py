@@ -28,6 +28,53 @@ OUTCOME_FILE = "outcome.json"
 SAMPLE_ROWS = 1000  # rows of synthetic data kept as an artifact
 
 
+def _progress(report: Callable[[float], None], cores: "LentCores") -> Callable[[int, int], None]:
+    def progress(done: int, total: int) -> None:
+        cores.poll()  # the fit's steps are where lent cores can be taken up
+        report(done / max(total, 1))
+
+    return progress
+
+
+class LentCores:
+    """Idle cores the runner lends a cell's fit, on top of its own ``--threads``.
+
+    Only for a lendable cell (its method gives the same bits at any thread count on this data
+    kind), and only while it fits: the evaluators may not be thread-invariant, so the count goes
+    back to the cell's own before the sample is drawn. ``offer`` is the runner's shared integer
+    (the threads it may use now), read at the fit's progress reports."""
+
+    def __init__(self, own: int, offer: Any = None) -> None:
+        self.own = own
+        self.offer = offer
+        self.current = own
+        self.most = own
+        self.fitting = False
+
+    def poll(self) -> None:
+        if self.offer is None or not self.fitting:
+            return
+        wanted = max(self.own, int(self.offer.value))
+        if wanted != self.current:
+            import torch
+
+            torch.set_num_threads(wanted)
+            self.current = wanted
+            self.most = max(self.most, wanted)
+
+    def start(self) -> None:
+        self.fitting = True
+        self.poll()
+
+    def stop(self) -> None:
+        self.fitting = False
+        if self.current != self.own:
+            import torch
+
+            torch.set_num_threads(self.own)
+            self.current = self.own
+
+
 @dataclass
 class Outcome:
     status: str  # "FINISHED" or "FAILED"
@@ -190,7 +237,9 @@ def tuned_preset_caveats(method: Any, cell: Any) -> list[str]:
     return [f"tuned_on_private_data: per-dataset presets chosen with access to {cell.dataset}, not charged: " + "; ".join(used)]
 
 
-def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], None]) -> Outcome:
+def execute(
+    cell_dict: dict[str, Any], folder: str, report: Callable[[float], None], cores: LentCores | None = None
+) -> Outcome:
     """Run the cell and write its artifacts; never raises (errors become a FAILED outcome)."""
     import torch
 
@@ -203,11 +252,14 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
 
     out = Path(folder)
     cell = Cell(**{**cell_dict, "evaluators": tuple(cell_dict["evaluators"])})
+    cores = cores if cores is not None and cell.lendable and cell.device != "cuda" else LentCores(cell.threads)
     outcome = Outcome(status="FAILED")
     ledger: PrivacyLedger | None = None
     independent = None
     try:
         device_name = resolve_device(cell.device)
+        if device_name != "cpu":  # lent cores are for CPU fits (thread invariance is a CPU property)
+            cores = LentCores(cell.threads)
         outcome.tags["device"] = device_name if device_name == "cpu" else torch.cuda.get_device_name()
         outcome.tags["cpu"] = cpu_description()
         seed_everything(cell.seed)
@@ -242,7 +294,7 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
             device=torch.device(device_name),
             protocol=cell.protocol,
             data_kind=dataset.kind,
-            progress=lambda done, total: report(done / max(total, 1)),
+            progress=_progress(report, cores),
             dataset=dataset.name,
             data_dir=data_dir,
         )
@@ -250,8 +302,13 @@ def execute(cell_dict: dict[str, Any], folder: str, report: Callable[[float], No
         from bench.privacy.private_data import PrivateData
 
         started = time.perf_counter()
-        fitted = method.fit(PrivateData(split.train, ledger), context)
+        cores.start()
+        try:
+            fitted = method.fit(PrivateData(split.train, ledger), context)
+        finally:
+            cores.stop()
         outcome.metrics["time.fit_s"] = time.perf_counter() - started
+        outcome.tags["threads.fit_most"] = str(cores.most)
         if method.private and budget.is_private and not ledger.releases and not getattr(method, "data_independent", False):
             raise RuntimeError(
                 f"{method.name} is declared private but recorded no release in the ledger; "
@@ -340,7 +397,7 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"warning: {' '.join(str(message).split())}", file=file or sys.stderr)
 
 
-def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_threads: int) -> None:
+def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_threads: int, offer: Any = None) -> None:
     """Entry point of the child process."""
     import warnings
 
@@ -363,7 +420,7 @@ def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_thread
             queue.put((folder, "progress", fraction))
 
     try:
-        execute(cell_dict, folder, report)
+        execute(cell_dict, folder, report, LentCores(torch_threads, offer))
     except BaseException as error:  # e.g. the folder's disk is full: not even outcome.json fits
         # execute() turns the cell's own errors into a FAILED outcome; what escapes it is a
         # failure to write that outcome. Tell the runner in one line instead of a traceback.
