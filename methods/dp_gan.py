@@ -268,7 +268,7 @@ class DPGan:
             sigma = 0.0 if public else ledger.calibrate_gaussian(
                 1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2
             )
-            proportions = release_proportions(train, context, sigma).float()
+            proportions = release_proportions(data, context, sigma).float()
 
         batch = batch_rows(m, p.batch_size, None, real_rows=True)
         steps_per_epoch = math.ceil(m / batch)  # Opacus' Poisson loader: q = 1/steps_per_epoch

@@ -388,11 +388,11 @@ class DPHermite:
         sum_share = p.sum_share
         sigma_sum, sigma_prod = ledger.calibrate_shares(
             [
-                BudgetShare(sum_share, 2 if proportions_released(train, context) else 1),
+                BudgetShare(sum_share, 2 if proportions_released(data.schema, context) else 1),
                 BudgetShare(1 - sum_share, product_releases),
             ]
         )
-        proportions = release_proportions(train, context, sigma_sum).to(device)
+        proportions = release_proportions(data, context, sigma_sum).to(device)
 
         if p.length_scale_rule == "median-heuristic":
             if context.budget.is_private:

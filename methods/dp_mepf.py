@@ -442,7 +442,7 @@ class DPMepf:
                     counts, sensitivity=SQRT2 / m, noise_multiplier=sigma, what="class proportions", rng=noise_rng
                 ).clamp(min=1e-3)  # the authors' clamp of negative noisy proportions
             else:  # public, or uniform by assumption: nothing released (release_proportions draws no noise here)
-                proportions = release_proportions(train, context, sigma)
+                proportions = release_proportions(data, context, sigma)
             y = train.y
         else:
             proportions = torch.ones(1, dtype=torch.float64)

@@ -32,12 +32,11 @@ from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.core.contracts import DataKind, FitContext
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
-from bench.privacy.releases import replace_one_l2
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
-    embedding_sum,
     proportions_released,
     release_proportions,
+    rows_per_chunk,
 )
 from methods.nets import build_generator
 from methods.training import Schedule, label_sampler, train_generator
@@ -366,6 +365,20 @@ class SumKernelFeatures:
             self.norm_bound,
         )
 
+    def rows(self, z: torch.Tensor) -> torch.Tensor:
+        """h(zᵢ) for each row (n × width), the vectors the real-data release sums: [√(2/D) cos,
+        √(2/D) sin] of the numerical coordinates' projection (summed coordinate by coordinate
+        for narrow inputs, the same bits at any thread count), then the scaled categoricals."""
+        parts = []
+        if self.frequencies is not None:
+            numerical = z[:, self.numerical].contiguous()
+            projection = _project(numerical, self.frequencies.T.contiguous(), z.new_empty(len(z), self.frequencies.shape[0]))
+            scale = 1.0 / math.sqrt(self.frequencies.shape[0])
+            parts += [torch.cos(projection) * scale, torch.sin(projection) * scale]
+        if len(self.categorical):
+            parts.append(z[:, self.categorical] * self.categorical_scale)
+        return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+
     def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
         """Σ_{j: yⱼ = c} h(zⱼ) for every class (C × width), differentiable in z, in bounded memory."""
         # Both parts read z's columns (zᵀ, a view of the generators' column-major outputs), so
@@ -451,14 +464,6 @@ def sum_kernel_features(
     )
 
 
-def labelled_embedding_sum(
-    z: torch.Tensor, y: torch.Tensor, n_classes: int, features: SumKernelFeatures
-) -> torch.Tensor:
-    """Σᵢ onehot(yᵢ) h(zᵢ)ᵀ (C × width) in float64, over row chunks so memory stays bounded
-    (the feature map tiles its own rows: a chunk's per-row cost is its input width)."""
-    return embedding_sum(features.class_sums, z, y, n_classes, z.shape[1])
-
-
 @dataclass(frozen=True)
 class DPMerf:
     name: str = "dp-merf"
@@ -471,28 +476,30 @@ class DPMerf:
     thread_invariant_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE})
 
     def fit(self, data: PrivateData, context: FitContext[DPMerfParams]) -> TrainedConditionalGenerator:
-        train = data.rows(trusted="the Fourier feature sums are released through the ledger with the method's own per-row bound; not yet handle sums")
         p = context.params
         device = context.device
-        m, n_classes = len(train), train.schema.n_classes
-        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+        m, n_classes = data.n_rows, data.schema.n_classes
+        space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
 
-        compositions = 2 if proportions_released(train, context) else 1
+        compositions = 2 if proportions_released(data.schema, context) else 1
         if p.length_scale_rule == "dp-median":
             sigma_length, sigma = context.ledger.calibrate_shares(
                 [BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, compositions)])
         else:
             sigma = context.ledger.calibrate_gaussian(compositions=compositions)
-        proportions = release_proportions(train, context, sigma).to(device)
+        proportions = release_proportions(data, context, sigma).to(device)
 
         length_scales = None
         if p.length_scale_rule == "median-heuristic":
             if context.budget.is_private:
                 raise ValueError("dp-merf.length_scale_rule=median-heuristic reads the private rows without charging "
                                  "them (the authors' code does); it is an ablation for --eps inf only")
+            train = data.rows(trusted="the authors' median heuristic, an ε = ∞ ablation (refused at a finite ε)")
             numerical_rows = space.encode(train.x)[:, space.numerical]
             length_scales = np.full(len(space.numerical), median_distance(numerical_rows, context.rng("length scale")))
         elif p.length_scale_rule == "dp-median" and len(space.numerical):
+            train = data.rows(trusted="dp-median: Gaussian counts of random disjoint row pairs closer than each "
+                                      "threshold (L2 √thresholds, charged through the ledger); pairs are no handle query yet")
             numerical_rows = space.encode(train.x)[:, space.numerical]
             diameter = float(np.linalg.norm(space.coordinate_ranges()))
             length_scales = np.full(len(space.numerical), dp_median_distance(
@@ -505,21 +512,21 @@ class DPMerf:
             )
         features = sum_kernel_features(space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"),
                                        length_scales)
-        z = torch.as_tensor(space.encode(train.x), device=device)
-        y = torch.as_tensor(train.y, device=device)
         features = features.to(device, torch.float64)
         # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ B, so replacing one row moves the mean by at most 2B/m:
         # 2/m with RFF only, 2√2/m with one-hot categoricals (DP-MERF (arXiv:2002.11603) App. F and G).
-        embedding = labelled_embedding_sum(z, y, n_classes, features) / m
-        noisy_embedding = context.ledger.gaussian(
-            embedding, sensitivity=replace_one_l2(features.norm_bound, rows=m), noise_multiplier=sigma,
-            what="labelled mean embedding (RFF sum kernel)", rng=context.torch_rng("embedding-noise"),
+        # The handle clips each h(x) to B itself and derives that sensitivity.
+        noisy_embedding = data.sum(
+            "labelled mean embedding (RFF sum kernel)",
+            lambda rows: features.rows(torch.as_tensor(space.encode(rows.x), device=device, dtype=torch.float64)),
+            norm_bound=features.norm_bound, noise_multiplier=sigma, rng=context.torch_rng("embedding-noise"),
+            mean=True, by_label=True, chunk_rows=rows_per_chunk(features.width),
         )
         target = (noisy_embedding / proportions[:, None]).float()
         features = features.to(device, torch.float32)
 
         torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        columns = train.schema.n_features  # the unit of 'c' widths
+        columns = data.schema.n_features  # the unit of 'c' widths
         net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
         batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
         schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay, p.steps_per_epoch)

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from bench.core.contracts import FitContext, LabelledData
-from bench.privacy.releases import histogram_l2
+from bench.core.contracts import FitContext, LabelledData, Schema
+from bench.privacy.private_data import CountQuery, PrivateData
 from methods.nets import proportional_labels
 from methods.space import ModelSpace
 
@@ -59,9 +59,9 @@ def embedding_sum(
 LABEL_MODES = ("released", "uniform")
 
 
-def proportions_released(train: LabelledData, context: FitContext) -> bool:
+def proportions_released(schema: Schema, context: FitContext) -> bool:
     """Whether :func:`release_proportions` spends budget (so the caller calibrates k = 2)."""
-    return _label_mode(context) == "released" and train.schema.public_fact("class_proportions") is None
+    return _label_mode(context) == "released" and schema.public_fact("class_proportions") is None
 
 
 def _label_mode(context: FitContext) -> str:
@@ -71,16 +71,17 @@ def _label_mode(context: FitContext) -> str:
     return mode
 
 
-def release_proportions(train: LabelledData, context: FitContext, noise_multiplier: float) -> torch.Tensor:
+def release_proportions(data: PrivateData, context: FitContext, noise_multiplier: float) -> torch.Tensor:
     """Class proportions w̃: public ones if the schema declares them; uniform ones when the
     method's ``labels`` parameter says so (the seeds' image and 2-D code: labels are generated
     uniformly and nothing is released — a data-independent choice, not an estimate); else noisy
     ones (charged).
 
-    Released with the Gaussian mechanism at sensitivity √2/m (one replaced row moves two
-    proportions by 1/m), as the authors' tabular code (github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py,
+    Released as the handle's class counts (Gaussian, L2 sensitivity √2: one replaced row moves two
+    counts by 1) divided by the public row count m: the proportions with noise std σ·√2/m, as the
+    authors' tabular code (github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py,
     github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)."""
-    schema = train.schema
+    schema = data.schema
     fact = schema.public_fact("class_proportions")
     if fact is not None:
         context.ledger.use_public_fact(fact.name, fact.value, fact.why)
@@ -92,12 +93,11 @@ def release_proportions(train: LabelledData, context: FitContext, noise_multipli
             "assumed, not estimated: generated labels are uniform (the seeds' image code); no row is read",
         )
         return uniform
-    m = len(train)
-    generator = context.torch_rng("class-proportions-noise")
-    counts = torch.as_tensor(train.class_counts(), dtype=torch.float64) / m
-    noisy = context.ledger.gaussian(
-        counts, sensitivity=histogram_l2(m), noise_multiplier=noise_multiplier, what="class proportions", rng=generator
+    (counts,) = data.counts(
+        [CountQuery("class counts", lambda rows: rows.y, schema.n_classes)],
+        noise_multiplier=noise_multiplier, rng=context.torch_rng("class-proportions-noise"),
     )
+    noisy = torch.as_tensor(counts, dtype=torch.float64) / data.n_rows
     return noisy.clamp(min=1e-3)  # the authors' clamp of negative noisy proportions
 
 

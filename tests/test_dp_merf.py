@@ -19,7 +19,6 @@ from methods.dp_merf import (
     DPMerf,
     draw_frequencies,
     SumKernelFeatures,
-    labelled_embedding_sum,
     rff_class_sums,
     rff_features,
 )
@@ -58,6 +57,12 @@ def test_feature_norm_is_one_for_extreme_inputs(value):
     assert rff_features(x, w).norm().item() == pytest.approx(1.0, abs=1e-9)
 
 
+def labelled_embedding(x, y, n_classes, features):
+    """Σᵢ onehot(yᵢ) h(xᵢ)ᵀ: what DP-MERF's handle sum releases (``by_label``), before the
+    handle's clipping, a no-op when ‖h(x)‖ ≤ B as here."""
+    return torch.nn.functional.one_hot(y, n_classes).double().T @ features.rows(x)
+
+
 def test_embedding_sensitivity_bound_holds_for_adversarial_neighbours():
     """Replace one row by the candidate that moves the labelled embedding most; ≤ 2/m."""
     rng = np.random.default_rng(0)
@@ -65,7 +70,7 @@ def test_embedding_sensitivity_bound_holds_for_adversarial_neighbours():
     w = frequencies(512, 2, 0.1)
     x = torch.as_tensor(rng.normal(size=(m, 2)))
     y = torch.as_tensor(rng.integers(0, n_classes, m))
-    base = labelled_embedding_sum(x, y, n_classes, rff_only(w)) / m
+    base = labelled_embedding(x, y, n_classes, rff_only(w)) / m
     candidates = torch.cat([torch.as_tensor(rng.normal(scale=s, size=(400, 2))) for s in (0.01, 1, 100, 1e6)])
     worst = 0.0
     for index in (0, 17):
@@ -75,7 +80,7 @@ def test_embedding_sensitivity_bound_holds_for_adversarial_neighbours():
             for candidate in range(0, len(candidates), 100):
                 x2, y2 = xs[candidate].clone(), y.clone()
                 y2[index] = label
-                moved = labelled_embedding_sum(x2, y2, n_classes, rff_only(w)) / m
+                moved = labelled_embedding(x2, y2, n_classes, rff_only(w)) / m
                 worst = max(worst, (moved - base).norm().item())
     assert worst <= 2 / m + 1e-12
     assert worst > 1.2 / m  # the adversarial search does get near the bound
@@ -90,12 +95,26 @@ def test_class_sums_equal_the_one_hot_definition_and_have_correct_gradients():
     assert torch.autograd.gradcheck(lambda inputs: rff_class_sums(inputs, y, 4, w), (x,))
 
 
-def test_embedding_is_chunked_without_changing_its_value(monkeypatch):
+def test_the_released_per_row_features_are_the_trained_on_ones_and_the_handle_chunks_them_exactly():
+    """features.rows (what the release sums) agrees with rff_features and, summed by label, with
+    the training loss's class sums; the handle's sum over chunks of 7 rows equals the whole."""
+    from bench.privacy.budget import PrivacyBudget
+
     w = frequencies(100, 2)
     x, y = torch.randn(1000, 2, dtype=torch.float64), torch.randint(0, 5, (1000,))
-    whole = labelled_embedding_sum(x, y, 5, rff_only(w))
-    monkeypatch.setattr("methods.mean_embedding.CHUNK_ELEMENTS", 100 * 7)  # 7 rows per chunk
-    assert torch.allclose(labelled_embedding_sum(x, y, 5, rff_only(w)), whole)
+    features = rff_only(w)
+    assert torch.allclose(features.rows(x), rff_features(x, w), atol=1e-12)
+    assert torch.allclose(labelled_embedding(x, y, 5, features), features.class_sums(x, y, 5), atol=1e-10)
+    assert SCHEMA.n_classes == 5 and SCHEMA.n_features == 2
+    data = PrivateData(LabelledData(x.float().numpy(), y.numpy(), SCHEMA), PrivacyLedger(PrivacyBudget.non_private()))
+
+    def release(chunk_rows):
+        return data.sum("embedding", lambda rows: features.rows(torch.as_tensor(rows.x, dtype=torch.float64)),
+                        norm_bound=1.0, noise_multiplier=0.0, rng=torch.Generator(), mean=True, by_label=True,
+                        chunk_rows=chunk_rows)
+
+    assert torch.allclose(release(7), release(None), atol=1e-14)
+    assert torch.allclose(release(None), labelled_embedding(x.float().double(), y, 5, features) / 1000, atol=1e-14)
 
 
 def fit(train, epsilon, params=None, calibrator="tight"):
@@ -130,7 +149,7 @@ def test_dp_merf_charges_class_proportions_when_they_are_not_public():
     private_schema = replace(SCHEMA, public_facts=())
     train = LabelledData(split.train.x, split.train.y, private_schema)
     _, ledger = fit(train, 0.5, calibrator="paper")
-    assert sorted(r.what for r in ledger.releases) == ["class proportions", "labelled mean embedding (RFF sum kernel)"]
+    assert sorted(r.what for r in ledger.releases) == ["class counts", "labelled mean embedding (RFF sum kernel)"]
     assert ledger.releases[0].noise_multiplier == ledger.releases[1].noise_multiplier
     assert ledger.epsilon_spent <= 0.5 * (1 + 1e-9)
     assert not any(f.name == "class_proportions" for f in ledger.public_facts)

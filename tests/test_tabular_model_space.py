@@ -89,10 +89,10 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     context = FitContext(budget, ledger, params, seed=0, device=torch.device("cpu"), protocol=protocol)
     model = DPMerf().fit(PrivateData(data, context.ledger), context)
     releases = {r.what: r for r in ledger.releases}
-    assert set(releases) == {"class proportions", "labelled mean embedding (RFF sum kernel)"}
+    assert set(releases) == {"class counts", "labelled mean embedding (RFF sum kernel)"}
     bound = math.sqrt(2) if protocol == "sound" else math.sqrt(6)
     assert releases["labelled mean embedding (RFF sum kernel)"].sensitivity == pytest.approx(2 * bound / len(data))
-    assert releases["class proportions"].sensitivity == pytest.approx(math.sqrt(2) / len(data))
+    assert releases["class counts"].sensitivity == pytest.approx(math.sqrt(2))  # the handle's counts: one row moves two by 1
     assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-6)
     sample = model.sample(300)
     assert sample.schema == SCHEMA and sample.x.shape == (300, 4)

@@ -6,7 +6,9 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
   integer code per row (a 1-way marginal, a class count): replacing a row moves one count down and
   one up, so the L2 change is √2 and the L1 change 2.
 * :meth:`PrivateData.sum`: Σᵢ f(rowᵢ) with each row's vector clipped to ``norm_bound`` by the handle:
-  the L2 change of the sum is 2 · norm_bound (of the mean, divided by the public row count).
+  the L2 change of the sum is 2 · norm_bound (of the mean, divided by the public row count); with
+  ``by_label``, one such sum per class (C × d): a replaced row takes its vector out of one class's
+  sum and puts the new row's into one, so the L2 change is still at most 2 · norm_bound.
 * :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
@@ -77,13 +79,19 @@ class PrivateData:
         return noisy
 
     def sum(self, what: str, features: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
-            rng: Any, mean: bool = False) -> Any:
-        """Σᵢ f(rowᵢ) (``mean``: divided by the public row count) plus Gaussian noise, where
-        ``features(rows)`` gives one vector per row (n × d, numpy or torch) and the handle clips
-        each to ``norm_bound`` first: the sensitivity follows from the bound."""
-        vectors = features(self.__rows)
-        clipped = _clip_rows(vectors, norm_bound)
-        total = clipped.sum(0)
+            rng: Any, mean: bool = False, by_label: bool = False, chunk_rows: int | None = None) -> Any:
+        """Σᵢ f(rowᵢ) (``mean``: divided by the public row count; ``by_label``: one sum per class,
+        C × d) plus Gaussian noise, where ``features(rows)`` gives one vector per row (n × d, numpy
+        or torch) and the handle clips each to ``norm_bound`` first: the sensitivity follows from
+        the bound. ``chunk_rows``: ``features`` sees that many rows at a time (bounded memory)."""
+        total = None
+        step = chunk_rows or max(self.n_rows, 1)
+        for start in range(0, self.n_rows, step):
+            chunk = self.__rows if step >= self.n_rows else LabelledData(
+                self.__rows.x[start : start + step], self.__rows.y[start : start + step], self.schema)
+            clipped = _clip_rows(features(chunk), norm_bound)
+            part = _label_sums(clipped, chunk.y, self.schema.n_classes) if by_label else clipped.sum(0)
+            total = part if total is None else total + part
         rows = self.n_rows if mean else 1
         return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
                                      noise_multiplier=noise_multiplier, what=what, rng=rng)
@@ -95,6 +103,16 @@ class PrivateData:
             raise ValueError("data.rows(trusted=...) needs the reason the raw rows may be read")
         self._ledger.trusted_reads.append(trusted)
         return self.__rows
+
+
+def _label_sums(vectors: Any, labels: np.ndarray, n_classes: int) -> Any:
+    """Σ_{i: yᵢ = c} vᵢ for every class c (C × d), as one product with the one-hot labels."""
+    if hasattr(vectors, "detach"):  # torch
+        import torch
+
+        one_hot = torch.nn.functional.one_hot(torch.as_tensor(labels, device=vectors.device).long(), n_classes)
+        return one_hot.to(vectors.dtype).T @ vectors
+    return np.eye(n_classes, dtype=np.asarray(vectors).dtype)[labels].T @ np.asarray(vectors)
 
 
 def _clip_rows(vectors: Any, norm_bound: float) -> Any:
