@@ -86,12 +86,18 @@ def put(
     experiment: str, cell: Cell, outcome: Outcome, artifacts: Path, common_tags: dict[str, str],
     claim_run_id: str | None = None,
 ) -> Path:
-    """Store one cell's result; the artifacts folder is copied (it lives in the runner's scratch)."""
+    """Store one cell's result, moving the artifacts folder (from the runner's scratch) into it.
+    A failure (a full or read-only disk) leaves no partial entry behind and the artifacts where
+    they were, and raises."""
     root = outbox_dir()
     root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(dir=root, prefix=f"{time.strftime('%Y%m%d-%H%M%S')}-{cell.key}-"))
-    shutil.copytree(artifacts, folder / "artifacts")
-    Entry(folder, experiment, cell, outcome, common_tags, claim_run_id, None, tracking.tracking_uri()).write()
+    try:
+        shutil.copytree(artifacts, folder / "artifacts")
+        Entry(folder, experiment, cell, outcome, common_tags, claim_run_id, None, tracking.tracking_uri()).write()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # an entry is whole or absent
+        raise
     return folder
 
 

@@ -49,11 +49,12 @@ class GridReport:
     interrupted: list[Cell] = field(default_factory=list)
     run_ids: dict[str, str] = field(default_factory=dict)
     outboxed: int = 0  # results written to the outbox instead of MLflow
+    unsaved: list[tuple[Cell, str]] = field(default_factory=list)  # neither logged nor outboxed: (cell, kept folder)
     reaped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.interrupted
+        return not self.failed and not self.interrupted and not self.unsaved
 
     def summary(self) -> str:
         first = (
@@ -67,6 +68,8 @@ class GridReport:
         lines = [first]
         lines += [f"  FAILED {cell.label}: {error}" for cell, error in self.failed]
         lines += [f"  NOT RUN {cell.label}: {why}" for cell, why in self.held_elsewhere]
+        lines += [f"  NOT SAVED {cell.label}: neither the store nor the outbox took it; its results stay in {place}"
+                  for cell, place in self.unsaved]
         if self.outboxed:
             lines.append(
                 f"{self.outboxed} result(s) are in the outbox {outbox.outbox_dir()} (the tracking server was "
@@ -262,30 +265,48 @@ def run_grid(
     mine: set[str] = set()  # run ids this runner claimed
     bar = tqdm(total=len(pending), desc="grid", unit="cell", disable=not show_progress, dynamic_ncols=True)
 
-    def to_outbox(job: Job, outcome: Outcome, why: str) -> None:
-        place = outbox.put(experiment, job.cell, outcome, job.folder, common_tags, job.run_id)
+    def to_outbox(job: Job, outcome: Outcome, why: str) -> bool:
+        """The result into the outbox; if even that fails (a full or read-only disk), the cell's
+        folder is kept where it is, renamed out of the scratch clean-up's reach, and named in
+        one line: a result is never deleted, and the grid goes on. False when not outboxed."""
+        try:
+            place = outbox.put(experiment, job.cell, outcome, job.folder, common_tags, job.run_id)
+        except Exception as error:  # noqa: BLE001 — anything: the result must survive it
+            kept = job.folder.parent.parent / f"dpbench-kept-{job.cell.key}-{time.strftime('%Y%m%d-%H%M%S')}"
+            try:
+                job.folder.rename(kept)  # a rename needs no free space
+            except OSError:
+                kept = job.folder
+            job.folder = kept
+            report.unsaved.append((job.cell, str(kept)))
+            bar.write(f"warning: {job.cell.label} could not be logged ({why}) nor saved to the outbox "
+                      f"({type(error).__name__}: {' '.join(str(error).split())[:160]}); its results stay in {kept}")
+            return False
         report.outboxed += 1
         if why != "tracking unreachable":
             bar.write(f"warning: logging {job.cell.label} failed ({why}); kept in the outbox {place.parent}")
+        return True
 
     def finish(job: Job, outcome: Outcome) -> None:
         nonlocal online
+        saved = True
         if online:
             try:
                 report.run_ids[job.cell.key] = tracking.log_cell(
                     mlflow_client, experiment_id, job.cell, outcome, job.folder, common_tags, job.run_id
                 )
             except Exception as error:  # server gone, artifact store full: keep the result on disk
-                to_outbox(job, outcome, f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
+                saved = to_outbox(job, outcome, f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
                 online = False  # later cells go straight to the outbox; `sync` catches up
         else:
-            to_outbox(job, outcome, "tracking unreachable")
+            saved = to_outbox(job, outcome, "tracking unreachable")
         if outcome.status == "FINISHED":
             report.finished.append(job.cell)
         else:
             report.failed.append((job.cell, outcome.error or "unknown error"))
             bar.write(f"FAILED {job.cell.label}: {outcome.error}")
-        shutil.rmtree(job.folder, ignore_errors=True)
+        if saved:
+            shutil.rmtree(job.folder, ignore_errors=True)
         bar.update(1)
 
     def on_sigterm(signum, frame):
@@ -394,7 +415,8 @@ def run_grid(
                         pass  # left RUNNING; the next start reaps it (its pid is gone by then)
             executor.close()
             bar.close()
-            shutil.rmtree(scratch, ignore_errors=True)
+            if not any(Path(place).is_relative_to(scratch) for _, place in report.unsaved):
+                shutil.rmtree(scratch, ignore_errors=True)
         finally:
             if in_main_thread:
                 # signals that arrived during the clean-up are dropped (ignored while unblocked),
