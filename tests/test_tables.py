@@ -302,3 +302,12 @@ def test_a_method_can_ask_for_a_parameter_in_every_label():
 
     params = {"method": "dp-mepf", "dataset": "mnist", "profile": "paper", "hp.encoder": "efficientnet-lite0-imagenet"}
     assert _method_label(params, 1.0) == "dp-mepf [encoder=efficientnet-lite0-imagenet]"
+
+
+def test_a_table_title_names_the_median_where_its_cells_are_medians():
+    """NLL cells are medians over the seeds (heavy-tailed sums); the title must not say mean ± sd."""
+    from bench.report.tables import statistic_legend
+
+    assert statistic_legend(["nll.mean"]) == "median [IQR] (seeds)"
+    assert statistic_legend(["downstream.roc_auc"]) == "mean ± sd [95% CI] (seeds)"
+    assert "median [IQR] for nll.mean" in statistic_legend(["downstream.roc_auc", "nll.mean"])

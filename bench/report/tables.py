@@ -267,6 +267,16 @@ def _cell_text(values: pd.Series) -> str:
     return summary_text(values)
 
 
+def statistic_legend(metrics: list[str]) -> str:
+    """What a table's cells are, for its title: the heavy-tailed metrics' cells are medians."""
+    heavy = [m for m in metrics if is_heavy_tailed(m)]
+    if not heavy:
+        return "mean ± sd [95% CI] (seeds)"
+    if len(heavy) == len(metrics):
+        return "median [IQR] (seeds)"
+    return f"mean ± sd [95% CI] (seeds), median [IQR] for {', '.join(heavy)}"
+
+
 def is_heavy_tailed(metric: str) -> bool:
     spec = spec_for(metric)
     return spec is not None and spec.heavy_tailed
@@ -382,7 +392,7 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
             cells.append(value)
         rows.append([dataset, eps_text, *cells])
     header = ["dataset", "ε", *text.columns]
-    title = f"{metric}{arrow}: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code"
+    title = f"{metric}{arrow}: {statistic_legend([metric])}; ◦ fewer than 3 seeds, ‡ dirty code"
     return _format(header, rows, title, fmt)
 
 
@@ -435,7 +445,7 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
             cells.append(" / ".join(parts))
         rows.append([dataset, epsilon_text(eps), *cells])
     header = ["dataset", "ε", *methods]
-    title = " / ".join(present) + ": mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code, metrics a row lacks are left out"
+    title = " / ".join(present) + f": {statistic_legend(present)}; ◦ fewer than 3 seeds, ‡ dirty code, metrics a row lacks are left out"
     return _format(header, rows, title, fmt)
 
 
