@@ -33,10 +33,8 @@ from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext
-from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
-from methods.pgm import (
-    GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, model_marginals,
-)
+from bench.privacy.releases import COUNT_L2_SENSITIVITY
+from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, model_marginals
 
 with __import__("warnings").catch_warnings():
     __import__("warnings").simplefilter("ignore")
@@ -84,11 +82,9 @@ class AIM:
     audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
     def fit(self, data: PrivateData, context: FitContext[AIMParams]) -> GraphicalModelSampler:
-        train = data.rows(trusted="AIM's measure-and-select loop (methods/pgm.py) meters its marginals and selections through the ledger itself; not yet expressed as handle queries")
         p = context.params
         rng = context.rng("measurements-and-selection")
-        codes = train.x.astype(np.int64)
-        domain, index = domain_of(train.schema), column_index(train.schema)
+        domain, index = domain_of(data.schema), column_index(data.schema)
         attributes = list(domain.attributes)
         ledger = context.ledger
         rho = ledger.zcdp_budget()
@@ -97,9 +93,9 @@ class AIM:
         rounds = p.rounds_per_column * len(attributes)
         multiplier = math.sqrt(rounds / (2 * MEASUREMENT_SHARE * rho))  # ρ per measurement = 1/(2σ²)
         selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * rho / rounds)
-        measurer = Measurer(codes, domain, index, ledger, rng)
+        measurer = Measurer(data, domain, index, rng)
         candidates = workload_candidates(attributes, p.workload_degree)
-        answers = {c: marginal(codes, domain, index, c) for c in candidates}
+        sizes = {c: int(np.prod(domain.project(c).shape)) for c in candidates}  # public: cells of each marginal
 
         measurements = measurer.measure([(a,) for a in attributes], multiplier, "1-way marginals")
         model = estimate(domain, measurements, p.iterations)
@@ -116,26 +112,23 @@ class AIM:
             eligible = [c for c in candidates if hypothetical_model_size(domain, cliques + [c]) <= size_limit]
             noise_std = multiplier * COUNT_L2_SENSITIVITY
             estimates = model_marginals(
-                model, eligible, index, SAMPLE_FACTOR * len(codes), context.stream_seed(f"model-marginals-round-{len(cliques)}")
+                model, eligible, index, SAMPLE_FACTOR * data.n_rows, context.stream_seed(f"model-marginals-round-{len(cliques)}")
             )
-            scores = np.array([
-                candidates[c] * (
-                    np.abs(answers[c] - estimates[c]).sum() - math.sqrt(2 / math.pi) * noise_std * answers[c].size
-                )
-                for c in eligible
-            ])
-            sensitivity = COUNT_L1_SENSITIVITY * max(candidates[c] for c in eligible)
-            chosen = eligible[ledger.exponential(
-                scores, epsilon=selection_epsilon, sensitivity=sensitivity, rng=rng,
-                what="round selection (exponential mechanism on weighted L1 errors)",
+            # score wᵣ (‖Mᵣ(D) − Mᵣ(model)‖₁ − √(2/π) σ nᵣ), AIM (McKenna et al. 2022) Alg. 2;
+            # the handle derives its sensitivity, 2 · max wᵣ
+            chosen = eligible[data.select(
+                "round selection (exponential mechanism on weighted L1 errors)",
+                [measurer.query(c) for c in eligible], [estimates[c] for c in eligible], epsilon=selection_epsilon,
+                rng=rng, weights=[candidates[c] for c in eligible],
+                offsets=[math.sqrt(2 / math.pi) * noise_std * sizes[c] for c in eligible],
             )]
             measurements += measurer.measure([chosen], multiplier, "selected marginal")
             cliques.append(chosen)
             before = estimates[chosen]
             model = estimate(domain, measurements, p.iterations, warm_start=model)
             after = model_marginals(model, [chosen], index, 0, 0)[chosen]  # measured: a model clique
-            if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * noise_std * answers[chosen].size:
+            if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * noise_std * sizes[chosen]:
                 multiplier, selection_epsilon = multiplier / 2, selection_epsilon * 2
             context.progress(len(cliques) - len(attributes), rounds)
         model = estimate(domain, measurements, p.final_iterations, warm_start=model)
-        return GraphicalModelSampler(model, train.schema, context.stream_seed("synthetic-rows"))
+        return GraphicalModelSampler(model, data.schema, context.stream_seed("synthetic-rows"))

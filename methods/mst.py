@@ -25,9 +25,7 @@ from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext
-from bench.privacy.ledger import PrivacyLedger
-from bench.privacy.releases import COUNT_L1_SENSITIVITY
-from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, marginal, mbi
+from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, mbi
 
 @dataclass(frozen=True)
 class MSTParams:
@@ -44,12 +42,12 @@ HYPERPARAMETERS = HyperParameters(
 
 
 def spanning_tree(
-    weights: dict[tuple[str, str], float], attributes: list[str], epsilon: float, ledger: PrivacyLedger,
-    rng: np.random.Generator,
+    data: PrivateData, measurer: Measurer, estimated: dict[tuple[str, str], np.ndarray], attributes: list[str],
+    epsilon: float, rng: np.random.Generator,
 ) -> list[tuple[str, str]]:
-    """Kruskal's algorithm with each edge drawn by the ledger's exponential mechanism (the L1
-    error of a count table has replace-one sensitivity ``COUNT_L1_SENSITIVITY``) among the
-    edges joining two components."""
+    """Kruskal's algorithm with each edge drawn by the handle's exponential mechanism among the
+    edges joining two components, scored by the L1 error of the pair's true marginal against its
+    ``estimated`` one (the handle derives the sensitivity: 2 under replace-one)."""
     component = {a: a for a in attributes}
 
     def root(a: str) -> str:
@@ -59,11 +57,10 @@ def spanning_tree(
 
     tree = []
     for _ in range(len(attributes) - 1):
-        candidates = [e for e in weights if root(e[0]) != root(e[1])]
-        scores = np.array([weights[e] for e in candidates])
-        chosen = candidates[ledger.exponential(
-            scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY, rng=rng,
-            what="spanning-tree edge (exponential mechanism on 2-way L1 errors)",
+        candidates = [e for e in estimated if root(e[0]) != root(e[1])]
+        chosen = candidates[data.select(
+            "spanning-tree edge (exponential mechanism on 2-way L1 errors)",
+            [measurer.query(e) for e in candidates], [estimated[e] for e in candidates], epsilon=epsilon, rng=rng,
         )]
         tree.append(chosen)
         component[root(chosen[0])] = root(chosen[1])
@@ -95,14 +92,12 @@ class MST:
     audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
 
     def fit(self, data: PrivateData, context: FitContext[MSTParams]) -> GraphicalModelSampler:
-        train = data.rows(trusted="MST's measurements (methods/pgm.py) are metered through the ledger itself; not yet handle queries")
         rng = context.rng("measurements-and-selection")
         iterations = context.params.iterations
-        codes = train.x.astype(np.int64)
-        domain, index = domain_of(train.schema), column_index(train.schema)
+        domain, index = domain_of(data.schema), column_index(data.schema)
         attributes = list(domain.attributes)
         d = len(attributes)
-        measurer = Measurer(codes, domain, index, context.ledger, rng)
+        measurer = Measurer(data, domain, index, rng)
         third = context.ledger.zcdp_budget() / 3
 
         def gaussian_multiplier(count: int) -> float:  # count marginals sharing ρ/3: count/(2σ²) = ρ/3
@@ -114,12 +109,11 @@ class MST:
 
         pairs = list(itertools.combinations(attributes, 2))
         estimated = independent_pair_tables(model, pairs)
-        weights = {pair: float(np.abs(marginal(codes, domain, index, pair) - estimated[pair]).sum()) for pair in pairs}
         edge_epsilon = math.inf if math.isinf(third) else math.sqrt(8 * third / (d - 1))
-        tree = spanning_tree(weights, attributes, edge_epsilon, context.ledger, rng)
+        tree = spanning_tree(data, measurer, estimated, attributes, edge_epsilon, rng)
         context.progress(2, 3)
 
         two_way = measurer.measure(tree, gaussian_multiplier(d - 1), "2-way marginals of the tree")
         model = estimate(domain, one_way + two_way, iterations)
         context.progress(3, 3)
-        return GraphicalModelSampler(model, train.schema, context.stream_seed("synthetic-rows"))
+        return GraphicalModelSampler(model, data.schema, context.stream_seed("synthetic-rows"))

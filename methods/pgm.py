@@ -30,7 +30,7 @@ with warnings.catch_warnings():
 import numpy as np
 
 from bench.core.contracts import LabelledData, Schema
-from bench.privacy.ledger import PrivacyLedger
+from bench.privacy.private_data import CountQuery, PrivateData
 from bench.privacy.releases import COUNT_L2_SENSITIVITY
 
 Clique = tuple[str, ...]
@@ -52,20 +52,38 @@ def marginal(codes: np.ndarray, domain: mbi.Domain, index: dict[str, int], cliqu
     return np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64)
 
 
+def clique_query(domain: mbi.Domain, index: dict[str, int], clique: Clique) -> CountQuery:
+    """The marginal of ``clique`` as the handle's count query: one cell index per row (row-major
+    over the clique's attributes, as :func:`marginal`)."""
+    shape = domain.project(clique).shape
+
+    def cells(rows: LabelledData) -> np.ndarray:
+        return np.ravel_multi_index(tuple(rows.x[:, index[a]].astype(np.int64) for a in clique), shape)
+
+    return CountQuery("×".join(clique), cells, int(np.prod(shape)))
+
+
 @dataclass
 class Measurer:
-    """Measures marginals of the private codes with Gaussian noise and records each release."""
+    """Measures marginals through the private-data handle's counts (Gaussian, L2 √2 each), one
+    ledger release per call; each clique's query is built once, so the handle counts it once."""
 
-    codes: np.ndarray
+    data: PrivateData
     domain: mbi.Domain
     index: dict[str, int]
-    ledger: PrivacyLedger
     rng: np.random.Generator
 
+    def __post_init__(self) -> None:
+        self.queries: dict[Clique, CountQuery] = {}
+
+    def query(self, clique: Clique) -> CountQuery:
+        if clique not in self.queries:
+            self.queries[clique] = clique_query(self.domain, self.index, clique)
+        return self.queries[clique]
+
     def measure(self, cliques: Sequence[Clique], noise_multiplier: float, what: str) -> list[mbi.LinearMeasurement]:
-        noisy = self.ledger.gaussian_each(
-            [marginal(self.codes, self.domain, self.index, clique) for clique in cliques],
-            sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=noise_multiplier, rng=self.rng,
+        noisy = self.data.counts(
+            [self.query(clique) for clique in cliques], noise_multiplier=noise_multiplier, rng=self.rng,
             what=f"{what}: {len(cliques)} marginal(s) {', '.join('×'.join(c) for c in cliques[:3])}"
             + (" …" if len(cliques) > 3 else ""),
         )

@@ -63,15 +63,23 @@ def test_exponential_mechanism_frequencies(source):
     assert len(ledger.releases) == 6_000 and ledger.releases[0].mechanism == "exponential"
 
 
-def test_spanning_tree_spans_every_attribute():
+def test_spanning_tree_spans_every_attribute(data_dir):
+    """Each edge is one handle selection at the given ε (scores against all-zero estimates)."""
+    from methods.pgm import Measurer, column_index, domain_of
+
     rng = np.random.default_rng(0)
-    attributes = list("abcdef")
-    weights = {(x, y): float(rng.random()) for i, x in enumerate(attributes) for y in attributes[i + 1:]}
+    data = small_discrete(data_dir, columns=6, rows=500)
     ledger = PrivacyLedger(PrivacyBudget(10.0, 1e-5))
-    tree = spanning_tree(weights, attributes, 0.5, ledger, rng)
+    handle = PrivateData(data, ledger)
+    domain, index = domain_of(data.schema), column_index(data.schema)
+    attributes = list(domain.attributes)
+    estimated = {(x, y): np.zeros(int(np.prod(domain.project((x, y)).shape)))
+                 for i, x in enumerate(attributes) for y in attributes[i + 1:]}
+    tree = spanning_tree(handle, Measurer(handle, domain, index, rng), estimated, attributes, 0.5, rng)
     assert [r.epsilon for r in ledger.releases] == [0.5] * (len(attributes) - 1)
+    assert ledger.trusted_reads == []
     assert len(tree) == len(attributes) - 1
-    reached, frontier = {"a"}, ["a"]
+    reached, frontier = {attributes[0]}, [attributes[0]]
     while frontier:
         node = frontier.pop()
         for x, y in tree:
@@ -159,7 +167,7 @@ def test_independent_pair_tables_equal_mbi_projection(data_dir):
     data = small_discrete(data_dir, columns=6, rows=1500)
     ledger = PrivacyLedger(PrivacyBudget(100.0, 1e-5))  # room for both test measurements
     domain, index = domain_of(data.schema), column_index(data.schema)
-    measurer = Measurer(data.x.astype(np.int64), domain, index, ledger, np.random.default_rng(0))
+    measurer = Measurer(PrivateData(data, ledger), domain, index, np.random.default_rng(0))
     model = estimate(domain, measurer.measure([(a,) for a in domain.attributes], 3.0, "1-way marginals"), 200)
     pairs = [("age", "workclass"), (domain.attributes[2], domain.attributes[5]), (domain.attributes[4], domain.attributes[1])]
     tables = independent_pair_tables(model, pairs)

@@ -9,6 +9,10 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
   the L2 change of the sum is 2 · norm_bound (of the mean, divided by the public row count); with
   ``by_label``, one such sum per class (C × d): a replaced row takes its vector out of one class's
   sum and puts the new row's into one, so the L2 change is still at most 2 · norm_bound.
+* :meth:`PrivateData.select`: the exponential mechanism over candidate histograms, each scored by
+  the L1 distance of its true counts from the method's (public) estimate, optionally weighted and
+  offset by public constants: a replaced row moves each histogram by at most 2 in L1, so a score
+  by at most 2 · its weight (MST's spanning tree, AIM's rounds).
 * :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
@@ -28,6 +32,7 @@ from bench.core.contracts import LabelledData, Schema
 from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY, replace_one_l2
 
 
+
 @dataclass(frozen=True)
 class CountQuery:
     """The histogram of ``codes(rows)`` (one integer per row; values outside [0, size) are clipped
@@ -44,6 +49,7 @@ class PrivateData:
     def __init__(self, rows: LabelledData, ledger: Any) -> None:
         self.__rows = rows
         self._ledger = ledger
+        self.__histograms: dict[CountQuery, np.ndarray] = {}  # clean counts, never returned
 
     @property
     def schema(self) -> Schema:
@@ -57,26 +63,36 @@ class PrivateData:
     def __len__(self) -> int:
         return self.n_rows
 
-    def counts(self, queries: Sequence[CountQuery], *, noise_multiplier: float, rng: Any) -> list[np.ndarray]:
-        """Each query's histogram plus Gaussian noise of std noise_multiplier · √2, one ledger
-        release per query, drawn in the order given."""
-        noisy = []
-        for query in queries:
-            codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
-            counts = np.bincount(codes, minlength=query.size).astype(np.float64)
-            noisy.append(self._ledger.gaussian(counts, sensitivity=COUNT_L2_SENSITIVITY,
-                                               noise_multiplier=noise_multiplier, what=query.what, rng=rng))
-        return noisy
+    def counts(self, queries: Sequence[CountQuery], *, noise_multiplier: float, rng: Any,
+               what: str | None = None) -> list[np.ndarray]:
+        """Each query's histogram plus Gaussian noise of std noise_multiplier · √2, drawn in the
+        order given: one ledger release per query, or, with ``what``, one release of them all
+        (each of L2 change √2) under that description."""
+        histograms = [self._histogram(query) for query in queries]
+        if what is not None:
+            return self._ledger.gaussian_each(histograms, sensitivity=COUNT_L2_SENSITIVITY,
+                                              noise_multiplier=noise_multiplier, what=what, rng=rng)
+        return [self._ledger.gaussian(counts, sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=noise_multiplier,
+                                      what=query.what, rng=rng) for query, counts in zip(queries, histograms)]
+
+    def select(self, what: str, queries: Sequence[CountQuery], estimates: Sequence[np.ndarray], *, epsilon: float,
+               rng: Any, weights: Sequence[float] | None = None, offsets: Sequence[float] | None = None) -> int:
+        """The index of one candidate, drawn by the exponential mechanism (ε-DP) with scores
+        wᵢ · (‖countsᵢ − estimateᵢ‖₁ − offsetᵢ): the estimates, weights and offsets are public
+        (the method's model and constants); the score's sensitivity, 2 · max wᵢ, follows."""
+        weights = [1.0] * len(queries) if weights is None else list(weights)
+        offsets = [0.0] * len(queries) if offsets is None else list(offsets)
+        scores = np.array([
+            weight * (np.abs(self._histogram(query) - estimate).sum() - offset)
+            for query, estimate, weight, offset in zip(queries, estimates, weights, offsets, strict=True)
+        ])
+        return self._ledger.exponential(scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY * max(weights),
+                                        rng=rng, what=what)
 
     def laplace_counts(self, queries: Sequence[CountQuery], *, epsilon: float, rng: Any) -> list[np.ndarray]:
         """Each query's histogram plus Laplace noise of scale 2/ε₀ (L1 change 2), ε₀-DP each."""
-        noisy = []
-        for query in queries:
-            codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
-            counts = np.bincount(codes, minlength=query.size).astype(np.float64)
-            noisy.append(self._ledger.laplace(counts, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
-                                              what=query.what, rng=rng))
-        return noisy
+        return [self._ledger.laplace(self._histogram(query), l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
+                                     what=query.what, rng=rng) for query in queries]
 
     def sum(self, what: str, features: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
             rng: Any, mean: bool = False, by_label: bool = False, chunk_rows: int | None = None) -> Any:
@@ -95,6 +111,13 @@ class PrivateData:
         rows = self.n_rows if mean else 1
         return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
                                      noise_multiplier=noise_multiplier, what=what, rng=rng)
+
+    def _histogram(self, query: CountQuery) -> np.ndarray:
+        """A query's clean histogram (the query's codes clipped to its bins), computed once."""
+        if query not in self.__histograms:
+            codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
+            self.__histograms[query] = np.bincount(codes, minlength=query.size).astype(np.float64)
+        return self.__histograms[query]
 
     def rows(self, trusted: str) -> LabelledData:
         """The raw rows. ``trusted`` says why this use is sound (a non-private method; a
