@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the reports to this file")
     args = parser.parse_args()
 
-    from bench.core.contracts import EvalContext, LabelledData
+    from bench.core.contracts import LabelledData
     from bench.core.registry import DATASETS
 
     split = DATASETS.get(args.dataset).load(Path(args.data_dir) if args.data_dir else None, seed=0)
