@@ -341,7 +341,8 @@ def ledger_problem(record: Record) -> str | None:
     if not claimed <= float(target["epsilon"]) * (1 + TOLERANCE) + 1e-9:
         return f"the ledger spends ε = {claimed:.6g}, more than its target {target['epsilon']}"
     releases = [release_from_dict(r) for r in ledger["releases"]]
-    check = independent_epsilon(releases, float(target["delta"]))
+    # at the δ the claim is made at, as the run-time check (a pure ledger spends δ = 0)
+    check = independent_epsilon(releases, float(spent.get("delta", target["delta"])))
     if check.epsilon > claimed * (1 + TOLERANCE) + 1e-9:
         return f"the independent accountant finds ε = {check.epsilon:.6g} for the recorded releases; the ledger claims {claimed:.6g}"
     recorded = (ledger.get("independent") or {}).get("epsilon")
