@@ -223,6 +223,11 @@ def _below_grain(function, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # 6.8 (benchmarks/bench_dp_merf.py --keep-sweep).
 KEEP_ENTRIES = 1 << 22
 
+# Rows × frequencies of one block of the real-data features (SumKernelFeatures.rows), 4 MiB of
+# float64: on gmm2d's 90,000 × 30,000 release 21 s against 36 s for whole 1,118-row chunks
+# (2 cores; 8, 32 and 128 rows a block within 1.4 s of each other).
+ROW_BLOCK_ENTRIES = 1 << 19
+
 
 def _project(rows: torch.Tensor, frequencies_t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """rows @ frequencies_t into ``out`` (frequencies_t: Ωᵀ, d × half, contiguous), the same bits
@@ -369,15 +374,26 @@ class SumKernelFeatures:
         """h(zᵢ) for each row (n × width), the vectors the real-data release sums: [√(2/D) cos,
         √(2/D) sin] of the numerical coordinates' projection (summed coordinate by coordinate
         for narrow inputs, the same bits at any thread count), then the scaled categoricals."""
-        parts = []
+        out = z.new_empty(len(z), self.width)
         if self.frequencies is not None:
+            half = self.frequencies.shape[0]
             numerical = z[:, self.numerical].contiguous()
-            projection = _project(numerical, self.frequencies.T.contiguous(), z.new_empty(len(z), self.frequencies.shape[0]))
-            scale = 1.0 / math.sqrt(self.frequencies.shape[0])
-            parts += [torch.cos(projection) * scale, torch.sin(projection) * scale]
+            frequencies_t = self.frequencies.T.contiguous()
+            scale = 1.0 / math.sqrt(half)
+            # A cache-sized block of rows at a time, written in place: the same bits as whole-chunk
+            # cos/sin/scale/concatenate (element-wise ops), in about half the time (one pass over
+            # the output instead of five); a wide projection stays one product (BLAS blocking).
+            whole = torch.mm(numerical, frequencies_t) if numerical.shape[1] > EXPLICIT_PROJECTION_COORDINATES else None
+            block = max(1, ROW_BLOCK_ENTRIES // half)
+            for start in range(0, len(z), block):
+                stop = min(start + block, len(z))
+                projection = whole[start:stop] if whole is not None else _project(
+                    numerical[start:stop], frequencies_t, z.new_empty(stop - start, half))
+                torch.cos(projection, out=out[start:stop, :half]).mul_(scale)
+                torch.sin(projection, out=out[start:stop, half : 2 * half]).mul_(scale)
         if len(self.categorical):
-            parts.append(z[:, self.categorical] * self.categorical_scale)
-        return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+            out[:, out.shape[1] - len(self.categorical) :] = z[:, self.categorical] * self.categorical_scale
+        return out
 
     def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
         """Σ_{j: yⱼ = c} h(zⱼ) for every class (C × width), differentiable in z, in bounded memory."""

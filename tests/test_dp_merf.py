@@ -117,6 +117,25 @@ def test_the_released_per_row_features_are_the_trained_on_ones_and_the_handle_ch
     assert torch.allclose(release(None), labelled_embedding(x.float().double(), y, 5, features) / 1000, atol=1e-14)
 
 
+def test_real_rows_features_are_the_same_bits_whatever_the_row_block(monkeypatch):
+    """SumKernelFeatures.rows writes cos/sin block by block in place (for speed); the bits must be
+    those of the plain formula — [cos(xΩᵀ)·s, sin(xΩᵀ)·s, x_cat·c] — so the release is unchanged."""
+    import methods.dp_merf as dp_merf_module
+    from methods.dp_merf import SumKernelFeatures
+
+    w = frequencies(50, 3)
+    x = torch.cat([torch.randn(37, 3, dtype=torch.float64), torch.randint(0, 2, (37, 2)).double()], dim=1)
+    features = SumKernelFeatures(w, torch.tensor([0, 1, 2]), torch.tensor([3, 4]), 0.5, 1.5)
+    projection = x[:, :1] * w.T[0]
+    for k in (1, 2):
+        projection = projection.addcmul(x[:, k : k + 1], w.T[k])
+    scale = 1.0 / math.sqrt(w.shape[0])
+    expected = torch.cat([torch.cos(projection) * scale, torch.sin(projection) * scale, x[:, 3:] * 0.5], dim=1)
+    for entries in (1, 25 * 4, 1 << 19):  # one row a block, four rows, the whole input
+        monkeypatch.setattr(dp_merf_module, "ROW_BLOCK_ENTRIES", entries)
+        assert torch.equal(features.rows(x), expected)
+
+
 def fit(train, epsilon, params=None, calibrator="tight"):
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, calibrator)

@@ -139,11 +139,17 @@ def _label_sums(vectors: Any, labels: np.ndarray, n_classes: int) -> Any:
 
 
 def _clip_rows(vectors: Any, norm_bound: float) -> Any:
+    """Each row scaled to norm ≤ ``norm_bound``; rows already within it are untouched (a factor of
+    exactly 1), so when every row is, the multiplication pass is skipped with the same bits."""
     if hasattr(vectors, "detach"):  # torch
         import torch
 
         norms = torch.linalg.vector_norm(vectors, dim=1, keepdim=True)
+        if len(vectors) == 0 or float(norms.max()) <= norm_bound:
+            return vectors
         return vectors * torch.clamp(norm_bound / torch.clamp(norms, min=1e-300), max=1.0)
     vectors = np.asarray(vectors)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if len(vectors) == 0 or float(norms.max()) <= norm_bound:
+        return vectors
     return vectors * np.minimum(1.0, norm_bound / np.maximum(norms, 1e-300))
