@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.privacy.private_data import PrivateData
+from bench.privacy.private_data import CountQuery, PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.core.contracts import DataKind, FitContext, LabelledData, Schema
-from bench.privacy.releases import COUNT_L1_SENSITIVITY
 
 @dataclass(frozen=True)
 class PrivBayesParams:
@@ -51,30 +50,14 @@ HYPERPARAMETERS = HyperParameters(
 
 
 
-def mutual_information_sensitivity(n: int, binary: bool) -> float:
-    """PrivBayes Lemma 4.1 (bits)."""
-    if binary:
-        return math.log2(n) / n + (n - 1) / n * math.log2(n / (n - 1))
-    return 2 / n * math.log2((n + 1) / 2) + (n - 1) / n * math.log2((n + 1) / (n - 1))
-
-
-def joint_counts(codes: np.ndarray, sizes: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
-    """Counts over the full domain of ``columns`` (an array of that shape)."""
+def joint_query(sizes: np.ndarray, columns: tuple[int, ...]) -> CountQuery:
+    """The joint histogram of ``columns`` (row-major over their full domains) as a handle query."""
     shape = tuple(int(sizes[j]) for j in columns)
-    if not columns:
-        return np.array(float(len(codes)))
-    flat = np.ravel_multi_index(tuple(codes[:, j] for j in columns), shape)
-    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.float64)
 
+    def cells(rows: LabelledData) -> np.ndarray:
+        return np.ravel_multi_index(tuple(rows.x[:, j].astype(np.int64) for j in columns), shape)
 
-def mutual_information(counts: np.ndarray) -> float:
-    """I(X; Π) in bits from joint counts with X on the first axis."""
-    if counts.ndim == 1:
-        return 0.0
-    p = counts.reshape(counts.shape[0], -1) / counts.sum()
-    px, pp = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
-    nonzero = p > 0
-    return float((p[nonzero] * np.log2(p[nonzero] / (px @ pp)[nonzero])).sum())
+    return CountQuery("×".join(map(str, columns)), cells, int(np.prod(shape)))
 
 
 @dataclass
@@ -107,12 +90,11 @@ class PrivBayes:
     hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
 
     def fit(self, data: PrivateData, context: FitContext[PrivBayesParams]) -> BayesianNetworkSampler:
-        train = data.rows(trusted="PrivBayes' selections and conditionals are metered through the ledger itself; not yet handle queries")
         p = context.params
         rng = context.rng("network-and-counts")  # the first attribute, the selections, the counts' noise
-        codes = train.x.astype(np.int64)
-        sizes = np.array([len(c.categories) for c in train.schema.columns], dtype=np.int64)
-        n, d = codes.shape
+        schema = data.schema
+        sizes = np.array([len(c.categories) for c in schema.columns], dtype=np.int64)
+        n, d = data.n_rows, len(sizes)
         context.ledger.use_public_fact("n_train", n, "the dataset's published row count (schema fact published_rows)")
         epsilon = context.budget.epsilon
         structure_epsilon = p.structure_share * epsilon
@@ -124,32 +106,31 @@ class PrivBayes:
         chosen = [first]
         step_epsilon = structure_epsilon / max(d - 1, 1)
         for step in range(d - 1):
-            candidates, scores, binary = [], [], []
+            candidates = []
             for attribute in (a for a in range(d) if a not in chosen):
                 for size in range(min(p.max_parents, len(chosen)) + 1):
                     for parents in itertools.combinations(sorted(chosen), size):
                         if sizes[attribute] * np.prod(sizes[list(parents)]) > useful_cells and parents:
                             continue
                         candidates.append((attribute, parents))
-                        scores.append(mutual_information(joint_counts(codes, sizes, (attribute, *parents))))
-                        binary.append(sizes[attribute] == 2 or (len(parents) == 1 and sizes[parents[0]] == 2))
-            sensitivity = mutual_information_sensitivity(n, all(binary))
-            pick = context.ledger.exponential(
-                np.array(scores), epsilon=step_epsilon, sensitivity=sensitivity, rng=rng,
-                what="network structure step (exponential mechanism on mutual information)",
+            pick = data.select_by_mutual_information(
+                "network structure step (exponential mechanism on mutual information)",
+                [(joint_query(sizes, (attribute, *parents)), int(sizes[attribute])) for attribute, parents in candidates],
+                epsilon=step_epsilon, rng=rng,
             )
             order.append(candidates[pick])
             chosen.append(candidates[pick][0])
             context.progress(step + 1, d)
-        noisy_counts = context.ledger.laplace_each(
-            [joint_counts(codes, sizes, (*parents, attribute)) for attribute, parents in order],
-            l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=parameter_epsilon / d, rng=rng,
-            what="joint counts of each attribute with its parents",
+        flat_counts = data.laplace_counts(
+            [joint_query(sizes, (*parents, attribute)) for attribute, parents in order],
+            epsilon=parameter_epsilon / d, rng=rng, what="joint counts of each attribute with its parents",
         )
+        noisy_counts = [counts.reshape(tuple(int(sizes[j]) for j in (*parents, attribute)))
+                        for (attribute, parents), counts in zip(order, flat_counts)]
         conditionals = {}
         for (attribute, parents), counts in zip(order, noisy_counts):
             counts = np.clip(counts, 0, None)
             mass = counts.sum(axis=-1, keepdims=True)
             conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])
-        return BayesianNetworkSampler(order, conditionals, train.schema, context.stream_seed("synthetic-rows"))
+        return BayesianNetworkSampler(order, conditionals, schema, context.stream_seed("synthetic-rows"))
 

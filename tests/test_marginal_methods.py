@@ -136,7 +136,7 @@ def test_adaptive_methods_spend_exactly_their_target(data_dir, name):
 
 
 def test_privbayes_sensitivity_is_the_papers_lemma():
-    from methods.privbayes import mutual_information, mutual_information_sensitivity
+    from bench.privacy.releases import mutual_information_bits as mutual_information, mutual_information_sensitivity
 
     n = 1000
     worst = 0.0

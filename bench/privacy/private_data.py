@@ -13,6 +13,9 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
   the L1 distance of its true counts from the method's (public) estimate, optionally weighted and
   offset by public constants: a replaced row moves each histogram by at most 2 in L1, so a score
   by at most 2 · its weight (MST's spanning tree, AIM's rounds).
+* :meth:`PrivateData.select_by_mutual_information`: the exponential mechanism over candidate
+  (attribute, parents) pairs scored by their mutual information, at PrivBayes' Lemma 4.1 sensitivity
+  for the public row count (PrivBayes' network).
 * :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
@@ -29,7 +32,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from bench.core.contracts import LabelledData, Schema
-from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY, replace_one_l2
+from bench.privacy.releases import (
+    COUNT_L1_SENSITIVITY,
+    COUNT_L2_SENSITIVITY,
+    mutual_information_bits,
+    mutual_information_sensitivity,
+    replace_one_l2,
+)
 
 
 
@@ -89,10 +98,31 @@ class PrivateData:
         return self._ledger.exponential(scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY * max(weights),
                                         rng=rng, what=what)
 
-    def laplace_counts(self, queries: Sequence[CountQuery], *, epsilon: float, rng: Any) -> list[np.ndarray]:
-        """Each query's histogram plus Laplace noise of scale 2/ε₀ (L1 change 2), ε₀-DP each."""
-        return [self._ledger.laplace(self._histogram(query), l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
-                                     what=query.what, rng=rng) for query in queries]
+    def laplace_counts(self, queries: Sequence[CountQuery], *, epsilon: float, rng: Any,
+                       what: str | None = None) -> list[np.ndarray]:
+        """Each query's histogram plus Laplace noise of scale 2/ε₀ (L1 change 2), ε₀-DP each: one
+        ledger release per query, or, with ``what``, one release of them all under that description."""
+        histograms = [self._histogram(query) for query in queries]
+        if what is not None:
+            return self._ledger.laplace_each(histograms, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
+                                             what=what, rng=rng)
+        return [self._ledger.laplace(counts, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon, what=query.what,
+                                     rng=rng) for query, counts in zip(queries, histograms)]
+
+    def select_by_mutual_information(self, what: str, joints: Sequence[tuple[CountQuery, int]], *, epsilon: float,
+                                     rng: Any) -> int:
+        """The index of one candidate (X, Π), drawn by the exponential mechanism (ε-DP) on I(X; Π)
+        in bits. Each candidate is its joint histogram with X's ``size_x`` values leading (row-major:
+        code = x·|Π| + π). The sensitivity is PrivBayes' Lemma 4.1 at the public row count, in its
+        smaller form only when every candidate has |X| = 2 or |Π| = 2."""
+        scores, binary = [], []
+        for query, size_x in joints:
+            if query.size % size_x:
+                raise ValueError(f"{query.what}: {query.size} bins do not split into X's {size_x} values")
+            scores.append(mutual_information_bits(self._histogram(query, keep=False).reshape(size_x, -1)))
+            binary.append(size_x == 2 or query.size // size_x == 2)
+        sensitivity = mutual_information_sensitivity(self.n_rows, all(binary))
+        return self._ledger.exponential(np.array(scores), epsilon=epsilon, sensitivity=sensitivity, rng=rng, what=what)
 
     def sum(self, what: str, features: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
             rng: Any, mean: bool = False, by_label: bool = False, chunk_rows: int | None = None) -> Any:
@@ -112,12 +142,16 @@ class PrivateData:
         return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
                                      noise_multiplier=noise_multiplier, what=what, rng=rng)
 
-    def _histogram(self, query: CountQuery) -> np.ndarray:
-        """A query's clean histogram (the query's codes clipped to its bins), computed once."""
-        if query not in self.__histograms:
-            codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
-            self.__histograms[query] = np.bincount(codes, minlength=query.size).astype(np.float64)
-        return self.__histograms[query]
+    def _histogram(self, query: CountQuery, keep: bool = True) -> np.ndarray:
+        """A query's clean histogram (the query's codes clipped to its bins), computed once when
+        ``keep`` (queries asked again, as MST's and AIM's are)."""
+        if query in self.__histograms:
+            return self.__histograms[query]
+        codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
+        histogram = np.bincount(codes, minlength=query.size).astype(np.float64)
+        if keep:
+            self.__histograms[query] = histogram
+        return histogram
 
     def rows(self, trusted: str) -> LabelledData:
         """The raw rows. ``trusted`` says why this use is sound (a non-private method; a

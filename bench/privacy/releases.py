@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 NEIGHBOURING = "replace-one"
 
 # A histogram of counts: replacing a row moves one count down by 1 and another up by 1.
@@ -35,6 +37,24 @@ def replace_one_nonnegative_unit_l2(rows: int = 1) -> float:
 def histogram_l2(rows: int = 1) -> float:
     """L2 change of a (normalised) histogram of counts when one row is replaced."""
     return COUNT_L2_SENSITIVITY / rows
+
+
+def mutual_information_bits(joint: np.ndarray) -> float:
+    """I(X; Π) in bits from joint counts with X on the first axis (Π: the rest, flattened)."""
+    if joint.ndim == 1 or joint[0].size == 1:
+        return 0.0
+    p = joint.reshape(joint.shape[0], -1) / joint.sum()
+    px, pp = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
+    nonzero = p > 0
+    return float((p[nonzero] * np.log2(p[nonzero] / (px @ pp)[nonzero])).sum())
+
+
+def mutual_information_sensitivity(n: int, binary: bool) -> float:
+    """Largest change of I(X; Π) (bits) over n rows when one row is replaced: PrivBayes (Zhang et
+    al., TODS 2017) Lemma 4.1, the smaller form when X or Π has a domain of 2 values."""
+    if binary:
+        return math.log2(n) / n + (n - 1) / n * math.log2(n / (n - 1))
+    return 2 / n * math.log2((n + 1) / 2) + (n - 1) / n * math.log2((n + 1) / (n - 1))
 
 
 @dataclass(frozen=True)
