@@ -363,14 +363,14 @@ def command_evaluate(args: argparse.Namespace) -> int:
     from bench.harness.grid import evaluator_settings
     from bench.harness.rescoring import rescore, summary_line
 
-    names = split_names(args.evaluators)
+    names = split_names(args.evaluators, "--evaluators")
     for name in names:
         EVALUATORS.get(name)  # an unknown name is a one-line usage error, before any run is read
     settings = evaluator_settings(parse_overrides(args.evaluator_overrides or [], names, "--eval-set", "--evaluators"))
     tracking.check_tracking(for_writing=True)
     results = rescore(
-        args.experiment, names, methods=split_names(args.methods) if args.methods else None,
-        datasets=split_names(args.datasets) if args.datasets else None, settings=settings,
+        args.experiment, names, methods=split_names(args.methods, "--methods") if args.methods else None,
+        datasets=split_names(args.datasets, "--datasets") if args.datasets else None, settings=settings,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None, rerun=args.rerun,
         report=lambda result: print(summary_line(result), flush=True),
     )
@@ -541,7 +541,11 @@ def command_export(args: argparse.Namespace) -> int:
 def command_import(args: argparse.Namespace) -> int:
     from bench.harness.record import import_records, record_experiments
 
-    if args.experiment and args.experiment not in record_experiments(args.folder):
+    experiments = record_experiments(args.folder)
+    if not experiments:
+        raise tracking.TrackingError(f"{args.folder} holds no run records (<experiment>/<cell>.json, as "
+                                     "`python -m bench export` writes them)")
+    if args.experiment and args.experiment not in experiments:
         raise tracking.TrackingError(f"no experiment {args.experiment!r} in the record {args.folder}")
     tracking.check_tracking(for_writing=True)
     imported, skipped = import_records(tracking.client(), args.folder, args.experiment)
@@ -624,6 +628,8 @@ def _why_no_ledger(run: Any) -> str:
 def command_pretrain_encoder(args: argparse.Namespace) -> int:
     if args.epochs < 1:
         raise GridError("--epochs must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        raise GridError("--limit must be at least 1 (images of the public dataset to train on)")
     pretrainer = PRETRAINERS.get(args.arch)  # RegistryError (exit 2) for an unknown name
     if DATASETS.card(args.public).kinds != ("image",):  # RegistryError for an unknown name
         raise GridError(f"--public {args.public} is not an image dataset")

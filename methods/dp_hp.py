@@ -176,7 +176,8 @@ HYPERPARAMETERS = HyperParameters(
             "public-range = (1 − 1/√2) × each coordinate's public range, when sum_length_sq is None; median-heuristic = "
             "the seeds' rule (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py heuristic_for_length_scale: "
             "ℓ_d = median |x_i − x_j| over 500 rows), which reads the private rows uncharged: an ablation for --eps inf only",
-            rule=Rule(choices=("public-range", "median-heuristic")),
+            rule=Rule(choices=("public-range", "median-heuristic"), non_private_only=("median-heuristic",),
+                      non_private_reason="it reads the private rows without charging them, as the seeds' code does"),
         ),
         "kernel_inputs": Setting(
             "raw",
@@ -199,7 +200,8 @@ HYPERPARAMETERS = HyperParameters(
             "per-class = each class's product mean embedding (DP-HP (arXiv:2106.05042) eq. 15); unconditional = "
             "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py, whose per-class loop sums all of "
             "X_train into every class's product target: an ablation for --eps inf only (its sensitivity is not derived here)",
-            rule=Rule(choices=("per-class", "unconditional")),
+            rule=Rule(choices=("per-class", "unconditional"), non_private_only=("unconditional",),
+                      non_private_reason="the seeds' unconditional product target has no derived sensitivity here"),
         ),
         "epochs": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid (adult: 20 epochs)"),
         "batch_fraction": Setting(0.1, "DP-HP (arXiv:2106.05042) Table 6 (adult): batch rate 0.1"),

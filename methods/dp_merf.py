@@ -122,7 +122,8 @@ HYPERPARAMETERS = HyperParameters(
             "reads the private rows uncharged: an ablation for --eps inf only; dp-median = that median estimated "
             f"privately (ours, issue 28): Gaussian counts of disjoint row pairs closer than public distances, with "
             f"{DP_MEDIAN_SHARE:g} of the budget (methods/dp_merf.py dp_median_distance)",
-            rule=Rule(choices=("public-range", "median-heuristic", "dp-median")),
+            rule=Rule(choices=("public-range", "median-heuristic", "dp-median"), non_private_only=("median-heuristic",),
+                      non_private_reason="it reads the private rows without charging them, as the authors' code does"),
         ),
         "epochs": Setting(50, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: 50 epochs)"),
         "steps_per_epoch": Setting(None, "None = ⌈n / batch⌉, as the 2-D and image code "

@@ -233,8 +233,10 @@ def test_the_seeds_median_heuristic_is_an_ablation_for_non_private_runs_only():
     hp = HYPERPARAMETERS
     with pytest.raises(HyperParameterError):
         hp.resolve("adult", "smoke", {"length_scale_rule": "median"})
-    private = hp.resolve("gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"}).params
-    budget = PrivacyBudget(1.0, 1e-5)
+    with pytest.raises(HyperParameterError, match="--eps inf only"):  # refused when the grid is expanded
+        hp.resolve("gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"})
+    private = hp.resolve("gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"}, private=False).params
+    budget = PrivacyBudget(1.0, 1e-5)  # and by fit itself, for a caller that skips the grid
     with pytest.raises(ValueError, match="--eps inf only"):
         DPHermite().fit(PrivateData(draw_split(seed=0).train, PrivacyLedger(budget)), FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"),
                                                          data_kind=DataKind.TWO_D))
@@ -247,7 +249,7 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
     data = LabelledData(data.x[::90], data.y[::90], data.schema)
     targets = {}
     for rule in ("per-class", "unconditional"):
-        params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": rule, "epochs": "1"}).params
+        params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": rule, "epochs": "1"}, private=False).params
         budget = PrivacyBudget.non_private()
         ledger = PrivacyLedger(budget)
         seen = []
@@ -259,7 +261,9 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
     assert torch.allclose(unconditional, unconditional[:1].expand_as(unconditional))  # the same row for every class
     assert torch.allclose(unconditional[0], per_class.sum(0))  # the sum over the classes' rows
     assert not torch.allclose(per_class[0], per_class[1])
-    private = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"}).params
+    with pytest.raises(HyperParameterError, match="--eps inf only"):
+        HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"})
+    private = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"}, private=False).params
     budget = PrivacyBudget(1.0, 1e-5)
     with pytest.raises(ValueError, match="--eps inf only"):
         DPHermite().fit(PrivateData(data, PrivacyLedger(budget)), FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))

@@ -66,6 +66,10 @@ class Rule:
     pattern: str | None = None  # a full-match regular expression for strings
     meaning: str = ""  # how to write a valid value, shown in the error
     multiple_of: int | None = None  # whole numbers only: e.g. 2 for cos/sin feature pairs
+    below_maximum: bool = False  # maximum itself is not allowed (a share < 1 leaves budget for the rest)
+    # values whose privacy is not accounted (the authors' heuristics): allowed at ε = ∞ only, why
+    non_private_only: tuple[str, ...] = ()
+    non_private_reason: str = ""
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is refused, or None."""
@@ -80,10 +84,11 @@ class Rule:
                 return "must be a finite number"
             if self.minimum is not None and (value < self.minimum or (self.exclusive and value == self.minimum)):
                 bound = f"> {self.minimum:g}" if self.exclusive else f"≥ {self.minimum:g}"
-                upper = f" and ≤ {self.maximum:g}" if self.maximum is not None else ""
+                upper = f" and {'<' if self.below_maximum else '≤'} {self.maximum:g}" if self.maximum is not None else ""
                 return f"must be {bound}{upper}" + (f" ({self.meaning})" if self.meaning else "")
-            if self.maximum is not None and value > self.maximum:
-                return f"must be ≤ {self.maximum:g}" + (f" ({self.meaning})" if self.meaning else "")
+            if self.maximum is not None and (value > self.maximum or (self.below_maximum and value == self.maximum)):
+                bound = f"< {self.maximum:g}" if self.below_maximum else f"≤ {self.maximum:g}"
+                return f"must be {bound}" + (f" ({self.meaning})" if self.meaning else "")
             if self.multiple_of is not None and value % self.multiple_of:
                 return f"must be a multiple of {self.multiple_of}" + (f" ({self.meaning})" if self.meaning else "")
         return None
@@ -94,7 +99,8 @@ COUNT_OR_NONE = Rule(minimum=1, meaning="none = derived from the data size")
 POSITIVE = Rule(minimum=0, exclusive=True)
 POSITIVE_OR_NONE = Rule(minimum=0, exclusive=True, meaning="none = derived from the public bounds")
 NON_NEGATIVE = Rule(minimum=0)
-SHARE = Rule(minimum=0, exclusive=True, maximum=1, meaning="a share of the budget")
+SHARE = Rule(minimum=0, exclusive=True, maximum=1, below_maximum=True,
+             meaning="a share of the budget; the rest pays for the other releases")
 FRACTION_OR_NONE = Rule(minimum=0, exclusive=True, maximum=1, meaning="a fraction of the rows; none = use batch_size")
 WIDTHS = Rule(pattern=r"[1-9][0-9]*[cd]?(-[1-9][0-9]*[cd]?)*", meaning="200-500-500-200, 4d-2d or 4c-2c (positive widths)")
 
@@ -233,6 +239,8 @@ class HyperParameters(Generic[P]):
         for name, value in values.items():
             rule = self.rule(name)
             why = rule.problem(value) if rule is not None else None
+            if why is None and private and rule is not None and str(value) in rule.non_private_only:
+                why = f"= {value} is an ablation for --eps inf only: {rule.non_private_reason}"
             if why is not None:
                 where = f"--set {name}={(overrides or {})[name]}" if sources[name] == "--set" else f"{name} = {value!r} ({sources[name]})"
                 raise HyperParameterError(f"{where}: {name} {why}")

@@ -84,27 +84,32 @@ class Cell:
                        "unkeyed_params": tuple(data.get("unkeyed_params", ()))})
 
 
+# More seeds than any table needs, and few enough to list the grid at once (a typo such as
+# 0-99999999 would otherwise build 10⁸ cells before running one).
+MAX_SEEDS = 1000
+
+
 def parse_seeds(text: str) -> list[int]:
     """``0-4`` or ``0,2,5`` or ``1-3,7``."""
     seeds: list[int] = []
     for part in text.split(","):
         first, dash, last = part.strip().partition("-")
         try:
-            if dash:
-                seeds.extend(range(int(first), int(last) + 1))
-            else:
-                seeds.append(int(first))
+            span = range(int(first), int(last) + 1) if dash else range(int(first), int(first) + 1)
         except ValueError:
             raise GridError(f"--seeds {text!r}: expected e.g. 0-4 or 0,1,2") from None
+        if len(seeds) + len(span) > MAX_SEEDS:
+            raise GridError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds in one grid; run the seeds in parts")
+        seeds.extend(span)
     if not seeds or min(seeds) < 0:
         raise GridError(f"--seeds {text!r}: expected non-negative integers, e.g. 0-4")
     return sorted(set(seeds))
 
 
-def split_names(text: str) -> list[str]:
+def split_names(text: str, option: str = "the list") -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
-        raise GridError("an empty list of names was given")
+        raise GridError(f"{option} {text!r} names nothing: give comma-separated names (`python -m bench list` shows them)")
     return names
 
 
@@ -250,6 +255,9 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     if not cells:
         raise GridError("the grid is empty: " + ("; ".join(notes) or "no method supports these datasets"))
     running = {name for cell in cells for name in cell.evaluators}
+    if spec.evaluators and not running:
+        raise GridError(f"--evaluators {','.join(spec.evaluators)}: none applies to any cell of this grid ("
+                        + "; ".join(n for n in notes if n.startswith("evaluator ")) + "); see `python -m bench list evaluators`")
     for name in sorted(set(settings) - running):
         raise GridError(f"--eval-set {name}.…: {name} does not run on any cell of this grid "
                         f"(it runs: {', '.join(sorted(running)) or 'no evaluator'}); drop the setting or add --evaluators {name}")

@@ -115,6 +115,9 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
             setattr(args, name, default)
     if not args.methods or not args.datasets:
         raise GridError("run needs --methods and --datasets, or --preset NAME (see `python -m bench list presets`)")
+    if args.evaluators is not None and not args.evaluators.replace(",", "").strip():
+        raise GridError(f"--evaluators {args.evaluators!r} names no evaluator: drop the option to run every applicable "
+                        "one, or name some (see `python -m bench list evaluators`)")
     epsilons = parse_epsilons(args.eps)
     delta = DeltaChoice.parse(args.delta)
     methods = split_names(args.methods)
