@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
-from bench.core.contracts import DataKind, FitContext
-from bench.privacy.ledger import BudgetShare, PrivacyLedger
+from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.privacy.ledger import BudgetShare
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
     proportions_released,
@@ -424,30 +424,22 @@ def median_distance(z: np.ndarray, rng: np.random.Generator, rows: int = 10) -> 
     return median if median > 0 else float(distances.mean()) or 1.0
 
 
-def closer_pair_counts(z: np.ndarray, order: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """For each threshold, how many of the disjoint pairs (z[order[0]], z[order[1]]),
-    (z[order[2]], z[order[3]]), … are at most that far apart (Euclidean)."""
-    order = order[: len(order) // 2 * 2]
-    distances = np.sort(np.linalg.norm(z[order[0::2]] - z[order[1::2]], axis=1))
-    return np.searchsorted(distances, thresholds, side="right").astype(float)
-
-
 def dp_median_distance(
-    z: np.ndarray, diameter: float, ledger: PrivacyLedger, noise_multiplier: float, rng: Any
+    data: PrivateData, encode: Callable[[LabelledData], np.ndarray], diameter: float, noise_multiplier: float, rng: Any
 ) -> float:
-    """A private estimate of the median Euclidean distance between training rows (the authors'
-    heuristic). The rows are paired at random (a public permutation) into ⌊m/2⌋ disjoint pairs;
-    for each of ``DP_MEDIAN_THRESHOLDS`` public distances diameter·2⁻ᵏ the count of pairs closer
-    than it is released with Gaussian noise, and the median is read off the noisy counts
-    (log-interpolated between the two thresholds that straddle half the pairs). Replacing one row
-    changes one pair's distance, so each count moves by at most 1: L2 sensitivity √thresholds."""
-    order = np.random.default_rng(rng.integers(2**63)).permutation(len(z))  # public: drawn from the seed alone
+    """A private estimate of the median Euclidean distance between the rows' ``encode``d vectors
+    (the authors' heuristic). The rows are paired at random (a public permutation) into ⌊m/2⌋
+    disjoint pairs; for each of ``DP_MEDIAN_THRESHOLDS`` public distances diameter·2⁻ᵏ the handle
+    releases the count of pairs closer than it with Gaussian noise (L2 sensitivity √thresholds,
+    derived by the handle), and the median is read off the noisy counts (log-interpolated between
+    the two thresholds that straddle half the pairs)."""
+    order = np.random.default_rng(rng.integers(2**63)).permutation(data.n_rows)  # public: drawn from the seed alone
     thresholds = diameter * 2.0 ** -np.arange(DP_MEDIAN_THRESHOLDS - 1, -1, -1)  # ascending, the last = diameter
-    closer = closer_pair_counts(z, order, thresholds)
-    pairs = len(z) // 2
-    noisy = ledger.gaussian(closer, sensitivity=math.sqrt(len(thresholds)), noise_multiplier=noise_multiplier,
-                            what=f"pairs closer than {len(thresholds)} public distances, of {pairs} disjoint "
-                                 "row pairs (median pair distance: the length scale)", rng=rng)
+    pairs = data.n_rows // 2
+    noisy = data.pair_distance_counts(
+        f"pairs closer than {len(thresholds)} public distances, of {pairs} disjoint row pairs (median pair "
+        "distance: the length scale)", encode, thresholds=thresholds, order=order, noise_multiplier=noise_multiplier,
+        rng=rng)
     half = pairs / 2
     above = np.flatnonzero(noisy >= half)
     j = int(above[0]) if len(above) else len(thresholds) - 1
@@ -515,12 +507,10 @@ class DPMerf:
             numerical_rows = space.encode(train.x)[:, space.numerical]
             length_scales = np.full(len(space.numerical), median_distance(numerical_rows, context.rng("length scale")))
         elif p.length_scale_rule == "dp-median" and len(space.numerical):
-            train = data.rows(trusted="dp-median: Gaussian counts of random disjoint row pairs closer than each "
-                                      "threshold (L2 √thresholds, charged through the ledger); pairs are no handle query yet")
-            numerical_rows = space.encode(train.x)[:, space.numerical]
             diameter = float(np.linalg.norm(space.coordinate_ranges()))
             length_scales = np.full(len(space.numerical), dp_median_distance(
-                numerical_rows, diameter, context.ledger, sigma_length, context.rng("length scale")))
+                data, lambda rows: space.encode(rows.x)[:, space.numerical], diameter, sigma_length,
+                context.rng("length scale")))
         else:
             context.ledger.use_public_fact(
                 "length_scale",

@@ -206,6 +206,24 @@ def test_class_sums_in_bounded_memory_match_in_value_and_gradient(monkeypatch):
         assert torch.allclose(value, reference) and torch.allclose(grad, expected)
 
 
+
+def _handle(z, ledger):
+    """z (n × d) as the private rows of a handle on ``ledger`` (numerical columns, wide bounds)."""
+    import numpy as np
+
+    from bench.core.contracts import Column, ColumnKind, Schema
+
+    schema = Schema(columns=tuple(Column(f"c{i}", ColumnKind.NUMERICAL, bounds=(-1e7, 1e7)) for i in range(z.shape[1])),
+                    label="label", classes=("no", "yes"))
+    return PrivateData(LabelledData(np.asarray(z, dtype=np.float64), np.zeros(len(z), dtype=np.int64), schema), ledger)
+
+
+def _pair_counts(z, order, thresholds):
+    from bench.privacy.budget import PrivacyBudget
+
+    return _handle(z, PrivacyLedger(PrivacyBudget.non_private())).pair_distance_counts(
+        "pairs", lambda rows: rows.x, thresholds=thresholds, order=order, noise_multiplier=0.0, rng=None)
+
 def test_dp_median_counts_move_by_at_most_the_declared_sensitivity_on_adversarial_neighbours():
     """Replace-one: a row replaced by the farthest or the nearest possible row (or a copy of its
     partner) changes one pair's distance, so the released counts move by at most √thresholds in
@@ -214,20 +232,20 @@ def test_dp_median_counts_move_by_at_most_the_declared_sensitivity_on_adversaria
 
     import numpy as np
 
-    from methods.dp_merf import DP_MEDIAN_THRESHOLDS, closer_pair_counts
+    from methods.dp_merf import DP_MEDIAN_THRESHOLDS
 
     rng = np.random.default_rng(0)
     z = rng.normal(size=(501, 3)) * [1.0, 10.0, 100.0]
     order = rng.permutation(len(z))
     thresholds = 400.0 * 2.0 ** -np.arange(DP_MEDIAN_THRESHOLDS - 1, -1, -1)
-    counts = closer_pair_counts(z, order, thresholds)
+    counts = _pair_counts(z, order, thresholds)
     worst = 0.0
     for row in rng.choice(len(z), 40, replace=False):
         partner = order[np.flatnonzero(order == row)[0] ^ 1] if np.flatnonzero(order == row)[0] < len(z) // 2 * 2 else row
         for replacement in (np.full(3, 1e6), -np.full(3, 1e6), z[partner], np.zeros(3)):
             neighbour = z.copy()
             neighbour[row] = replacement
-            worst = max(worst, float(np.linalg.norm(closer_pair_counts(neighbour, order, thresholds) - counts)))
+            worst = max(worst, float(np.linalg.norm(_pair_counts(neighbour, order, thresholds) - counts)))
     assert 0 < worst <= math.sqrt(DP_MEDIAN_THRESHOLDS)
     assert counts[-1] == len(z) // 2 and np.all(np.diff(counts) >= 0)
 
@@ -241,7 +259,7 @@ def test_dp_median_without_noise_is_the_median_pair_distance_within_a_threshold_
 
     z = np.random.default_rng(1).normal(size=(2000, 4)) * 50
     ledger = PrivacyLedger(PrivacyBudget.non_private())
-    estimate = dp_median_distance(z, 1e4, ledger, 0.0, np.random.default_rng(2))
+    estimate = dp_median_distance(_handle(z, ledger), lambda rows: rows.x, 1e4, 0.0, np.random.default_rng(2))
     truth = np.median(np.linalg.norm(z[:1000] - z[1000:], axis=1))
     assert truth / 1.3 < estimate < truth * 1.3
     assert len(ledger.releases) == 1
@@ -262,7 +280,7 @@ def test_dp_median_release_declares_at_least_the_change_neighbours_cause():
     def released(z):
         seen = []
         ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5), observers=[seen.append])
-        dp_median_distance(z, 2e3, ledger, 6.0, np.random.default_rng(7))  # the same public pairing each time
+        dp_median_distance(_handle(z, ledger), lambda rows: rows.x, 2e3, 6.0, np.random.default_rng(7))  # the same public pairing each time
         (event,) = seen
         return np.asarray(event.clean, dtype=float), event.release.sensitivity
 

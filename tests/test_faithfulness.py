@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from bench import run_cell
+from bench.core.contracts import Column, ColumnKind, LabelledData, Schema
+from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
 from methods.dp_merf import DP_MEDIAN_SHARE, dp_median_distance, median_distance
@@ -42,8 +44,11 @@ def test_the_private_length_scale_lands_where_the_authors_heuristic_does_on_adul
     ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
     sigma, _ = ledger.calibrate_shares([BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, 2)])
     diameter = float(np.linalg.norm(space.coordinate_ranges()))
-    estimates = [dp_median_distance(rows, diameter, PrivacyLedger(PrivacyBudget(1.0, 1e-5)), sigma, np.random.default_rng(s))
-                 for s in range(5)]
+    schema = Schema(columns=tuple(Column(f"c{i}", ColumnKind.NUMERICAL, bounds=(-1e9, 1e9)) for i in range(rows.shape[1])),
+                    label="label", classes=("no", "yes"))
+    handle = lambda: PrivateData(LabelledData(rows, np.zeros(len(rows), dtype=np.int64), schema),  # noqa: E731
+                                 PrivacyLedger(PrivacyBudget(1.0, 1e-5)))
+    estimates = [dp_median_distance(handle(), lambda r: r.x, diameter, sigma, np.random.default_rng(s)) for s in range(5)]
     exact = median_distance(rows, np.random.default_rng(0), rows=2000)
     assert all(exact / 1.5 < e < exact * 1.5 for e in estimates), (exact, estimates)
     fnlwgt_public = space.coordinate_ranges()[1] * math.sqrt(len(space.numerical) / 6)

@@ -16,6 +16,9 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
 * :meth:`PrivateData.select_by_mutual_information`: the exponential mechanism over candidate
   (attribute, parents) pairs scored by their mutual information, at PrivBayes' Lemma 4.1 sensitivity
   for the public row count (PrivBayes' network).
+* :meth:`PrivateData.pair_distance_counts`: noisy counts of disjoint row pairs (a public pairing)
+  closer than each public threshold: a replaced row moves one pair, each count by at most 1
+  (DP-MERF's private median length scale).
 * :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
@@ -140,6 +143,21 @@ class PrivateData:
             total = part if total is None else total + part
         rows = self.n_rows if mean else 1
         return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
+                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+
+    def pair_distance_counts(self, what: str, features: Callable[[LabelledData], Any], *, thresholds: np.ndarray,
+                             order: np.ndarray, noise_multiplier: float, rng: Any) -> np.ndarray:
+        """For each public threshold, how many of the disjoint row pairs (order[0], order[1]),
+        (order[2], order[3]), … (``order``: a public permutation of the rows) have their ``features``
+        at most that far apart (Euclidean), plus Gaussian noise. A replaced row sits in at most one
+        pair and moves each count by at most 1: the L2 change is √(number of thresholds)."""
+        if sorted(np.asarray(order).tolist()) != list(range(self.n_rows)):
+            raise ValueError(f"{what}: order must be a permutation of the {self.n_rows} rows")
+        z = np.asarray(features(self.__rows), dtype=float)
+        paired = np.asarray(order)[: self.n_rows // 2 * 2]
+        distances = np.sort(np.linalg.norm(z[paired[0::2]] - z[paired[1::2]], axis=1))
+        closer = np.searchsorted(distances, thresholds, side="right").astype(float)
+        return self._ledger.gaussian(closer, sensitivity=float(np.sqrt(len(thresholds))),
                                      noise_multiplier=noise_multiplier, what=what, rng=rng)
 
     def _histogram(self, query: CountQuery, keep: bool = True) -> np.ndarray:
