@@ -121,6 +121,26 @@ def test_a_mutual_information_selection_covers_the_worst_replacement(size):
         assert worst > binary_form * 1.3
 
 
+def test_a_labelled_sum_has_the_same_bits_at_any_thread_count():
+    """The runner lends idle cores to thread-invariant fits; the handle's per-class sums must not
+    change with them (a CPU product splits its reduction over the rows by the thread count)."""
+    import torch
+
+    vectors = torch.as_tensor(np.random.default_rng(0).normal(size=(3000, 1007)))  # adult: 11,077 × 1,007
+    data = LabelledData(np.zeros((3000, 2), dtype=np.float32), np.arange(3000) % 2, SCHEMA)
+    threads = torch.get_num_threads()
+    sums = []
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            sums.append(clean(data).sum("f", lambda rows: vectors, norm_bound=1e9, noise_multiplier=0.0, rng=None,
+                                        by_label=True))
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(sums[0], sums[1])
+    assert torch.get_num_threads() == threads
+
+
 def test_raw_reads_need_a_reason_and_are_recorded():
     ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
     data = PrivateData(rows(), ledger)

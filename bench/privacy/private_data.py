@@ -186,7 +186,18 @@ def _label_sums(vectors: Any, labels: np.ndarray, n_classes: int) -> Any:
         import torch
 
         one_hot = torch.nn.functional.one_hot(torch.as_tensor(labels, device=vectors.device).long(), n_classes)
-        return one_hot.to(vectors.dtype).T @ vectors
+        if vectors.device.type != "cpu":
+            return one_hot.to(vectors.dtype).T @ vectors
+        # On one thread: the CPU product splits its reduction over the rows by the thread count,
+        # so the released sums (and the whole fit) would change with the cores a cell is lent
+        # (DP-MERF adult, paper protocol: different samples at 1 and 2 threads); one thread gives
+        # the bits of a default (--threads 1) cell.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return one_hot.to(vectors.dtype).T @ vectors
+        finally:
+            torch.set_num_threads(threads)
     return np.eye(n_classes, dtype=np.asarray(vectors).dtype)[labels].T @ np.asarray(vectors)
 
 
