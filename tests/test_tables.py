@@ -237,10 +237,10 @@ def test_a_run_logged_before_a_parameter_existed_shares_the_row_of_its_old_value
 
     before = record(0, value=1.0)
     del before.params["hp.length_scale_rule"]
-    runs = [before, record(1, value=3.0), record(2, value=9.0, overrides={"length_scale_rule": "median-heuristic"})]
+    runs = [before, record(1, value=3.0), record(2, value=9.0, overrides={"length_scale_rule": "dp-median"})]
     text, _ = summarise(runs_frame(runs), "marginals.tv_3")
     assert text.loc[("gmm2d", 1.0), "dp-merf"] == "2.00 ± 1.41 (2)◦"
-    assert text.loc[("gmm2d", 1.0), "dp-merf [length_scale_rule=median-heuristic]"] == "9.00 (1)◦"
+    assert text.loc[("gmm2d", 1.0), "dp-merf [length_scale_rule=dp-median]"] == "9.00 (1)◦"
 
 
 def test_a_rerun_cell_replaces_the_earlier_run():
