@@ -127,13 +127,18 @@ def test_a_labelled_sum_has_the_same_bits_at_any_thread_count():
     import torch
 
     vectors = torch.as_tensor(np.random.default_rng(0).normal(size=(3000, 1007)))  # adult: 11,077 × 1,007
-    data = LabelledData(np.zeros((3000, 2), dtype=np.float32), np.arange(3000) % 2, SCHEMA)
+    row_ids = np.arange(3000)
+    data = LabelledData(np.c_[np.zeros(3000), row_ids / 3000].astype(np.float32), row_ids % 2, SCHEMA)
+
+    def row_vectors(rows: LabelledData):  # each row's own vector, found by the id it carries
+        return vectors[torch.as_tensor(np.rint(rows.x[:, 1].astype(np.float64) * 3000).astype(np.int64))]
+
     threads = torch.get_num_threads()
     sums = []
     try:
         for count in (1, 2):
             torch.set_num_threads(count)
-            sums.append(clean(data).sum("f", lambda rows: vectors, norm_bound=1e9, noise_multiplier=0.0, rng=None,
+            sums.append(clean(data).sum("f", row_vectors, norm_bound=1e9, noise_multiplier=0.0, rng=None,
                                         by_label=True))
     finally:
         torch.set_num_threads(threads)
@@ -149,3 +154,46 @@ def test_raw_reads_need_a_reason_and_are_recorded():
     assert len(data.rows(trusted="a documented non-private use")) == data.n_rows == 200
     assert ledger.to_dict()["trusted_reads"] == ["a documented non-private use"]
     assert not hasattr(data, "x") and not hasattr(data, "y")  # no side door to the rows by attribute
+
+
+def batch_standardised(data: LabelledData) -> np.ndarray:
+    """A mistaken feature map: each row z-scored by the statistics of the batch it is given."""
+    x = data.x[:, 1].astype(np.float64)
+    return ((x - x.mean()) / max(x.std(), 1e-12))[:, None]
+
+
+def test_a_feature_map_that_reads_the_batch_is_refused_because_it_breaks_the_derived_sensitivity():
+    """The sensitivity a handle sum derives (2 · bound) assumes each row is mapped on its own. An
+    independent check of why that matters: with batch z-scoring, replacing one row moves every
+    clipped vector, and the clipped sum moves by far more than 2 · bound — so the handle refuses
+    the map instead of releasing it (and likewise for the paired distances)."""
+    from bench.privacy.private_data import NotRowWiseError, _clip_rows
+
+    bound = 0.5
+    moved = _clip_rows(batch_standardised(neighbour(rows(), 1e6)), bound).sum(0)
+    base = _clip_rows(batch_standardised(rows()), bound).sum(0)
+    assert np.linalg.norm(moved - base) > 10 * 2 * bound
+    for query in (
+        lambda data: data.sum("z-scored", batch_standardised, norm_bound=bound, noise_multiplier=0.0, rng=None),
+        lambda data: data.sum("z-scored", batch_standardised, norm_bound=bound, noise_multiplier=0.0, rng=None,
+                              chunk_rows=64),
+        lambda data: data.pair_distance_counts("z-scored", batch_standardised, thresholds=np.array([0.1, 1.0]),
+                                               order=np.arange(200), noise_multiplier=0.0, rng=None),
+    ):
+        ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+        with pytest.raises(NotRowWiseError, match="map each row on its own"):
+            query(PrivateData(rows(), ledger))
+        assert not ledger.releases  # nothing released
+    with pytest.raises(NotRowWiseError, match="one vector per row"):
+        clean(rows()).sum("constant", lambda data: np.ones((3, 2)), norm_bound=1.0, noise_multiplier=0.0, rng=None)
+
+
+def test_a_row_wise_map_passes_the_probe_with_torch_float32_tiles():
+    """Round-off between a row alone and in a batch (float32 products of different shapes) is not
+    mistaken for a batch statistic."""
+    import torch
+
+    weights = torch.as_tensor(np.random.default_rng(3).normal(size=(2, 4000)), dtype=torch.float32)
+    summed = clean(rows(n=1000)).sum("cosines", lambda data: torch.cos(torch.as_tensor(data.x) @ weights),
+                                     norm_bound=100.0, noise_multiplier=0.0, rng=None)
+    assert summed.shape == (4000,)

@@ -23,6 +23,13 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
 
+Both ``sum`` and ``pair_distance_counts`` rest on ``features`` mapping each row on its own (a map
+that normalises by statistics of the batch it is given moves every row's vector when one row is
+replaced, and the derived sensitivity no longer holds). The handle checks it on each call: the
+first and the last row of the first batch, given alone, must come back as they did in the batch
+(:func:`_check_row_wise`). A deterministic probe of two rows, drawing nothing from any generator,
+so no released value moves; a method that wanted to evade it could, but a mistaken one cannot.
+
 The row count, the schema and the data kind are public (the split's size is a public fact of the
 benchmark; the datasets' caveats say where it is not).
 """
@@ -138,7 +145,10 @@ class PrivateData:
         for start in range(0, self.n_rows, step):
             chunk = self.__rows if step >= self.n_rows else LabelledData(
                 self.__rows.x[start : start + step], self.__rows.y[start : start + step], self.schema)
-            clipped = _clip_rows(features(chunk), norm_bound)
+            vectors = features(chunk)
+            if start == 0:
+                _check_row_wise(what, features, chunk, vectors)
+            clipped = _clip_rows(vectors, norm_bound)
             part = _label_sums(clipped, chunk.y, self.schema.n_classes) if by_label else clipped.sum(0)
             total = part if total is None else total + part
         rows = self.n_rows if mean else 1
@@ -153,7 +163,9 @@ class PrivateData:
         pair and moves each count by at most 1: the L2 change is √(number of thresholds)."""
         if sorted(np.asarray(order).tolist()) != list(range(self.n_rows)):
             raise ValueError(f"{what}: order must be a permutation of the {self.n_rows} rows")
-        z = np.asarray(features(self.__rows), dtype=float)
+        z = features(self.__rows)
+        _check_row_wise(what, features, self.__rows, z)
+        z = np.asarray(z, dtype=float)
         paired = np.asarray(order)[: self.n_rows // 2 * 2]
         distances = np.sort(np.linalg.norm(z[paired[0::2]] - z[paired[1::2]], axis=1))
         closer = np.searchsorted(distances, thresholds, side="right").astype(float)
@@ -199,6 +211,40 @@ def _label_sums(vectors: Any, labels: np.ndarray, n_classes: int) -> Any:
         finally:
             torch.set_num_threads(threads)
     return np.eye(n_classes, dtype=np.asarray(vectors).dtype)[labels].T @ np.asarray(vectors)
+
+
+# A row given alone and within a batch goes through products of different shapes (BLAS blocking,
+# float32 tiles), which leaves round-off of about 1e-7 relative; a batch statistic moves a row by
+# far more than this tolerance.
+ROW_WISE_RTOL, ROW_WISE_ATOL = 1e-4, 1e-6
+
+
+class NotRowWiseError(ValueError):
+    """A query's ``features`` did not map each row on its own."""
+
+
+def _check_row_wise(what: str, features: Callable[[LabelledData], Any], rows: LabelledData, vectors: Any) -> None:
+    """Refuses ``features`` unless the first and the last of ``rows``, each given alone, map to the
+    vectors they got within ``rows`` (``vectors``, n × d)."""
+    batch = _as_numpy(vectors)
+    if batch.ndim != 2 or len(batch) != len(rows):
+        raise NotRowWiseError(f"{what}: features(rows) must give one vector per row ({len(rows)} × d); got shape "
+                              f"{tuple(batch.shape)}")
+    for i in sorted({0, len(rows) - 1}) if len(rows) > 1 else ():
+        alone = _as_numpy(features(LabelledData(rows.x[i : i + 1], rows.y[i : i + 1], rows.schema)))
+        scale = max(1.0, float(np.abs(batch[i]).max(initial=0.0)))
+        if alone.shape != batch[i : i + 1].shape or not np.allclose(alone, batch[i : i + 1], rtol=ROW_WISE_RTOL,
+                                                                     atol=ROW_WISE_ATOL * scale):
+            raise NotRowWiseError(
+                f"{what}: features must map each row on its own (row {i} alone gave a different vector than "
+                "within the batch): the sensitivity a handle query derives holds only for a per-row map, so compute "
+                "any statistic of the rows through its own query first")
+
+
+def _as_numpy(vectors: Any) -> np.ndarray:
+    if hasattr(vectors, "detach"):  # torch
+        return vectors.detach().cpu().double().numpy()
+    return np.asarray(vectors, dtype=float)
 
 
 def _clip_rows(vectors: Any, norm_bound: float) -> Any:
