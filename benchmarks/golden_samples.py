@@ -1,7 +1,7 @@
 """Fingerprints of the synthetic samples of a few cells, to show that a refactoring moved no number:
 run it in a checkout of the old commit and of the new one (``git worktree add``) and compare.
 
-    PYTHONPATH=/path/to/checkout python benchmarks/golden_samples.py [--data-dir DIR]
+    PYTHONPATH=/path/to/checkout python benchmarks/golden_samples.py [--data-dir DIR] [--only dp-gan,dp-cgan]
 
 Each cell runs in-process through ``bench.run_cell`` (smoke profile, seed 0, ε = 1); the
 fingerprint is the SHA-256 of its ``synthetic_sample.csv``. The cells are the DP-SGD ones whose
@@ -29,9 +29,13 @@ CELLS = [("dp-gan", "cervical", {"epochs": "2"}), ("dp-cgan", "gmm2d", {}), ("dp
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("DPBENCH_DATA_DIR"))
+    parser.add_argument("--only", help="comma-separated methods: fingerprint only their cells")
     args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     found = {}
     for method, dataset, overrides in CELLS:
+        if only is not None and method not in only:
+            continue
         out = Path(tempfile.mkdtemp())
         result = bench.run_cell(method, dataset, epsilon=1.0, evaluators=(), profile="smoke", data_dir=args.data_dir,
                                 overrides=overrides or None, out=out)

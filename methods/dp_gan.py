@@ -3,9 +3,11 @@
 
 Only the discriminator touches real rows, and only through Opacus: per-sample gradients of the
 real-data loss, clipped to ``max_grad_norm``, summed, Gaussian noise added, on Poisson-sampled
-batches. One discriminator step (``discriminator_step``) is
+batches. The rows, the batches and the per-sample gradients stay inside the private-data handle's
+DP-SGD query (``PrivateData.dp_sgd``, :mod:`bench.privacy.dp_sgd`); the method gives it the row
+encoding and the real-data loss. One discriminator step (``discriminator_step``) is
 
-1. the real loss's privatised gradient (``DPOptimizer.pre_step``: clip, sum, noise),
+1. the real loss's privatised gradient (the handle: clip per sample, sum, the ledger's noise),
 2. plus the fake loss's gradient, computed with the per-sample hooks off — it depends on the
    generator and the current (already private) discriminator only, so it is post-processing and
    is added after the noise, never clipped with or charged as real data (the double-charging
@@ -28,20 +30,17 @@ other column.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from opacus import PrivacyEngine
-from opacus.optimizers.optimizer import _mark_as_processed
 from torch import nn
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
 from bench.core.contracts import DataKind, FitContext, LabelledData
-from bench.privacy.ledger import SubsampledPhase
+from bench.privacy.dp_sgd import DPSGDTraining
 from methods.mean_embedding import release_proportions
 from methods.nets import parse_widths, proportional_labels
 from methods.space import ModelSpace
@@ -163,56 +162,22 @@ def generator_gradient(net: Generator, critic: nn.Module, size: int, labels: tor
     return loss.detach()
 
 
-def discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, fake_one_hot, expected_batch: int) -> None:
+def real_loss(model: nn.Module, x: torch.Tensor, one_hot: torch.Tensor) -> torch.Tensor:
+    """The discriminator's loss on a real batch, summed over its rows (the handle clips each row's
+    gradient of it): −log D(x)."""
+    return nn.functional.binary_cross_entropy_with_logits(_logits(model, x, one_hot), torch.ones(len(x), device=x.device),
+                                                          reduction="sum")
+
+
+def discriminator_step(training: DPSGDTraining, fake_x: torch.Tensor, fake_one_hot: torch.Tensor) -> None:
     """One DP-SGD step of the discriminator (see the module docstring)."""
-    with warnings.catch_warnings():
-        # Opacus' hooks warn that the inputs (data rows) need no gradient — expected here
-        warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        _discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, fake_one_hot, expected_batch)
-
-
-def _discriminator_step(private_model, optimiser, real_x, real_one_hot, fake_x, fake_one_hot, expected_batch):
-    optimiser.zero_grad(set_to_none=True)
-    real_loss = nn.functional.binary_cross_entropy_with_logits(
-        _logits(private_model, real_x, real_one_hot), torch.ones(len(real_x), device=real_x.device), reduction="sum"
-    )
-    real_loss.backward()
-    optimiser.pre_step()  # clip per sample, sum, add N(0, σ²C²): p.grad is now private
-    for p in private_model.parameters():
-        p.grad = p.grad / expected_batch
-    private_model.disable_hooks()
-    try:
+    training.private_gradient(real_loss)  # clipped per sample, summed, noised by the ledger
+    with training.public() as model:
         fake_loss = nn.functional.binary_cross_entropy_with_logits(
-            _logits(private_model, fake_x, fake_one_hot), torch.zeros(len(fake_x), device=fake_x.device)
+            _logits(model, fake_x, fake_one_hot), torch.zeros(len(fake_x), device=fake_x.device)
         )
         fake_loss.backward()  # accumulates onto the private gradient
-    finally:
-        private_model.enable_hooks()
-    optimiser.original_optimizer.step()
-
-
-def make_private_discriminator(critic, optimiser, loader, phase: SubsampledPhase, noise_rng: torch.Generator):
-    """Opacus' per-sample clipping, with the noise drawn by the ledger's phase
-    (``SubsampledPhase.privatise``) instead of Opacus' own generator, so the ledger sees every
-    noisy step and counts it. The batches come from the phase too (``poisson_batches``), not
-    from Opacus' loader: from the secure source when the noise is."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Secure RNG turned off")  # the ledger draws the noise
-        engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this engine only wraps
-        private_critic, private_optimiser, _ = engine.make_private(
-            module=critic, optimizer=optimiser, data_loader=loader, noise_multiplier=phase.opacus_noise_multiplier,
-            max_grad_norm=phase.clipping_norm, loss_reduction="sum", poisson_sampling=True,
-        )
-
-    def add_noise_through_the_ledger() -> None:
-        params = private_optimiser.params
-        noisy = phase.privatise([p.summed_grad for p in params], noise_rng)
-        for p, grad in zip(params, noisy):
-            p.grad = grad.view_as(p)
-            _mark_as_processed(p.summed_grad)
-
-    private_optimiser.add_noise = add_noise_through_the_ledger
-    return private_critic, private_optimiser
+    training.optimiser_step()
 
 
 @dataclass
@@ -255,15 +220,14 @@ class DPGan:
     audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1", "batch_size": "{rows}"}))
 
     def fit(self, data: PrivateData, context: FitContext[DPGanParams]) -> TrainedGan:
-        train = data.rows(trusted="DP-SGD: Opacus clips per-row gradients and the ledger's subsampled phase draws the batches and the noise; not yet a handle query")
         p, device, ledger = context.params, context.device, context.ledger
         torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        m, n_classes = len(train), train.schema.n_classes
-        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+        m, n_classes = data.n_rows, data.schema.n_classes
+        space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
 
         proportions = None
         if self.conditional:
-            public = train.schema.public_fact("class_proportions") is not None
+            public = data.schema.public_fact("class_proportions") is not None
             share = p.label_share
             sigma = 0.0 if public else ledger.calibrate_gaussian(
                 1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2
@@ -272,49 +236,38 @@ class DPGan:
 
         batch = batch_rows(m, p.batch_size, None, real_rows=True)
         steps_per_epoch = math.ceil(m / batch)  # Opacus' Poisson loader: q = 1/steps_per_epoch
-        sampling_rate = 1.0 / steps_per_epoch
         steps = p.epochs * steps_per_epoch
         clip = p.max_grad_norm
-        # charged before any real row is touched, under replace-one: a replaced row can move
-        # the clipped sum by 2C (bench.privacy.replace_one), not C as Opacus' accountants assume
-        phase = ledger.subsampled_phase(
-            f"discriminator DP-SGD ({steps} steps, Poisson q = {sampling_rate:.4g}, clipping norm {clip:g})",
-            clip, sampling_rate, steps,
-        )
 
         net = Generator(p.noise_dim, n_classes, parse_widths(p.hidden, space.width), space, self.conditional).to(device)
         critic = discriminator(space.width + n_classes, parse_widths(p.discriminator_hidden, space.width)).to(device)
         betas = (0.5, 0.999)
         optimiser_g = torch.optim.Adam(net.parameters(), lr=p.lr_generator, betas=betas)
         optimiser_d = torch.optim.Adam(critic.parameters(), lr=p.lr_discriminator, betas=betas)
-        rows = torch.utils.data.TensorDataset(
-            torch.as_tensor(space.encode(train.x)), torch.as_tensor(train.y, dtype=torch.long)
+
+        def encode(rows: LabelledData) -> tuple[torch.Tensor, torch.Tensor]:
+            return (torch.as_tensor(space.encode(rows.x)),
+                    nn.functional.one_hot(torch.as_tensor(rows.y, dtype=torch.long), n_classes).float())
+
+        # charged before any real row is touched, under replace-one: a replaced row can move
+        # the clipped sum by 2C (bench.privacy.replace_one), not C as Opacus' accountants assume
+        training = data.dp_sgd(
+            f"discriminator DP-SGD ({steps} steps, Poisson q = {1.0 / steps_per_epoch:.4g}, clipping norm {clip:g})",
+            critic, optimiser_d, encode, clipping_norm=clip, epochs=p.epochs, steps_per_epoch=steps_per_epoch,
+            expected_batch=batch, noise_rng=context.torch_rng("dp-sgd-noise"),
+            batch_rng=context.torch_rng("poisson-batches"), device=device,
         )
-        loader = torch.utils.data.DataLoader(rows, batch_size=batch)
-        private_critic, private_optimiser = make_private_discriminator(
-            critic, optimiser_d, loader, phase, context.torch_rng("dp-sgd-noise")
-        )
-        label_rng, batch_rng = context.torch_rng("generated-labels"), context.torch_rng("poisson-batches")
-        done = 0
-        for _ in range(p.epochs):
-            for indices in phase.poisson_batches(m, steps_per_epoch, batch_rng):
-                real_x, real_y = rows.tensors[0][indices].to(device), rows.tensors[1][indices].to(device)
-                labels = self._labels(proportions, batch, label_rng, device)
-                with torch.no_grad():
-                    fake_x, fake_one_hot = _fake_batch(net, batch, labels)
-                real_one_hot = nn.functional.one_hot(real_y, n_classes).float()
-                discriminator_step(private_critic, private_optimiser, real_x, real_one_hot, fake_x, fake_one_hot, batch)
-                optimiser_g.zero_grad(set_to_none=True)
-                private_critic.disable_hooks()
-                try:
-                    generator_gradient(net, private_critic, batch, self._labels(proportions, batch, label_rng, device))
-                finally:
-                    private_critic.enable_hooks()
-                optimiser_g.step()
-                done += 1
-                context.progress(done, steps)
-        if done != steps or phase.steps_done != steps:
-            raise RuntimeError(f"DP-SGD ran {done} steps ({phase.steps_done} noised) but {steps} were charged")
+        label_rng = context.torch_rng("generated-labels")
+        for done in training.steps():
+            labels = self._labels(proportions, batch, label_rng, device)
+            with torch.no_grad():
+                fake_x, fake_one_hot = _fake_batch(net, batch, labels)
+            discriminator_step(training, fake_x, fake_one_hot)
+            optimiser_g.zero_grad(set_to_none=True)
+            with training.public() as private_critic:
+                generator_gradient(net, private_critic, batch, self._labels(proportions, batch, label_rng, device))
+            optimiser_g.step()
+            context.progress(done + 1, steps)
         return TrainedGan(net, proportions, space, device, label_rng)
 
     def real_gradients(self, train: LabelledData, context: FitContext) -> list[torch.Tensor]:

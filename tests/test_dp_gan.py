@@ -133,19 +133,26 @@ def _networks(conditional: bool):
     return net, critic
 
 
+def _training(critic, x, y, clipping_norm: float):
+    """The handle's DP-SGD query over rows (x, y), one full-batch step (q = 1), no noise."""
+    rows = LabelledData(x.numpy(), y.numpy(), small_gmm2d().schema)
+    return PrivateData(rows, PrivacyLedger(PrivacyBudget.non_private())).dp_sgd(
+        "one step", critic, torch.optim.SGD(critic.parameters(), lr=1.0),
+        lambda r: (torch.as_tensor(r.x), torch.nn.functional.one_hot(torch.as_tensor(r.y), 5).float()),
+        clipping_norm=clipping_norm, epochs=1, steps_per_epoch=1, expected_batch=len(x),
+        noise_rng=torch.Generator().manual_seed(0), batch_rng=torch.Generator().manual_seed(0))
+
+
 def test_discriminator_step_without_noise_is_the_clipped_real_gradient_plus_the_fake_gradient():
     net, critic = _networks(conditional=False)
     reference = copy.deepcopy(critic)
     x, y = torch.randn(40, 2), torch.randint(0, 5, (40,))
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=40)
-    private, optimiser, _ = PrivacyEngine().make_private(
-        module=critic, optimizer=torch.optim.SGD(critic.parameters(), lr=1.0), data_loader=loader,
-        noise_multiplier=0.0, max_grad_norm=1e9, loss_reduction="sum", poisson_sampling=False,
-    )
+    training = _training(critic, x, y, clipping_norm=1e9)
     with torch.no_grad():
         fake_x, fake_one_hot = net(torch.randn(40, 5))
     real_one_hot = torch.nn.functional.one_hot(y, 5).float()
-    discriminator_step(private, optimiser, x, real_one_hot, fake_x, fake_one_hot, expected_batch=40)
+    for _ in training.steps():
+        discriminator_step(training, fake_x, fake_one_hot)
     assert all(p.grad is None for p in net.parameters()), "real data reached the generator"
 
     bce = torch.nn.functional.binary_cross_entropy_with_logits
@@ -153,7 +160,7 @@ def test_discriminator_step_without_noise_is_the_clipped_real_gradient_plus_the_
         reference(torch.cat([fake_x, fake_one_hot], 1)).squeeze(1), torch.zeros(40)
     )
     loss.backward()
-    for p, q in zip(private.parameters(), reference.parameters()):
+    for p, q in zip(training.model.parameters(), reference.parameters()):
         torch.testing.assert_close(p.detach(), q.detach() - q.grad, rtol=1e-5, atol=1e-6)
 
 
@@ -162,21 +169,37 @@ def test_discriminator_step_clips_each_real_row():
     reference = copy.deepcopy(critic)
     x = torch.full((8, 2), 1e4)  # huge rows: unclipped gradients would be huge
     y = torch.zeros(8, dtype=torch.long)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
-    private, optimiser, _ = PrivacyEngine().make_private(
-        module=critic, optimizer=torch.optim.SGD(critic.parameters(), lr=1.0), data_loader=loader,
-        noise_multiplier=0.0, max_grad_norm=0.5, loss_reduction="sum", poisson_sampling=False,
-    )
+    training = _training(critic, x, y, clipping_norm=0.5)
     with torch.no_grad():
         fake_x, fake_one_hot = net(torch.randn(8, 5), y)
-    discriminator_step(private, optimiser, x, torch.nn.functional.one_hot(y, 5).float(), fake_x, fake_one_hot, 8)
+    for _ in training.steps():
+        discriminator_step(training, fake_x, fake_one_hot)
     fake_loss = torch.nn.functional.binary_cross_entropy_with_logits(
         reference(torch.cat([fake_x, fake_one_hot], 1)).squeeze(1), torch.zeros(8)
     )
     fake_loss.backward()
     # the step is −(real part + fake part); the real part is a mean of 8 gradients of norm ≤ 0.5
-    real_part = [-(p.detach() - q.detach()) - q.grad for p, q in zip(private.parameters(), reference.parameters())]
+    real_part = [-(p.detach() - q.detach()) - q.grad for p, q in zip(training.model.parameters(), reference.parameters())]
     assert torch.sqrt(sum((r**2).sum() for r in real_part)) <= 0.5 + 1e-5
+
+
+def test_the_dp_sgd_query_takes_exactly_one_private_gradient_a_step_and_every_charged_step():
+    x, y = torch.randn(40, 2), torch.randint(0, 5, (40,))
+    training = _training(_networks(conditional=False)[1], x, y, clipping_norm=1.0)
+    with pytest.raises(RuntimeError, match="took no private gradient"):
+        for _ in training.steps():
+            pass
+    training = _training(_networks(conditional=False)[1], x, y, clipping_norm=1.0)
+    with pytest.raises(RuntimeError, match="once inside each step"):
+        for _ in training.steps():
+            training.private_gradient(lambda model, rows, labels: model(torch.cat([rows, labels], 1)).sum())
+            training.private_gradient(lambda model, rows, labels: model(torch.cat([rows, labels], 1)).sum())
+
+
+def test_dp_gan_reads_no_row_outside_the_handle_queries():
+    _, ledger = fit(DPGan(), epochs=1, batch_size=300)
+    assert ledger.trusted_reads == []
+    assert [r.what for r in ledger.releases if r.subsampled][0].startswith("discriminator DP-SGD")
 
 
 def test_generator_gradient_depends_on_the_discriminator_parameters_only():

@@ -19,6 +19,9 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
 * :meth:`PrivateData.pair_distance_counts`: noisy counts of disjoint row pairs (a public pairing)
   closer than each public threshold: a replaced row moves one pair, each count by at most 1
   (DP-MERF's private median length scale).
+* :meth:`PrivateData.dp_sgd`: a charged DP-SGD phase whose batches, per-sample clipping and noise the
+  handle runs (:mod:`bench.privacy.dp_sgd`): a replaced row moves one step's clipped sum by at
+  most 2 · the clipping norm, amplified by the phase's Poisson sampling (DP-GAN, DP-CGAN).
 * :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
@@ -37,7 +40,7 @@ benchmark; the datasets' caveats say where it is not).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -49,6 +52,9 @@ from bench.privacy.releases import (
     mutual_information_sensitivity,
     replace_one_l2,
 )
+
+if TYPE_CHECKING:
+    from bench.privacy.dp_sgd import DPSGDTraining
 
 
 
@@ -172,6 +178,22 @@ class PrivateData:
         return self._ledger.gaussian(closer, sensitivity=float(np.sqrt(len(thresholds))),
                                      noise_multiplier=noise_multiplier, what=what, rng=rng)
 
+    def dp_sgd(self, what: str, module: Any, optimiser: Any, encode: Callable[[LabelledData], Sequence[Any]], *,
+               clipping_norm: float, epochs: int, steps_per_epoch: int, expected_batch: int, noise_rng: Any,
+               batch_rng: Any, device: Any = "cpu") -> "DPSGDTraining":
+        """Charges a DP-SGD phase of ``epochs · steps_per_epoch`` Poisson steps at q =
+        1/``steps_per_epoch`` with per-sample gradients clipped to ``clipping_norm`` (replace-one
+        sensitivity 2·C, σ calibrated by the ledger), and returns the training loop that runs it on
+        the rows' tensors ``encode(rows)`` (row-wise, checked): see :mod:`bench.privacy.dp_sgd`.
+        The batches come from the phase — from the secure source when the noise is."""
+        from bench.privacy.dp_sgd import DPSGDTraining
+
+        phase = self._ledger.subsampled_phase(what, clipping_norm, 1.0 / steps_per_epoch, epochs * steps_per_epoch)
+        tensors = tuple(encode(self.__rows))
+        _check_row_wise(what, lambda rows: _flat_rows(encode(rows)), self.__rows, _flat_rows(tensors))
+        return DPSGDTraining(phase, module, optimiser, tensors, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                             expected_batch=expected_batch, noise_rng=noise_rng, batch_rng=batch_rng, device=device)
+
     def _histogram(self, query: CountQuery, keep: bool = True) -> np.ndarray:
         """A query's clean histogram (the query's codes clipped to its bins), computed once when
         ``keep`` (queries asked again, as MST's and AIM's are)."""
@@ -239,6 +261,11 @@ def _check_row_wise(what: str, features: Callable[[LabelledData], Any], rows: La
                 f"{what}: features must map each row on its own (row {i} alone gave a different vector than "
                 "within the batch): the sensitivity a handle query derives holds only for a per-row map, so compute "
                 "any statistic of the rows through its own query first")
+
+
+def _flat_rows(tensors: Sequence[Any]) -> np.ndarray:
+    """Per-row tensors (rows × anything, several) as one rows × d array."""
+    return np.concatenate([_as_numpy(t).reshape(len(t), -1) for t in tensors], axis=1)
 
 
 def _as_numpy(vectors: Any) -> np.ndarray:
