@@ -9,10 +9,10 @@ Algorithm (DP-MEPF (arXiv:2205.12900) Sec. 3):
 2. φ1(x) = e/‖e‖, φ2(x) = e²/‖e²‖ (elementwise square, each normalised to unit norm; Sec. 3.1). An all-zero e (all activations
    dead) maps to the zero vector — the authors' code divides by zero there — so ‖φ_t(x)‖ ≤ 1
    always, and every entry is ≥ 0.
-3. ONE streaming pass over the private images accumulates the (per-class, when labelled) SUMS
-   of φ1 and φ2 in batches of ``batch_size``; per-image features are never stored (CIFAR-10 with
-   VGG19 would be 60 GB). Each moment is released once through ``ledger.gaussian`` as
-   S_t/m (m public), then divided by the class proportions (uniform: the paper's eq. 6 with its
+3. ONE streaming pass over the private images (the handle's ``sums``) accumulates the
+   (per-class, when labelled) SUMS of φ1 and φ2 in batches of ``batch_size``; per-image features
+   are never stored (CIFAR-10 with VGG19 would be 60 GB). Each moment is released once through
+   the ledger as S_t/m (m public), then divided by the class proportions (uniform: the paper's eq. 6 with its
    1/m normalisation and a balanced generator; or released: ``labels=released``).
 4. A generator (conv for 28×28, ResNet for 32×32) is trained on the released embedding only,
    with the authors' GFMN moving-average estimate of the embedding difference
@@ -22,7 +22,9 @@ Algorithm (DP-MEPF (arXiv:2205.12900) Sec. 3):
    released with noise multiplier σ_stop = 10σ (Sec. 3.2), and the generator checkpoint with the
    smallest proxy distance to that noisy release is returned. Selection reads nothing else.
 
-Sensitivity (replace-one, m public) — :func:`embedding_sensitivity`. For a ≥ 0, b ≥ 0 with
+Sensitivity (replace-one, m public), derived by the private-data handle's one-pass sums
+(``PrivateData.sums(..., nonnegative=True)``, which clamps each φ at 0 and clips it to norm 1 — both
+no-ops here — so that the bound below holds by construction). For a ≥ 0, b ≥ 0 with
 ‖a‖, ‖b‖ ≤ 1: ‖a − b‖² = ‖a‖² + ‖b‖² − 2⟨a, b⟩ ≤ 2, since ⟨a, b⟩ ≥ 0. Unlabelled: replacing
 x by x′ moves S = Σᵢ φ(xᵢ) by φ(x′) − φ(x), so ‖ΔS/m‖ ≤ √2/m. Labelled (S is the K × D matrix
 of class sums): if the label stays, one row moves by φ(x′) − φ(x) (≤ √2 as before); if the
@@ -48,7 +50,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.privacy.private_data import PrivateData
+from bench.privacy.private_data import CountQuery, PrivateData
 from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.core.images import image_shape
 from bench.core.params import HyperParameters, Rule, Setting
@@ -83,10 +85,10 @@ def feature_moments(e: torch.Tensor, moments: int) -> list[torch.Tensor]:
     return out
 
 
-def embedding_sensitivity(m: int) -> float:
-    """L2 sensitivity of S_t/m (S_t the sum, or the K × D class sums, of one moment) under
-    replace-one: √2/m — see the module docstring. Not the code's 1/m for φ2 (under-noised)."""
-    return SQRT2 / m
+@torch.no_grad()
+def feature_width(encoder: nn.Module, shape: tuple[int, int, int], device: torch.device) -> int:
+    """D, the encoder's feature count, from one blank (public) image."""
+    return int(encoder(torch.zeros(1, *shape, device=device)).shape[1])
 
 
 def class_sums(phi: torch.Tensor, labels: torch.Tensor, n_rows: int) -> torch.Tensor:
@@ -98,36 +100,23 @@ def as_image_tensor(rows: np.ndarray, shape: tuple[int, int, int]) -> torch.Tens
     return torch.from_numpy(np.ascontiguousarray(rows, dtype=np.float32)).view(len(rows), *shape)
 
 
-@torch.no_grad()
-def streaming_moment_sums(
-    encoder: nn.Module, x: np.ndarray, y: np.ndarray, n_rows: int, moments: int, shape: tuple[int, int, int],
-    batch: int, device: torch.device, progress=lambda done, total: None,
+def release_moments(
+    data: PrivateData, encoder: nn.Module, moments: int, labelled: bool, shape: tuple[int, int, int], batch: int,
+    device: torch.device, sigma: float, rng: torch.Generator, what: str,
 ) -> list[torch.Tensor]:
-    """One pass over the rows: the class sums (float64, on CPU) of each moment, batch by batch.
-    ``y`` is all zeros with ``n_rows`` = 1 for the unlabelled embedding."""
-    totals: list[torch.Tensor] | None = None
-    for start in range(0, len(x), batch):
-        images = as_image_tensor(x[start : start + batch], shape).to(device)
-        labels = torch.as_tensor(y[start : start + batch], dtype=torch.long, device=device)
-        phis = feature_moments(encoder(images).double(), moments)
-        parts = [class_sums(phi, labels, n_rows).cpu() for phi in phis]
-        totals = parts if totals is None else [t + p for t, p in zip(totals, parts)]
-        progress(min(start + batch, len(x)), len(x))
-    if totals is None:
-        raise ValueError("dp-mepf needs at least one training image")
-    return totals
+    """Each moment's mean S_t/m (the K × D class sums when ``labelled``, else 1 × D) released once
+    through the handle's one-pass sums: the handle clamps φ_t at 0, clips it to norm 1 (both no-ops
+    for these features) and derives the sensitivity √2/m itself (module docstring). ``batch``
+    images go through the encoder at a time; no per-image feature is kept."""
 
+    @torch.no_grad()
+    def features(rows: LabelledData) -> list[torch.Tensor]:
+        images = as_image_tensor(rows.x, shape).to(device)
+        return [phi.cpu() for phi in feature_moments(encoder(images).double(), moments)]
 
-def release_embedding(
-    sums: list[torch.Tensor], m: int, sigma: float, context: FitContext, rng: torch.Generator, what: str
-) -> list[torch.Tensor]:
-    """Each moment's S_t/m released once through the ledger at sensitivity √2/m."""
-    return [
-        context.ledger.gaussian(
-            s / m, sensitivity=embedding_sensitivity(m), noise_multiplier=sigma, what=f"φ{t + 1} {what}", rng=rng
-        )
-        for t, s in enumerate(sums)
-    ]
+    noisy = data.sums([f"φ{t + 1} {what}" for t in range(moments)], features, norm_bound=1.0, noise_multiplier=sigma,
+                      rng=rng, mean=True, by_label=labelled, chunk_rows=batch, nonnegative=True)
+    return noisy if labelled else [n.reshape(1, -1) for n in noisy]
 
 
 # --- the moving-average generator loss (GFMN, the authors' code) ------------------------------------
@@ -200,16 +189,14 @@ class ReleasedProxy:
 
 
 def release_proxy(
-    encoder: nn.Module, train: LabelledData, sigma_stop: float, context: FitContext, rng: torch.Generator,
-    batch: int, device: torch.device,
+    encoder: nn.Module, data: PrivateData, sigma_stop: float, rng: torch.Generator, batch: int, device: torch.device,
 ) -> ReleasedProxy:
     """ν̃_t = (1/m) Σᵢ φ_t^proxy(xᵢ) + N(0, (σ_stop·√2/m)²), t = 1, 2, unlabelled, over the private
     training set (the paper's proxy, Sec. 3.2, with its noise actually added: the authors' code
     forgets it, code/feature_matching.py). Two releases, both charged."""
-    shape = image_shape(train.schema)
-    m = len(train)
-    sums = streaming_moment_sums(encoder, train.x, np.zeros(m, dtype=np.int64), 1, 2, shape, batch, device)
-    noisy = release_embedding(sums, m, sigma_stop, context, rng, "DP early-stopping proxy (Inception pool3)")
+    shape = image_shape(data.schema)
+    noisy = release_moments(data, encoder, 2, False, shape, batch, device, sigma_stop, rng,
+                            "DP early-stopping proxy (Inception pool3)")
     return ReleasedProxy([n.float() for n in noisy], encoder)
 
 
@@ -384,18 +371,17 @@ class DPMepf:
     label_params: tuple[str, ...] = ("encoder",)
 
     def fit(self, data: PrivateData, context: FitContext[DPMepfParams]) -> TrainedConditionalGenerator:
-        train = data.rows(trusted="the encoder-feature moments are released through the ledger with the method's own per-row bound; not yet handle sums")
         p = context.params
         device = context.device
         ledger = context.ledger
         moments, labelled = p.moments, p.labelled
         if moments not in (1, 2):
             raise ValueError(f"dp-mepf.moments must be 1 (φ1) or 2 (φ1, φ2), got {moments}")
-        space = ModelSpace.for_data(DataKind.IMAGE, train.schema, context.protocol)
+        space = ModelSpace.for_data(DataKind.IMAGE, data.schema, context.protocol)
         shape = space.image_shape
         if shape is None:
             raise ValueError("dp-mepf needs image data (a schema with an image_shape public fact)")
-        m, n_classes = len(train), train.schema.n_classes
+        m, n_classes = data.n_rows, data.schema.n_classes
         n_rows = n_classes if labelled else 1
         batch = p.batch_size
         if labelled and batch < n_classes:
@@ -404,7 +390,7 @@ class DPMepf:
         labels_mode = p.labels
         if labels_mode not in ("uniform", "released"):
             raise ValueError(f"dp-mepf.labels must be uniform or released (got {labels_mode!r})")
-        release_counts = labelled and labels_mode == "released" and train.schema.public_fact("class_proportions") is None
+        release_counts = labelled and labels_mode == "released" and data.schema.public_fact("class_proportions") is None
         early = p.early_stopping
 
         # --- budget: k moment releases (+ proportions) at σ, two proxy releases at ratio·σ
@@ -436,26 +422,23 @@ class DPMepf:
 
         # --- step 2: one private pass, one release per moment
         if labelled:
-            if release_counts:
-                counts = torch.as_tensor(train.class_counts(), dtype=torch.float64) / m
-                proportions = ledger.gaussian(
-                    counts, sensitivity=SQRT2 / m, noise_multiplier=sigma, what="class proportions", rng=noise_rng
-                ).clamp(min=1e-3)  # the authors' clamp of negative noisy proportions
+            if release_counts:  # from the moments' noise stream, in its order (proportions, moments, proxy)
+                (counts,) = data.counts([CountQuery("class proportions", lambda rows: rows.y, n_classes)],
+                                        noise_multiplier=sigma, rng=noise_rng)
+                # the authors' clamp of negative noisy proportions
+                proportions = (torch.as_tensor(counts, dtype=torch.float64) / m).clamp(min=1e-3)
             else:  # public, or uniform by assumption: nothing released (release_proportions draws no noise here)
                 proportions = release_proportions(data, context, sigma)
-            y = train.y
         else:
             proportions = torch.ones(1, dtype=torch.float64)
-            y = np.zeros(m, dtype=np.int64)
-        sums = streaming_moment_sums(encoder, train.x, y, n_rows, moments, shape, batch, device)
-        what = f"{'class-wise ' if labelled else ''}mean embedding ({spec.name}, D = {sums[0].shape[1]:,})"
-        noisy = release_embedding(sums, m, sigma, context, noise_rng, what)
+        what = f"{'class-wise ' if labelled else ''}mean embedding ({spec.name}, D = {feature_width(encoder, shape, device):,})"
+        noisy = release_moments(data, encoder, moments, labelled, shape, batch, device, sigma, noise_rng, what)
         targets = [(n / proportions[:, None]).float().to(device) for n in noisy]  # per-class means
 
         proxy = None
         if early:
             _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3", data_dir=context.data_dir)
-            proxy = release_proxy(proxy_encoder.to(device), train, sigma_proxy, context, noise_rng, 50, device)
+            proxy = release_proxy(proxy_encoder.to(device), data, sigma_proxy, noise_rng, 50, device)
 
         # --- step 3: generator training on the released embedding only
         torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator

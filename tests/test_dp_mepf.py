@@ -19,15 +19,16 @@ from bench.core.params import HyperParameterError
 from bench.core.registry import METHODS
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
+from bench.privacy.releases import replace_one_nonnegative_l2
 from datasets.mnist import MNIST
 from methods import dp_mepf
 from methods.dp_mepf import (
     balanced_labels,
+    as_image_tensor,
     class_sums,
-    embedding_sensitivity,
     feature_moments,
+    release_moments,
     release_proxy,
-    streaming_moment_sums,
 )
 from methods.encoders import EncoderError, build_encoder
 
@@ -69,7 +70,7 @@ def _max_change(e, y, e_new, y_new, index, n_rows, moments=2) -> list[float]:
 def test_sensitivity_bound_holds_on_random_and_worst_case_replacements():
     m, d, k = 20, 16, 4
     gen = torch.Generator().manual_seed(0)
-    bound = embedding_sensitivity(m)
+    bound = replace_one_nonnegative_l2(1.0, m)  # what the handle derives for DP-MEPF's moments
     assert bound == pytest.approx(SQRT2 / m)
     worst = 0.0
     for trial in range(300):  # random non-negative rows (some sparse, some all-zero), class changes included
@@ -102,17 +103,24 @@ def test_sensitivity_bound_holds_on_random_and_worst_case_replacements():
     assert torch.equal(phi1, torch.zeros(3, d)) and torch.equal(phi2, torch.zeros(3, d))
 
 
-def _authors_release(sums, m, sigma, context, rng, what):
-    """The authors' code's release (code/dp_functions.py): φ2 at sensitivity 1/m, not √2/m."""
+def _authors_release(data, encoder, moments, labelled, shape, batch, device, sigma, rng, what):
+    """The authors' code's release (code/dp_functions.py), which the handle cannot express: φ2 at
+    sensitivity 1/m, not √2/m — so it must read the rows and release past the handle."""
+    rows = data.rows(trusted="test: the authors' under-noised φ2 release, for the audit to catch")
+    with torch.no_grad():
+        phis = feature_moments(encoder(as_image_tensor(rows.x, shape)).double(), moments)
+    labels = torch.as_tensor(rows.y) if labelled else torch.zeros(len(rows), dtype=torch.long)
+    sums = [class_sums(phi, labels, data.schema.n_classes if labelled else 1) for phi in phis]
+    m = len(rows)
     return [
-        context.ledger.gaussian(s / m, sensitivity=(SQRT2 if t == 0 else 1.0) / m, noise_multiplier=sigma,
-                                what=f"φ{t + 1} {what}", rng=rng)
+        data._ledger.gaussian(s / m, sensitivity=(SQRT2 if t == 0 else 1.0) / m, noise_multiplier=sigma,
+                              what=f"φ{t + 1} {what}", rng=rng)
         for t, s in enumerate(sums)
     ]
 
 
 @pytest.mark.slow  # 800 fits per case: about 80 s each on 2 loaded cores
-@pytest.mark.parametrize("release,honest", [(dp_mepf.release_embedding, True), (_authors_release, False)])
+@pytest.mark.parametrize("release,honest", [(dp_mepf.release_moments, True), (_authors_release, False)])
 def test_audit_of_the_real_fit_matches_the_claim_and_catches_the_authors_phi2_noise(data_dir, monkeypatch, release, honest):
     """The black-box audit (bench/privacy/audit.py: noisy releases of D and of its most separable
     neighbour, not the method's own sensitivity) through the real fit on MNIST rows, Lite0
@@ -121,7 +129,7 @@ def test_audit_of_the_real_fit_matches_the_claim_and_catches_the_authors_phi2_no
     from bench.harness.auditing import audit_method
 
     torch.set_num_threads(1)
-    monkeypatch.setattr(dp_mepf, "release_embedding", release)
+    monkeypatch.setattr(dp_mepf, "release_moments", release)
     # the frozen encoder is built once, not once per fit (800 fits): same weights, same features
     monkeypatch.setattr(dp_mepf, "build_encoder", functools.cache(dp_mepf.build_encoder))
     result = audit_method("dp-mepf", "mnist", 4.0, 0.05, runs=400, rows=20, data_dir=data_dir, candidates=4)
@@ -136,19 +144,22 @@ def test_audit_of_the_real_fit_matches_the_claim_and_catches_the_authors_phi2_no
         assert ratio > 1.1, result.summary()
 
 
-def test_streaming_sums_equal_a_direct_computation():
-    gen = torch.Generator().manual_seed(1)
-    x = torch.rand(37, 1 * 6 * 6, generator=gen).numpy()
-    y = torch.randint(0, 3, (37,), generator=gen).numpy()
-    encoder = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten())
+def test_the_handle_sums_equal_a_direct_computation_in_any_batch_size(tiny_train):
+    """The moments released through the handle's one-pass sums (no noise) are the class means of
+    φ1, φ2 computed directly — batch by batch or all at once, labelled or not."""
+    torch.manual_seed(0)
+    encoder = nn.Sequential(nn.Conv2d(1, 4, 5, stride=4), nn.ReLU(), nn.Flatten()).eval()
     with torch.no_grad():
-        e = encoder(torch.from_numpy(x).view(37, 1, 6, 6)).double()
-    direct = [torch.stack([phi[torch.from_numpy(y) == c].sum(0) for c in range(3)]) for phi in feature_moments(e, 2)]
-    streamed = streaming_moment_sums(encoder, x, y, 3, 2, (1, 6, 6), 5, torch.device("cpu"))
-    for a, b in zip(streamed, direct):
-        assert torch.allclose(a, b, atol=1e-5)
-    whole = streaming_moment_sums(encoder, x, y, 3, 2, (1, 6, 6), 1000, torch.device("cpu"))
-    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(streamed, whole))
+        e = encoder(as_image_tensor(tiny_train.x, (1, 28, 28))).double()
+    y = torch.as_tensor(tiny_train.y)
+    for labelled in (True, False):
+        rows = 10 if labelled else 1
+        direct = [class_sums(phi, y if labelled else torch.zeros_like(y), rows) / len(e) for phi in feature_moments(e, 2)]
+        for batch in (7, 1000):
+            data = PrivateData(tiny_train, PrivacyLedger(PrivacyBudget.non_private()))
+            released = release_moments(data, encoder, 2, labelled, (1, 28, 28), batch, torch.device("cpu"), 0.0, None, "t")
+            for a, b in zip(released, direct):
+                torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
 
 
 def test_balanced_labels_give_every_class_its_share():
@@ -169,7 +180,9 @@ def test_ledger_records_each_release_once_at_root2_over_m(tiny_train, moments, l
     assert len(releases) == expected
     embedding = [r for r in releases if "embedding" in r["what"]]
     assert [r["what"][:2] for r in embedding] == ["φ1", "φ2"][:moments]
-    assert all(r["sensitivity"] == pytest.approx(SQRT2 / len(tiny_train)) for r in releases)
+    assert all(r["sensitivity"] == pytest.approx(SQRT2 / len(tiny_train)) for r in embedding)
+    # the class proportions are the handle's class counts (a replaced row moves two by 1), divided by m after
+    assert all(r["sensitivity"] == pytest.approx(SQRT2) for r in releases if r not in embedding)
     assert len({r["noise_multiplier"] for r in releases}) == 1
     assert ledger.epsilon_spent <= 1.0 * (1 + 1e-9)
     assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-5)  # the whole budget, nothing wasted
@@ -216,8 +229,11 @@ def test_proxy_release_really_adds_the_noise(tiny_train):
     sigma_stop = 40.0
     m = len(tiny_train)
     encoder = TinyProxy().eval()
-    proxy = release_proxy(encoder, tiny_train, sigma_stop, context, torch.Generator().manual_seed(3), 64, torch.device("cpu"))
-    clean = streaming_moment_sums(encoder, tiny_train.x, np.zeros(m, dtype=np.int64), 1, 2, (1, 28, 28), 64, torch.device("cpu"))
+    proxy = release_proxy(encoder, PrivateData(tiny_train, context.ledger), sigma_stop, torch.Generator().manual_seed(3), 64,
+                          torch.device("cpu"))
+    with torch.no_grad():
+        features = feature_moments(encoder(as_image_tensor(tiny_train.x, (1, 28, 28))).double(), 2)
+    clean = [phi.sum(0, keepdim=True) for phi in features]
     expected_std = sigma_stop * SQRT2 / m
     for released, total in zip(proxy.means, clean):
         diff = (released.double() - total / m).flatten()

@@ -80,7 +80,7 @@ def test_method_runs_and_is_evaluated(tmp_path, method, dataset, protocol):
 # The private built-ins not yet moved onto the handle's metered queries (issue 29): each still reads
 # its rows through data.rows(trusted=…) and says why; the list may only shrink — a method that moves
 # makes its entry an unexpected pass, which fails.
-NOT_YET_ON_QUERIES = ("dp-hp", "dp-mepf")
+NOT_YET_ON_QUERIES = ("dp-hp",)
 
 
 @pytest.mark.parametrize("method", BUILTIN_METHODS)
@@ -98,7 +98,7 @@ def test_every_builtin_method_passes_the_conformance_kit(method):
 
 
 def test_the_methods_on_the_handle_read_no_raw_rows_and_say_why_the_others_do():
-    """independent, uniform, MST, AIM, PrivBayes, DP-GAN and DP-CGAN reach their data only through
+    """independent, uniform, MST, AIM, PrivBayes, DP-GAN, DP-CGAN and DP-MEPF reach their data only through
     PrivateData (grep: no data.rows(); a private method that still reads rows names the reason in
     its call)."""
     import re
@@ -107,8 +107,8 @@ def test_the_methods_on_the_handle_read_no_raw_rows_and_say_why_the_others_do():
 
     source = (REPO / "methods" / "baselines.py").read_text()
     assert "data.rows(" not in source and ".x[" not in source.split("class Uniform")[1].split("class Independent")[0]
-    for module in ("aim", "mst", "privbayes", "dp_gan"):
+    for module in ("aim", "mst", "privbayes", "dp_gan", "dp_mepf"):
         assert "data.rows(" not in (REPO / "methods" / f"{module}.py").read_text(), module
-    for module in ("dp_hp", "dp_mepf", "dp_merf"):
+    for module in ("dp_hp", "dp_merf"):
         calls = re.findall(r'data\.rows\(trusted="([^"]+)"\)', (REPO / "methods" / f"{module}.py").read_text())
         assert calls and all(len(why) > 30 for why in calls), module

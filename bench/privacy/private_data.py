@@ -51,6 +51,7 @@ from bench.privacy.releases import (
     mutual_information_bits,
     mutual_information_sensitivity,
     replace_one_l2,
+    replace_one_nonnegative_l2,
 )
 
 if TYPE_CHECKING:
@@ -141,25 +142,46 @@ class PrivateData:
         return self._ledger.exponential(np.array(scores), epsilon=epsilon, sensitivity=sensitivity, rng=rng, what=what)
 
     def sum(self, what: str, features: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
-            rng: Any, mean: bool = False, by_label: bool = False, chunk_rows: int | None = None) -> Any:
+            rng: Any, mean: bool = False, by_label: bool = False, chunk_rows: int | None = None,
+            nonnegative: bool = False) -> Any:
         """Σᵢ f(rowᵢ) (``mean``: divided by the public row count; ``by_label``: one sum per class,
         C × d) plus Gaussian noise, where ``features(rows)`` gives one vector per row (n × d, numpy
         or torch) and the handle clips each to ``norm_bound`` first: the sensitivity follows from
-        the bound. ``chunk_rows``: ``features`` sees that many rows at a time (bounded memory)."""
-        total = None
+        the bound. ``chunk_rows``: ``features`` sees that many rows at a time (bounded memory).
+        ``nonnegative``: the handle also clamps each entry at 0, and the sensitivity is √2·bound
+        instead of 2·bound (:func:`bench.privacy.releases.replace_one_nonnegative_l2`)."""
+        (noisy,) = self.sums((what,), lambda rows: (features(rows),), norm_bound=norm_bound,
+                             noise_multiplier=noise_multiplier, rng=rng, mean=mean, by_label=by_label,
+                             chunk_rows=chunk_rows, nonnegative=nonnegative)
+        return noisy
+
+    def sums(self, whats: Sequence[str], features: Callable[[LabelledData], Sequence[Any]], *, norm_bound: float,
+             noise_multiplier: float, rng: Any, mean: bool = False, by_label: bool = False,
+             chunk_rows: int | None = None, nonnegative: bool = False) -> list[Any]:
+        """Several :meth:`sum` releases computed in one pass over the rows: ``features(rows)`` gives
+        one per-row matrix per entry of ``whats`` (each clipped on its own, released as its own
+        ledger entry in that order) — for feature maps too costly to run twice (an encoder's
+        moments)."""
+        totals: list[Any] | None = None
         step = chunk_rows or max(self.n_rows, 1)
         for start in range(0, self.n_rows, step):
             chunk = self.__rows if step >= self.n_rows else LabelledData(
                 self.__rows.x[start : start + step], self.__rows.y[start : start + step], self.schema)
-            vectors = features(chunk)
+            outputs = tuple(features(chunk))
+            if len(outputs) != len(whats):
+                raise ValueError(f"{', '.join(whats)}: features gave {len(outputs)} matrices for {len(whats)} releases")
             if start == 0:
-                _check_row_wise(what, features, chunk, vectors)
-            clipped = _clip_rows(vectors, norm_bound)
-            part = _label_sums(clipped, chunk.y, self.schema.n_classes) if by_label else clipped.sum(0)
-            total = part if total is None else total + part
+                _check_row_wise(" and ".join(whats), lambda rows: _flat_rows(features(rows)), chunk, _flat_rows(outputs))
+            parts = []
+            for vectors in outputs:
+                clipped = _clip_rows(_clamp_negative(vectors) if nonnegative else vectors, norm_bound)
+                parts.append(_label_sums(clipped, chunk.y, self.schema.n_classes) if by_label else clipped.sum(0))
+            totals = parts if totals is None else [t + part for t, part in zip(totals, parts)]
         rows = self.n_rows if mean else 1
-        return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
-                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+        sensitivity = (replace_one_nonnegative_l2 if nonnegative else replace_one_l2)(norm_bound, rows)
+        return [self._ledger.gaussian(total / rows if mean else total, sensitivity=sensitivity,
+                                      noise_multiplier=noise_multiplier, what=what, rng=rng)
+                for what, total in zip(whats, totals or [])]
 
     def pair_distance_counts(self, what: str, features: Callable[[LabelledData], Any], *, thresholds: np.ndarray,
                              order: np.ndarray, noise_multiplier: float, rng: Any) -> np.ndarray:
@@ -272,6 +294,14 @@ def _as_numpy(vectors: Any) -> np.ndarray:
     if hasattr(vectors, "detach"):  # torch
         return vectors.detach().cpu().double().numpy()
     return np.asarray(vectors, dtype=float)
+
+
+def _clamp_negative(vectors: Any) -> Any:
+    """Each entry at least 0; vectors already non-negative are returned as they are (same bits)."""
+    if hasattr(vectors, "detach"):  # torch
+        return vectors if len(vectors) == 0 or float(vectors.min()) >= 0 else vectors.clamp(min=0)
+    vectors = np.asarray(vectors)
+    return vectors if vectors.size == 0 or float(vectors.min()) >= 0 else np.maximum(vectors, 0)
 
 
 def _clip_rows(vectors: Any, norm_bound: float) -> Any:

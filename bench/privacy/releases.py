@@ -28,10 +28,12 @@ def replace_one_l2(norm_bound: float, rows: int = 1) -> float:
     return 2.0 * norm_bound / rows
 
 
-def replace_one_nonnegative_unit_l2(rows: int = 1) -> float:
-    """L2 change of Σᵢ f(xᵢ) / rows for non-negative unit vectors f (e.g. normalised post-ReLU
-    features): two such vectors are at most √2 apart, and replacing a row changes one term."""
-    return math.sqrt(2.0) / rows
+def replace_one_nonnegative_l2(norm_bound: float, rows: int = 1) -> float:
+    """L2 change of Σᵢ f(xᵢ) / rows (or of its per-class sums) when one row is replaced and f is
+    non-negative with ‖f(x)‖ ≤ norm_bound (e.g. normalised post-ReLU features): ⟨a, b⟩ ≥ 0 gives
+    ‖a − b‖² ≤ ‖a‖² + ‖b‖² ≤ 2·norm_bound², and across classes the change is (−a, +b) in two
+    rows, of the same norm bound: √2·norm_bound."""
+    return math.sqrt(2.0) * norm_bound / rows
 
 
 def histogram_l2(rows: int = 1) -> float:
