@@ -8,7 +8,9 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
 * :meth:`PrivateData.sum`: Σᵢ f(rowᵢ) with each row's vector clipped to ``norm_bound`` by the handle:
   the L2 change of the sum is 2 · norm_bound (of the mean, divided by the public row count); with
   ``by_label``, one such sum per class (C × d): a replaced row takes its vector out of one class's
-  sum and puts the new row's into one, so the L2 change is still at most 2 · norm_bound.
+  sum and puts the new row's into one, so the L2 change is still at most 2 · norm_bound; with
+  ``nonnegative``, each entry is also clamped at 0 and the change is √2 · norm_bound.
+  :meth:`PrivateData.sums`: several such sums from one pass over the rows (an encoder's moments).
 * :meth:`PrivateData.select`: the exponential mechanism over candidate histograms, each scored by
   the L1 distance of its true counts from the method's (public) estimate, optionally weighted and
   offset by public constants: a replaced row moves each histogram by at most 2 in L1, so a score
