@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -73,6 +73,33 @@ class ColumnSampler:
         if labels is None:
             labels = self.rng.choice(len(self.label_probabilities), size=n, p=self.label_probabilities)
         return LabelledData(x, np.asarray(labels, dtype=np.int64), self.schema)
+
+
+    @classmethod
+    def from_histograms(cls, schema: Schema, histograms: Sequence[np.ndarray], rng: np.random.Generator) -> "ColumnSampler":
+        """From noisy 1-way histograms — every column's, then the label's, as :func:`one_way_queries`
+        asks for them — made probabilities (negative counts clipped; an all-zero one uniform).
+        Post-processing of released values: free."""
+        *columns, label = [probabilities(h) for h in histograms]
+        return cls(schema, columns, label, rng)
+
+
+def probabilities(noisy_counts: np.ndarray) -> np.ndarray:
+    """A noisy histogram as a probability vector: negative counts clipped at 0, then normalised;
+    uniform when nothing is left."""
+    clipped = np.clip(noisy_counts, 0.0, None)
+    return clipped / clipped.sum() if clipped.sum() > 0 else _uniform(len(clipped))
+
+
+def one_way_queries(schema: Schema, n_bins: int = 20, label: bool = True) -> list[CountQuery]:
+    """The handle's count queries for every column's 1-way histogram — its codes, or ``n_bins``
+    equal-width bins of a numerical column's public bounds — and, with ``label``, the label's."""
+    queries = [CountQuery(f"1-way marginal of {column.name}", _column_codes(j, column, n_bins),
+                          n_bins if column.kind == ColumnKind.NUMERICAL else _domain_size(column))
+               for j, column in enumerate(schema.columns)]
+    if label:
+        queries.append(CountQuery(f"1-way marginal of the label {schema.label}", lambda rows: rows.y, schema.n_classes))
+    return queries
 
 
 def _column_codes(j: int, column: Column, n_bins: int) -> Callable[[LabelledData], np.ndarray]:
@@ -137,13 +164,8 @@ class Independent:
         schema = data.schema
         n_bins = context.params.n_bins
         public_labels = schema.public_fact("class_proportions")
-        histograms = [CountQuery(f"1-way marginal of {column.name}", _column_codes(j, column, n_bins),
-                                 n_bins if column.kind == ColumnKind.NUMERICAL else _domain_size(column))
-                      for j, column in enumerate(schema.columns)]
-        if public_labels is None:
-            histograms.append(CountQuery(f"1-way marginal of the label {schema.label}", lambda rows: rows.y,
-                                         schema.n_classes))
-        else:
+        histograms = one_way_queries(schema, n_bins, label=public_labels is None)
+        if public_labels is not None:
             context.ledger.use_public_fact(public_labels.name, public_labels.value, public_labels.why)
         context.ledger.use_public_fact(
             "column domains", "schema bounds and category lists",
@@ -151,11 +173,10 @@ class Independent:
         )
 
         sigma = context.ledger.calibrate_gaussian(compositions=len(histograms))
-        probabilities = []
-        for noisy in data.counts(histograms, noise_multiplier=sigma, rng=context.rng("marginal-noise")):
-            clipped = np.clip(noisy, 0.0, None)
-            probabilities.append(clipped / clipped.sum() if clipped.sum() > 0 else _uniform(len(clipped)))
-        label_probabilities = probabilities.pop() if public_labels is None else np.asarray(public_labels.value, float)
+        column_probabilities = [probabilities(noisy) for noisy in
+                                data.counts(histograms, noise_multiplier=sigma, rng=context.rng("marginal-noise"))]
+        label_probabilities = (column_probabilities.pop() if public_labels is None
+                               else np.asarray(public_labels.value, float))
         return ColumnSampler(
-            schema, probabilities, label_probabilities / label_probabilities.sum(), context.rng("synthetic-rows")
+            schema, column_probabilities, label_probabilities / label_probabilities.sum(), context.rng("synthetic-rows")
         )

@@ -1,5 +1,6 @@
-"""The README's method-adapter example is a complete method in ≤ 25 lines: it passes the
-conformance kit and runs in a grid through the plugin route, as written."""
+"""The README's method-adapter example is a complete method in ≤ 15 lines, as black formats it: it
+passes the conformance kit and runs in a grid through the plugin route, as written; an incomplete
+declaration is refused when it is made."""
 
 from __future__ import annotations
 
@@ -21,8 +22,25 @@ def readme_code() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_example_is_short():
-    assert len(readme_code().splitlines()) <= 25
+def test_the_example_is_short_as_formatted():
+    code = readme_code()
+    assert len(code.splitlines()) <= 15
+    black = pytest.importorskip("black")
+    assert len(black.format_str(code, mode=black.Mode()).splitlines()) <= 15
+
+
+def test_an_incomplete_declaration_is_refused_in_one_line():
+    from bench.core.contracts import DataKind
+    from bench.core.declare import method
+    from bench.core.registry import RegistryError
+
+    with pytest.raises(RegistryError, match="'no-kinds' is incomplete") as refused:
+        method("no-kinds", "declares no data kind", kinds=(), register=False)(lambda data, context: None)
+    assert "\n" not in str(refused.value)
+    with pytest.raises(RegistryError, match="valid kinds"):
+        method("bad-kind", "a kind that does not exist", kinds=("spreadsheet",), register=False)(lambda d, c: None)
+    declared = method("fine", "a complete declaration", kinds={DataKind.DISCRETE}, register=False)(lambda d, c: "fitted")
+    assert declared.fit(None, None) == "fitted" and declared.private and declared.data_kinds == {DataKind.DISCRETE}
 
 
 def test_the_example_passes_the_conformance_kit(tmp_path, monkeypatch):
@@ -33,7 +51,7 @@ def test_the_example_passes_the_conformance_kit(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         module = __import__("readme_laplace")  # registers laplace-marginals, as DPBENCH_PLUGINS would
-        report = check_method(module.LaplaceMarginals(), data_dir=DATA_DIR)
+        report = check_method(module.laplace_marginals, data_dir=DATA_DIR)
     finally:
         METHODS.unregister("laplace-marginals")
         sys.modules.pop("readme_laplace", None)
