@@ -58,6 +58,14 @@ EVALUATOR_PLUGINS = (
         tags=("named-only",),
     ),
     Plugin(
+        "shadow-mia",
+        "evaluators.shadow_attack:ShadowModelAttack",
+        "membership inference by shadow models: the run's method refitted on reference rows plus half the candidates, "
+        "a classifier of nearest-synthetic-row distances learnt from the shadows; lower AUC is better",
+        kinds=("2d", "discrete", "tabular"),
+        tags=("named-only",),
+    ),
+    Plugin(
         "fidelity",
         "evaluators.fidelity:Fidelity",
         "fidelity on the table: column shapes (KS/TV), column pairs (correlation/contingency), detection AUC (C2ST)",

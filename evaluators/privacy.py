@@ -109,16 +109,16 @@ class OutputPrivacy:
         syn_all = distance_features(synthetic, real_train)
         mem, non, ref = train[members], features(real_test, non_members), features(real_test, reference)
         syn = syn_all[kept]
-        to_train = _nearest(train, syn, 2)
+        to_train = nearest(train, syn, 2)
         closest = to_train[:, 0]
-        share = closer_share(_nearest(mem, syn, 1)[:, 0], _nearest(non, syn, 1)[:, 0])
-        copies_null = float(np.mean(_nearest(train, ref, 1)[:, 0] <= COPY_DISTANCE)) if len(ref) else 0.0
+        share = closer_share(nearest(mem, syn, 1)[:, 0], nearest(non, syn, 1)[:, 0])
+        copies_null = float(np.mean(nearest(train, ref, 1)[:, 0] <= COPY_DISTANCE)) if len(ref) else 0.0
         ratio = np.where(to_train[:, 1] > 0, closest / np.maximum(to_train[:, 1], 1e-12), 1.0)
 
         candidates = np.vstack([mem, non])
         is_member = np.r_[np.ones(len(mem)), np.zeros(len(non))]
-        d_syn = _nearest(syn_all, candidates, 1)[:, 0]
-        d_ref = _nearest(ref, candidates, 1)[:, 0] if len(ref) else np.ones(len(candidates))
+        d_syn = nearest(syn_all, candidates, 1)[:, 0]
+        d_ref = nearest(ref, candidates, 1)[:, 0] if len(ref) else np.ones(len(candidates))
         domias = np.log(d_ref + 1e-6) - np.log(d_syn + 1e-6)
         auc = float(roc_auc_score(is_member, domias))
         low, high = hanley_mcneil_interval(auc, len(mem), len(non))
@@ -145,7 +145,7 @@ def closer_share(to_train: np.ndarray, to_holdout: np.ndarray) -> float:
     return float(np.mean((to_train < to_holdout) & ~tie) + 0.5 * np.mean(tie))
 
 
-def _nearest(points: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+def nearest(points: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     """Distances from each query to its ``k`` nearest ``points`` (exact, Euclidean)."""
     k = min(k, len(points))
     index = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(points)

@@ -68,6 +68,14 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
         assert run.data.tags["evaluated_later"] == "fidelity,privacy"
         assert run.data.tags["evaluated_later.git_commit"] == tracking.git_commit()
 
+    # the shadow-model attack refits the run's method (rebuilt from its stored cell) on shadow sets
+    # only: two shadows a run, the runs' own fits untouched
+    shadows = run_cli("evaluate", "--experiment", "old", "--evaluators", "shadow-mia", "--eval-set",
+                      "shadow-mia.shadows=2", env=env)
+    assert shadows.returncode == 0 and "2 scored" in shadows.stdout, shadows.stdout + shadows.stderr
+    assert counter.read_text().count("fit") == 2 + 2 * 2
+    assert all(0 <= run.data.metrics["shadow-mia.shadow_auc"] <= 1 for run in _runs("old"))
+
     again = run_cli("evaluate", "--experiment", "old", "--evaluators", "privacy", env=env)
     assert again.returncode == 0 and "2 up to date" in again.stdout, again.stdout + again.stderr
 

@@ -79,7 +79,7 @@ def test_the_mixed_type_distance_caps_each_column_at_one(split):
     assert np.sqrt(((rows[:200] - far[:200]) ** 2).sum(1)).max() <= np.sqrt(columns) + 1e-9
 
 
-@pytest.mark.parametrize("name", ["privacy", "fidelity"])
+@pytest.mark.parametrize("name", ["privacy", "fidelity", "shadow-mia"])
 def test_both_pass_check_evaluator_and_run_in_a_cell_when_named(name):
     import bench
 
@@ -105,3 +105,47 @@ def test_alpha_precision_and_beta_recall_reward_the_real_density_and_punish_coll
     noise = evaluate("fidelity", redrawn_from_public_domain(split.train, np.random.default_rng(1)), split)
     assert copy["alpha_precision"] > 0.9 and copy["beta_recall"] > 0.9, copy
     assert noise["alpha_precision"] < copy["alpha_precision"] - 0.2, noise
+
+
+def _shadow_context(generator) -> EvalContext:
+    """An EvalContext whose shadow fits are ``generator(rows, rng)`` — a method stand-in."""
+    return EvalContext(seed=0, shadow_fit=lambda rows, seed, n: _resized(generator(rows, np.random.default_rng(seed)), n))
+
+
+def _resized(data: LabelledData, n: int) -> LabelledData:
+    index = np.resize(np.arange(len(data)), n)
+    return LabelledData(data.x[index], data.y[index], data.schema)
+
+
+@pytest.mark.parametrize("name,generator,leaks", [
+    ("real", lambda rows, rng: rows, True),
+    ("memorising", memorised, True),
+    ("public-domain noise", redrawn_from_public_domain, False),
+])
+def test_the_shadow_model_attack_finds_members_in_leaking_outputs_and_nothing_in_noise(split, name, generator, leaks):
+    """Shadow models of a generator that returns (or jitters) its training rows teach the attack
+    what membership looks like (AUC ≥ 0.9 on the run's own output); a generator that never reads
+    its rows gives it nothing (the CI contains 0.5)."""
+    from evaluators.shadow_attack import ShadowModelAttack
+
+    attack = ShadowModelAttack(shadows=4, max_targets=150, max_reference=600)
+    synthetic = _resized(generator(split.train, np.random.default_rng(7)), len(split.train))
+    found = dict(attack.evaluate(synthetic, split.train, split.test, _shadow_context(generator)).metrics)
+    if leaks:
+        assert found["shadow_auc"] >= 0.9, (name, found)
+    else:
+        assert found["shadow_auc_low"] <= 0.5 <= found["shadow_auc_high"], (name, found)
+    assert found["shadow_fits"] == 4 and found["shadow_targets"] > 0
+
+
+def test_the_shadow_model_attack_needs_a_method_and_runs_in_a_cell():
+    import bench
+    from evaluators.shadow_attack import ShadowModelAttack
+
+    cervical = DATASETS.get("cervical").load(DATA_DIR, 0)
+    with pytest.raises(ValueError, match="refits the run's method"):
+        ShadowModelAttack().evaluate(cervical.train, cervical.train, cervical.test, EvalContext(seed=0))
+    result = bench.run_cell("real", "cervical", evaluators=("shadow-mia",), profile="smoke", data_dir=DATA_DIR,
+                            eval_settings={"shadow-mia": {"shadows": 3}})
+    assert result.ok, result.error
+    assert result.metrics["shadow-mia.shadow_auc"] >= 0.9 and result.metrics["shadow-mia.shadow_fits"] == 3

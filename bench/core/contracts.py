@@ -308,7 +308,10 @@ class EvalContext:
     ``cache_dir``: a folder shared across cells for results computed from the *real* data only
     (FID statistics of the reference split, encoded test sets), keyed by content; None disables
     the disk cache. It holds derivatives of private data: keep it as private as ``data_dir``.
-    ``progress(done, total)``: a callback for long loops."""
+    ``progress(done, total)``: a callback for long loops. ``shadow_fit(rows, seed, n)``: fits the
+    run's method — its settings, ε and δ, a fresh ledger — on ``rows`` (a shadow training set the
+    evaluator assembles) and returns ``n`` sampled rows; None where no method is at hand (an
+    evaluator that needs it, e.g. ``shadow-mia``, says so)."""
 
     seed: int = 0
     device: str = "cpu"
@@ -316,6 +319,7 @@ class EvalContext:
     protocol: str = "sound"
     cache_dir: Path | None = None
     progress: Callable[[int, int], None] = field(default=lambda done, total: None, compare=False)
+    shadow_fit: Callable[[LabelledData, int, int], LabelledData] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:

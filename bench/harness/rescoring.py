@@ -40,9 +40,12 @@ class Rescored:
 def evaluate_stored_sample(
     sample_path: str, dataset: str, seed: int, protocol: str, data_dir: str | None,
     evaluators: Sequence[str], settings: Mapping[str, Mapping[str, Any]], out: str,
+    config: str | None = None, delta_resolved: str | None = None,
 ) -> tuple[dict[str, float], dict[str, str]]:
     """In the child: load the run's real splits and stored sample, evaluate, write the evaluations'
-    artifacts to ``out``; the metrics (with ``time.eval_<name>_s``) and tags."""
+    artifacts to ``out``; the metrics (with ``time.eval_<name>_s``) and tags. ``config``: the
+    run's ``config.json`` (its cell), from which an evaluator that refits the method
+    (``EvalContext.shadow_fit``) gets it; ``delta_resolved``: the δ the run's fit used."""
     from bench.core.contracts import EvalContext
     from bench.core.registry import DATASETS, EVALUATORS
     from bench.harness.grid import configured
@@ -52,7 +55,8 @@ def evaluate_stored_sample(
     folder = Path(data_dir) if data_dir else None
     split = DATASETS.get(dataset).load(folder, seed, protocol)
     synthetic, _ = load_synthetic(Path(sample_path), split.train.schema)
-    context = EvalContext(seed=seed, data_dir=folder, protocol=protocol, cache_dir=eval_cache_dir())
+    context = EvalContext(seed=seed, data_dir=folder, protocol=protocol, cache_dir=eval_cache_dir(),
+                          shadow_fit=_run_shadow_fit(config, delta_resolved, folder))
     outcome = Outcome(status="FINISHED")
     for name in evaluators:
         evaluator = configured(EVALUATORS.get(name), dict(settings.get(name, {})))
@@ -60,6 +64,47 @@ def evaluate_stored_sample(
         record_evaluation(evaluator, evaluator.evaluate(synthetic, split.train, split.test, context), outcome, Path(out))
         outcome.metrics[f"time.eval_{name}_s"] = time.perf_counter() - started
     return outcome.metrics, outcome.tags
+
+
+def _run_shadow_fit(config: str | None, delta_resolved: str | None, data_dir: Path | None) -> Any:
+    """The run's method refitted as its cell did (``bench.harness.worker.shadow_fitter``), built on
+    first use from its ``config.json``; None without one (runs logged before it was kept)."""
+    if not config:
+        return None
+    built: list[Any] = []
+
+    def fit_and_sample(rows: Any, seed: int, n: int) -> Any:
+        if not built:
+            built.append(_shadow_fitter_of(json.loads(config)["cell"], delta_resolved, data_dir))
+        return built[0](rows, seed, n)
+
+    return fit_and_sample
+
+
+def _shadow_fitter_of(cell: Mapping[str, Any], delta_resolved: str | None, data_dir: Path | None) -> Any:
+    import math
+
+    import torch
+
+    from bench.core.contracts import FitContext
+    from bench.core.registry import DATASETS, METHODS
+    from bench.harness.worker import shadow_fitter
+    from bench.privacy.budget import PrivacyBudget
+    from bench.privacy.ledger import PrivacyLedger
+
+    method = METHODS.get(cell["method"])
+    epsilon = float(cell["epsilon"])
+    if math.isfinite(epsilon):
+        if delta_resolved is None:
+            raise RescoreError("the run logged no delta_resolved: its shadow fits cannot use its δ")
+        budget = PrivacyBudget(epsilon, float(delta_resolved))
+    else:
+        budget = PrivacyBudget.non_private()
+    template = FitContext(budget, PrivacyLedger(budget), method.hyperparameters.build(cell["params"]), int(cell["seed"]),
+                          torch.device("cpu"), cell.get("protocol", "sound"), DATASETS.get(cell["dataset"]).kind,
+                          dataset=cell["dataset"], data_dir=data_dir)
+    return shadow_fitter(method, template, calibrator=cell.get("calibrator", "tight"),
+                         secure_noise=bool(cell.get("secure_noise", False)))
 
 
 def rescore(
@@ -93,6 +138,10 @@ def rescore(
                 done.append(Rescored(run.info.run_id, label, "no stored sample (fitted before samples were kept: rerun the cell)"))
                 report(done[-1])
                 continue
+            try:  # the run's cell, for an evaluator that refits its method (shadow-mia)
+                config = Path(client.download_artifacts(run.info.run_id, "config.json", work)).read_text()
+            except Exception:  # noqa: BLE001 - absent in runs logged before it was kept
+                config = None
             out = Path(work) / "out"
             out.mkdir()
             try:
@@ -100,7 +149,7 @@ def rescore(
                     metrics, new_tags = pool.submit(
                         evaluate_stored_sample, sample, params["dataset"], int(params["seed"]),
                         params.get("protocol", "sound"), data_dir or params.get("data_dir") or None,
-                        list(wanted), dict(settings or {}), str(out),
+                        list(wanted), dict(settings or {}), str(out), config, params.get("delta_resolved"),
                     ).result()
             except BrokenProcessPool:
                 done.append(Rescored(run.info.run_id, label, "failed: the evaluating process died (out of memory?)"))

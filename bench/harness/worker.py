@@ -199,6 +199,22 @@ def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10)
     plt.close(fig)
 
 
+def shadow_fitter(method: Any, template: Any, *, calibrator: str, secure_noise: bool = False) -> Callable[..., Any]:
+    """``EvalContext.shadow_fit`` for a run: the run's ``method`` refitted with the settings, budget,
+    device and protocol of its fit context ``template`` on the rows given, each time with a fresh
+    ledger (an attacker's shadow fit releases nothing of the run), then ``n`` rows sampled."""
+    from bench.privacy.ledger import PrivacyLedger
+    from bench.privacy.private_data import PrivateData
+
+    def fit_and_sample(rows: Any, seed: int, n: int) -> Any:
+        ledger = PrivacyLedger(template.budget, calibrator=calibrator, secure_noise=secure_noise)
+        ledger.use_public_fact("n_train", len(rows), "the shadow training set's row count")
+        context = dataclasses.replace(template, ledger=ledger, seed=seed, progress=lambda done, total: None)
+        return method.fit(PrivateData(rows, ledger), context).sample(n)
+
+    return fit_and_sample
+
+
 def eval_cache_dir() -> Path:
     """Where evaluators keep results computed from the real data only (FID statistics of the
     reference split), shared by all cells: ``$DPBENCH_CACHE_DIR``, else ``~/.cache/dpbench``."""
@@ -330,6 +346,7 @@ def execute(
             data_dir=data_dir,
             protocol=cell.protocol,
             cache_dir=eval_cache_dir(),
+            shadow_fit=shadow_fitter(method, context, calibrator=cell.calibrator, secure_noise=cell.secure_noise),
         )
         for evaluator in evaluators:
             started = time.perf_counter()
