@@ -36,6 +36,17 @@ def test_each_method_and_epsilon_gets_its_claim_audit_and_attack_side_by_side():
     assert "claimed ε (ledger)" in render_triad(frame, "md", audits={})
 
 
+def test_the_shadow_model_attack_gets_a_column_only_where_runs_have_it():
+    plain = [record("dp-merf", 1.0, 0, 0.50), record("real", math.inf, 0, 0.97)]
+    header, _ = triad_rows(runs_frame(plain), {})
+    assert "shadow-model AUC [95% CI]" not in header
+    shadow = {"shadow-mia.shadow_auc": 0.6, "shadow-mia.shadow_auc_low": 0.5, "shadow-mia.shadow_auc_high": 0.7}
+    header, rows = triad_rows(runs_frame([record("dp-merf", 1.0, 0, 0.50, **shadow), plain[1]]), {})
+    by_method = {row[2]: dict(zip(header, row)) for row in rows}
+    assert by_method["dp-merf"]["shadow-model AUC [95% CI]"] == "0.600 (1)◦ [0.500, 0.700]"
+    assert by_method["real"]["shadow-model AUC [95% CI]"] == "—"
+
+
 def test_runs_without_the_privacy_evaluator_say_how_to_add_it():
     frame = runs_frame([RunRecord("r", 0, "k", {"method": "real", "dataset": "cervical", "epsilon": "inf", "seed": "0"},
                                   {"downstream.roc_auc": 0.8})])

@@ -20,6 +20,7 @@ from bench.report.tables import TableError, _cell_text, _format, epsilon_text, f
 
 UTILITY = ("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "nll.mean")
 AUDIT_EXPERIMENT = "audit"
+SHADOW_AUC = "shadow-mia.shadow_auc"  # shown as a column where any run has it
 
 
 def audit_bounds(experiment: str = AUDIT_EXPERIMENT, source: RunSource | None = None) -> dict[tuple[str, str, float], float]:
@@ -54,8 +55,9 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
         raise TableError("no run here has the privacy evaluator's metrics: run with --evaluators privacy,… or add them "
                          "with `python -m bench evaluate --evaluators privacy,fidelity`")
     scored = frame.dropna(subset=["privacy.mia_auc"])
+    shadows = SHADOW_AUC in scored.columns and scored[SHADOW_AUC].notna().any()
     header = ["dataset", "ε", "method", "ledger ε", "independent ε", "audited ε ≥", "attack AUC [95% CI]",
-              "DCR share", "detection AUC", "utility"]
+              *(["shadow-model AUC [95% CI]"] if shadows else []), "DCR share", "detection AUC", "utility"]
     rows = []
     for (dataset, epsilon, method), group in scored.groupby(["dataset", "epsilon", "method"], sort=True):
         name = group["method_name"].iloc[0]
@@ -69,11 +71,21 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
             _claimed(group.get("privacy.epsilon_independent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "—",
             format_number(audited) if audited is not None else "not audited",
             f"{_mean_sd(group['privacy.mia_auc'])} [{format_number(low)}, {format_number(high)}]",
+            *([_with_interval(group, "shadow-mia.shadow_auc")] if shadows else []),
             _mean_sd(group.get("privacy.dcr_share", pd.Series(dtype=float))),
             _mean_sd(group.get("fidelity.detection_auc", pd.Series(dtype=float))),
             f"{utility.split('.', 1)[1]} {_mean_sd(group[utility])}" if utility else "—",
         ])
     return header, rows
+
+
+def _with_interval(group: pd.DataFrame, metric: str) -> str:
+    """mean ± sd (n) [the widest of the seeds' 95% CIs], or — where no seed has the metric."""
+    values = group[metric].dropna()
+    if values.empty:
+        return "—"
+    low, high = group[f"{metric}_low"].min(), group[f"{metric}_high"].max()
+    return f"{_mean_sd(values)} [{format_number(low)}, {format_number(high)}]"
 
 
 def render_triad(frame: pd.DataFrame, fmt: str, audits: dict[tuple[str, str, float], float] | None = None,
