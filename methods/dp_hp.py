@@ -35,10 +35,11 @@ import torch
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
-from bench.core.contracts import DataKind, FitContext
+from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import BudgetShare
 from bench.privacy.releases import replace_one_l2
-from methods.hermite import clip_feature_norm, hermite_features, product_class_sums, rho_from_length_scale_sq
+from bench.privacy.kronecker import product_class_sums
+from methods.hermite import clip_feature_norm, hermite_features, rho_from_length_scale_sq
 from methods.hermite_fused import sum_class_sums
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
@@ -46,6 +47,7 @@ from methods.mean_embedding import (
     embedding_sum,
     proportions_released,
     release_proportions,
+    rows_per_chunk,
 )
 from methods.nets import build_generator
 from methods.training import Schedule, label_sampler, train_generator
@@ -286,6 +288,13 @@ class HermiteSumKernel:
         copies of the row (methods/hermite_fused.py); elsewhere the features and their gradient."""
         return 4 * len(self.rho) if device.type == "cpu" else 2 * self.width
 
+    def row_features(self, z: torch.Tensor) -> torch.Tensor:
+        """h_s(zⱼ) of each row (n × D(C+1)): what ``class_sums`` adds up per class, formed row by row
+        (the private-data handle checks the release against these)."""
+        phi = hermite_features(z, self.rho.to(z.device), self.order)
+        phi = clip_feature_norm(phi) if self.clip else phi
+        return phi.reshape(len(z), -1) / math.sqrt(len(self.rho))
+
     def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
         """Σ_{j: yⱼ = c} h_s(zⱼ) for every class (K × D(C+1)), differentiable in z."""
         if z.device.type == "cpu":
@@ -316,9 +325,14 @@ class HermiteProductKernel:
         k, f = len(self.coordinates), self.order + 1
         return n_classes * f ** (k // 2) + f ** (k - k // 2) + k * f
 
-    def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+    def factors(self, z: torch.Tensor) -> torch.Tensor:
+        """φ(z_d) of the selected coordinates of each row (n × k × C+1), unclipped: the private-data
+        handle's ``kronecker_sum`` clips and multiplies them for the release."""
         selected = list(self.coordinates)
-        phi = hermite_features(z[:, selected], self.rho[selected].to(z.device), self.order)
+        return hermite_features(z[:, selected], self.rho[selected].to(z.device), self.order)
+
+    def class_sums(self, z: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+        phi = self.factors(z)
         phi = clip_feature_norm(phi) if self.clip else phi
         return product_class_sums(phi, labels, n_classes)
 
@@ -373,15 +387,14 @@ class DPHermite:
     audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1"}))
 
     def fit(self, data: PrivateData, context: FitContext[DPHermiteParams]) -> TrainedConditionalGenerator:
-        train = data.rows(trusted="the Hermite feature sums are released through the ledger with the method's own per-row bound; not yet handle sums")
         p = context.params
         if p.gamma_on not in GAMMA_PLACEMENTS:
             raise ValueError(f"gamma_on must be one of {GAMMA_PLACEMENTS} (got {p.gamma_on!r})")
         if not 0 < p.sum_share < 1:
             raise ValueError(f"sum_share must lie in (0, 1) (got {p.sum_share})")
         device, ledger = context.device, context.ledger
-        m, n_classes = len(train), train.schema.n_classes
-        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+        m, n_classes = data.n_rows, data.schema.n_classes
+        space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
         if p.numerical_outputs == "public-range":
             space = replace(space, range_outputs=True)
         dimension = space.width
@@ -403,6 +416,7 @@ class DPHermite:
             if context.budget.is_private:
                 raise ValueError("dp-hp.length_scale_rule=median-heuristic reads the private rows without charging them "
                                  "(the seeds' code does); it is an ablation for --eps inf only")
+            train = data.rows(trusted="the seeds' median-heuristic length scales, an ε = ∞ ablation (refused at a finite ε)")
             sum_l2 = prod_l2 = median_heuristic_sq(space.encode(train.x), context.rng("length scales"))
         else:
             sum_l2 = length_scales_sq(space, p.sum_length_sq)
@@ -416,32 +430,46 @@ class DPHermite:
         sum_kernel = HermiteSumKernel(rho_from_length_scale_sq(torch.as_tensor(sum_l2)), p.sum_order)
         prod_rho = rho_from_length_scale_sq(torch.as_tensor(prod_l2))
 
-        z = torch.as_tensor(space.encode(train.x), device=device)
         shift = None
         if p.kernel_inputs == "centred":  # a public constant: the kernels see z − shift, real and generated rows alike
-            shift = torch.as_tensor(space.coordinate_midpoints(), dtype=z.dtype, device=device)
-            z = z - shift
+            shift = torch.as_tensor(space.coordinate_midpoints(), dtype=torch.float64, device=device)
             ledger.use_public_fact("kernel input shift", "the middle of each coordinate's public range",
                                    "a function of the schema's public bounds, never of the rows")
-        y = torch.as_tensor(train.y, device=device)
+
+        def encode(rows: LabelledData) -> torch.Tensor:  # each row on its own: the handle checks it
+            z = torch.as_tensor(space.encode(rows.x), device=device)
+            return (z if shift is None else z - shift.to(z.dtype)).double()
+
         noise_rng = context.torch_rng("embedding-noise")
-        # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F)
-        sensitivity = replace_one_l2(1.0, rows=m)
 
         if p.prod_target_rule == "unconditional" and context.budget.is_private:
             raise ValueError("dp-hp.prod_target_rule=unconditional (the seeds' tabular code) has no derived sensitivity "
                              "here; it is an ablation for --eps inf only")
 
         def release(kernel, elements_per_row: int, sigma: float, what: str, unconditional: bool = False) -> torch.Tensor:
-            embedding = embedding_sum(kernel.class_sums, z, torch.zeros_like(y) if unconditional else y, n_classes,
-                                      elements_per_row) / m
-            if unconditional:  # every class's row holds the sum over all rows, as the seeds' per-class loop does
+            # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F): the handle
+            # checks the kernel's class sums against the clipped per-row features and derives 2/m
+            if unconditional:  # ε = ∞ only (refused above): every class's row holds the sum over all rows
+                train = data.rows(trusted="the seeds' unconditional product target, an ε = ∞ ablation")
+                z = encode(train)
+                embedding = embedding_sum(kernel.class_sums, z, torch.zeros(m, dtype=torch.long, device=device),
+                                          n_classes, elements_per_row) / m
                 embedding = embedding[:1].expand_as(embedding).contiguous()
-            noisy = ledger.gaussian(embedding, sensitivity=sensitivity, noise_multiplier=sigma, what=what, rng=noise_rng)
+                noisy = ledger.gaussian(embedding, sensitivity=replace_one_l2(1.0, rows=m), noise_multiplier=sigma,
+                                        what=what, rng=noise_rng)
+            elif isinstance(kernel, HermiteProductKernel):
+                noisy = data.kronecker_sum(what, lambda rows: kernel.factors(encode(rows)), noise_multiplier=sigma,
+                                           rng=noise_rng, mean=True, chunk_rows=rows_per_chunk(elements_per_row))
+            else:
+                noisy = data.structured_sum(
+                    what, lambda rows: kernel.row_features(encode(rows)),
+                    lambda rows: kernel.class_sums(encode(rows), torch.as_tensor(rows.y, device=device), n_classes),
+                    norm_bound=1.0, noise_multiplier=sigma, rng=noise_rng, mean=True,
+                    chunk_rows=rows_per_chunk(kernel.width), structured_chunk_rows=rows_per_chunk(elements_per_row))
             return (noisy / proportions[:, None]).float()
 
         sum_target = release(
-            sum_kernel, sum_kernel.elements_per_row(z.device), sigma_sum,
+            sum_kernel, sum_kernel.elements_per_row(torch.device(device)), sigma_sum,
             f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
         )
         product_what = (
@@ -450,7 +478,7 @@ class DPHermite:
         )
 
         torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        columns = train.schema.n_features  # the unit of 'c' widths
+        columns = data.schema.n_features  # the unit of 'c' widths
         net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape, columns).to(device)
         batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
         schedule = Schedule.passes(epochs, m, batch, p.lr, p.lr_decay)

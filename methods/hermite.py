@@ -115,24 +115,3 @@ def clip_feature_norm(phi: torch.Tensor) -> torch.Tensor:
     return phi / norm.clamp(min=1.0)
 
 
-def khatri_rao(phi: torch.Tensor) -> torch.Tensor:
-    """Row-wise Kronecker products: (B × k × F) → (B × F^k), row-major over the k factors in
-    order (the layout of the seeds' iterated outer product); k = 0 gives ones (B × 1)."""
-    out = phi.new_ones(phi.shape[0], 1)
-    for j in range(phi.shape[1]):
-        out = (out[:, :, None] * phi[:, j, None, :]).reshape(phi.shape[0], -1)
-    return out
-
-
-def product_class_sums(phi: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
-    """Σ_{i: yᵢ = c} φ(x_{i,1}) ⊗ … ⊗ φ(x_{i,k}) for every class c: a (K × F^k) matrix.
-
-    ``phi`` holds the selected coordinates' features (B × k × F). The k factors are split into two
-    groups whose row-wise Kronecker products L (B × F^⌊k/2⌋) and R (B × F^⌈k/2⌉) meet in one
-    matrix product over the rows, (onehot ⊙ L)ᵀ R, so no B × F^k tensor is ever formed: the
-    largest intermediate has B·(K·F^⌊k/2⌋ + F^⌈k/2⌉) entries."""
-    half = phi.shape[1] // 2
-    left, right = khatri_rao(phi[:, :half]), khatri_rao(phi[:, half:])
-    one_hot = torch.nn.functional.one_hot(labels, n_classes).to(phi.dtype)
-    weighted = (one_hot[:, :, None] * left[:, None, :]).reshape(len(phi), -1)
-    return (weighted.T @ right).reshape(n_classes, -1)

@@ -18,7 +18,8 @@ from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
 from datasets.gmm2d import draw_split
 from methods.dp_hp import HYPERPARAMETERS, DPHermite, HermiteProductKernel, HermiteSumKernel
-from methods.hermite import hermite_features, khatri_rao, product_class_sums, rho_from_length_scale_sq
+from bench.privacy.kronecker import khatri_rao, product_class_sums
+from methods.hermite import hermite_features, rho_from_length_scale_sq
 
 F64 = torch.float64
 

@@ -197,3 +197,63 @@ def test_a_row_wise_map_passes_the_probe_with_torch_float32_tiles():
     summed = clean(rows(n=1000)).sum("cosines", lambda data: torch.cos(torch.as_tensor(data.x) @ weights),
                                      norm_bound=100.0, noise_multiplier=0.0, rng=None)
     assert summed.shape == (4000,)
+
+
+def test_a_kronecker_sum_holds_its_derived_sensitivity_against_an_explicit_product_on_adversarial_neighbours():
+    """The handle scales each factor to norm ≤ 1 itself: with wild factors (a replaced row's of norm
+    10⁶), the per-class sums move by at most the derived 2 — checked against sums of explicit
+    Kronecker products (numpy's kron), not the handle's factorised form."""
+    import torch
+
+    def factors(data: LabelledData):  # three factors of width 3 from the row's values, unbounded
+        b = torch.as_tensor(data.x[:, 1], dtype=torch.float64)[:, None]
+        return torch.stack([torch.cat([b, b**2, 1 + 0 * b], 1) * s for s in (1.0, 3.0, 1e6)], 1)
+
+    def explicit(data: LabelledData) -> np.ndarray:
+        out = np.zeros((2, 27))
+        for row, label in zip(factors(data).numpy(), data.y):
+            unit = [f / max(np.linalg.norm(f), 1.0) for f in row]
+            out[label] += np.kron(np.kron(unit[0], unit[1]), unit[2])
+        return out
+
+    private = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    PrivateData(rows(), private).kronecker_sum("k", factors, noise_multiplier=private.calibrate_gaussian(),
+                                               rng=torch.Generator().manual_seed(0), chunk_rows=64)
+    assert private.releases[0].sensitivity == pytest.approx(2.0)
+    base = clean(rows()).kronecker_sum("k", factors, noise_multiplier=0.0, rng=None, chunk_rows=64).numpy()
+    np.testing.assert_allclose(base, explicit(rows()), rtol=1e-10, atol=1e-12)
+    for value in (0.0, 1e6, -1e6):
+        moved = clean(neighbour(rows(), value)).kronecker_sum("k", factors, noise_multiplier=0.0, rng=None).numpy()
+        np.testing.assert_allclose(moved, explicit(neighbour(rows(), value)), rtol=1e-10, atol=1e-12)
+        assert np.linalg.norm(moved - base) <= 2.0 * (1 + 1e-9)
+
+
+def test_a_structured_sum_is_released_only_when_it_is_the_sum_of_its_rows_clipped_features():
+    import torch
+
+    def features(data: LabelledData):
+        return torch.as_tensor(np.c_[data.x[:, 1], 1 - data.x[:, 1]] / 2, dtype=torch.float64)
+
+    def honest(data: LabelledData):
+        return _label_sums_torch(features(data), data.y)
+
+    ledger = PrivacyLedger(PrivacyBudget.non_private())
+    released = PrivateData(rows(), ledger).structured_sum("s", features, honest, norm_bound=1.0, noise_multiplier=0.0,
+                                                          rng=None, chunk_rows=50, structured_chunk_rows=64)
+    assert torch.allclose(released, honest(rows())) and not ledger.caveats
+    with pytest.raises(ValueError, match="structured class sums differ"):  # a sum that is not the rows' own
+        clean(rows()).structured_sum("s", features, lambda data: 2 * honest(data), norm_bound=1.0,
+                                     noise_multiplier=0.0, rng=None)
+    # features above the bound: the handle releases its own clipped sum and says so
+    ledger = PrivacyLedger(PrivacyBudget.non_private())
+    wide = PrivateData(rows(), ledger).structured_sum("s", lambda d: 10 * features(d), lambda d: 10 * honest(d),
+                                                      norm_bound=1.0, noise_multiplier=0.0, rng=None)
+    clipped = features(rows()) * 10
+    clipped = clipped / clipped.norm(dim=1, keepdim=True).clamp(min=1.0)
+    assert torch.allclose(wide, _label_sums_torch(clipped, rows().y)) and "exceeded the norm bound" in ledger.caveats[0]
+
+
+def _label_sums_torch(vectors, labels):
+    import torch
+
+    return torch.nn.functional.one_hot(torch.as_tensor(labels), 2).to(vectors.dtype).T @ vectors

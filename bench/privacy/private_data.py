@@ -11,6 +11,11 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
   sum and puts the new row's into one, so the L2 change is still at most 2 · norm_bound; with
   ``nonnegative``, each entry is also clamped at 0 and the change is √2 · norm_bound.
   :meth:`PrivateData.sums`: several such sums from one pass over the rows (an encoder's moments).
+  :meth:`PrivateData.structured_sum`: the same per-class sums as a method's structured path computes
+  them (a fused kernel, a factorised Kronecker product), released only when the handle's own sum of
+  the clipped per-row features agrees (DP-HP's sum kernel).
+* :meth:`PrivateData.kronecker_sum`: per-class sums of row-wise Kronecker products formed by the
+  handle from per-row factors it scales to norm ≤ 1 (DP-HP's product kernel): L2 change 2.
 * :meth:`PrivateData.select`: the exponential mechanism over candidate histograms, each scored by
   the L1 distance of its true counts from the method's (public) estimate, optionally weighted and
   offset by public constants: a replaced row moves each histogram by at most 2 in L1, so a score
@@ -184,6 +189,83 @@ class PrivateData:
         return [self._ledger.gaussian(total / rows if mean else total, sensitivity=sensitivity,
                                       noise_multiplier=noise_multiplier, what=what, rng=rng)
                 for what, total in zip(whats, totals or [])]
+
+    def structured_sum(self, what: str, features: Callable[[LabelledData], Any],
+                       class_sums: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
+                       rng: Any, mean: bool = False, chunk_rows: int | None = None,
+                       structured_chunk_rows: int | None = None) -> Any:
+        """The per-class sums of :meth:`sum` (``by_label``) as a method's structured path computes
+        them — ``class_sums(rows)``, C × d, e.g. a fused kernel or a factorised Kronecker product
+        that never forms per-row vectors — released only after the handle has checked them against
+        its own sums of the per-row ``features`` (row-wise, clipped to ``norm_bound``; in chunks of
+        ``chunk_rows``). Equal to 10⁻⁹ (round-off of a different summation order): the structured
+        value is released, so a method keeps its bits. A row above the bound: the handle's clipped
+        sum is released instead, with a caveat. Otherwise the query is refused. The sensitivity is
+        :meth:`sum`'s, 2·bound. ``structured_chunk_rows``: rows per ``class_sums`` call."""
+        n_classes = self.schema.n_classes
+        checked = None
+        most = 0.0
+        step = chunk_rows or max(self.n_rows, 1)
+        for start in range(0, self.n_rows, step):
+            chunk = self._chunk(start, step)
+            vectors = features(chunk)
+            if start == 0:
+                _check_row_wise(what, features, chunk, vectors)
+            most = max(most, float(_as_numpy(vectors).__pow__(2).sum(1).max(initial=0.0)) ** 0.5)
+            part = _label_sums(_clip_rows(vectors, norm_bound), chunk.y, n_classes)
+            checked = part if checked is None else checked + part
+        structured = None
+        step = structured_chunk_rows or max(self.n_rows, 1)
+        for start in range(0, self.n_rows, step):
+            part = class_sums(self._chunk(start, step))
+            structured = part if structured is None else structured + part
+        if most > norm_bound * (1 + 1e-9):
+            self._ledger.caveats.append(f"{what}: a row's features exceeded the norm bound {norm_bound:g} "
+                                        f"(largest {most:.6g}); the handle's clipped sum was released")
+            total = checked
+        else:
+            close = np.allclose(_as_numpy(structured), _as_numpy(checked), rtol=1e-9,
+                                atol=1e-12 * max(norm_bound, 1e-300) * max(self.n_rows, 1))
+            if not close:
+                raise NotRowWiseError(f"{what}: the structured class sums differ from the sums of the rows' own "
+                                      "features: class_sums must be Σ over each class's rows of features(row)")
+            total = structured
+        rows = self.n_rows if mean else 1
+        return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
+                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+
+    def kronecker_sum(self, what: str, factors: Callable[[LabelledData], Any], *, noise_multiplier: float, rng: Any,
+                      mean: bool = False, chunk_rows: int | None = None) -> Any:
+        """Per-class sums (C × F^k) of the rows' Kronecker products φ₁(x) ⊗ … ⊗ φ_k(x), from the
+        per-row factors ``factors(rows)`` (n × k × F, torch) the method gives: the handle scales
+        each factor to norm ≤ 1 and forms the sums itself in factorised form
+        (:func:`bench.privacy.kronecker.product_class_sums`), so each row's product has norm ≤ 1
+        (‖a ⊗ b‖ = ‖a‖·‖b‖) and the sensitivity is 2 (2/m as a mean) by construction — a product
+        kernel's release (DP-HP's) without an F^k-wide row. ``chunk_rows``: rows per pass."""
+        import torch
+
+        from bench.privacy.kronecker import product_class_sums
+
+        total = None
+        step = chunk_rows or max(self.n_rows, 1)
+        with torch.no_grad():
+            for start in range(0, self.n_rows, step):
+                chunk = self._chunk(start, step)
+                phi = factors(chunk)
+                if start == 0:
+                    _check_row_wise(what, lambda rows: _flat_rows([factors(rows)]), chunk, _flat_rows([phi]))
+                phi = phi / phi.norm(dim=-1, keepdim=True).clamp(min=1.0)  # a factor within the bound is untouched
+                labels = torch.as_tensor(chunk.y, device=phi.device)
+                part = product_class_sums(phi, labels, self.schema.n_classes)
+                total = part if total is None else total + part
+        rows = self.n_rows if mean else 1
+        return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(1.0, rows),
+                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+
+    def _chunk(self, start: int, step: int) -> LabelledData:
+        if start == 0 and step >= self.n_rows:
+            return self.__rows
+        return LabelledData(self.__rows.x[start : start + step], self.__rows.y[start : start + step], self.schema)
 
     def pair_distance_counts(self, what: str, features: Callable[[LabelledData], Any], *, thresholds: np.ndarray,
                              order: np.ndarray, noise_multiplier: float, rng: Any) -> np.ndarray:
