@@ -211,7 +211,7 @@ class PrivateData:
             vectors = features(chunk)
             if start == 0:
                 _check_row_wise(what, features, chunk, vectors)
-            most = max(most, float(_as_numpy(vectors).__pow__(2).sum(1).max(initial=0.0)) ** 0.5)
+            most = max(most, float(np.linalg.norm(_as_numpy(vectors), axis=1).max(initial=0.0)))
             part = _label_sums(_clip_rows(vectors, norm_bound), chunk.y, n_classes)
             checked = part if checked is None else checked + part
         structured = None
