@@ -23,7 +23,7 @@ from bench.core.params import PROFILES, parse_overrides
 from bench.core.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS
 from bench.harness import tracking
 from bench.harness.grid import GridError, expand, settable_fields, split_names
-from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, BudgetError, DeltaChoice, parse_epsilons
+from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, BudgetError, Delta, parse_epsilons
 from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
     DATA_DIR_VARIABLE,
     GRID_OPTIONS,
@@ -654,7 +654,7 @@ def command_audit(args: argparse.Namespace) -> int:
     (epsilon,) = parse_epsilons(args.eps) if "," not in args.eps else (None,)
     if epsilon is None:
         raise BudgetError("audit takes one ε, e.g. --eps 1")
-    delta = DeltaChoice.parse(args.delta).value
+    delta = Delta.parse(args.delta).value
     if delta is None:
         raise BudgetError("audit needs a numeric δ, e.g. --delta 1e-5")
     if args.runs < 20:

@@ -416,8 +416,8 @@ class DPHermite:
             if context.budget.is_private:
                 raise ValueError("dp-hp.length_scale_rule=median-heuristic reads the private rows without charging them "
                                  "(the seeds' code does); it is an ablation for --eps inf only")
-            train = data.rows(trusted="the seeds' median-heuristic length scales, an ε = ∞ ablation (refused at a finite ε)")
-            sum_l2 = prod_l2 = median_heuristic_sq(space.encode(train.x), context.rng("length scales"))
+            sum_l2 = prod_l2 = data.uncharged("the seeds' median-heuristic length scales", lambda rows: median_heuristic_sq(
+                space.encode(rows.x), context.rng("length scales")))
         else:
             sum_l2 = length_scales_sq(space, p.sum_length_sq)
             prod_l2 = length_scales_sq(space, p.prod_length_sq) if p.prod_length_sq is not None else sum_l2
@@ -450,10 +450,9 @@ class DPHermite:
             # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F): the handle
             # checks the kernel's class sums against the clipped per-row features and derives 2/m
             if unconditional:  # ε = ∞ only (refused above): every class's row holds the sum over all rows
-                train = data.rows(trusted="the seeds' unconditional product target, an ε = ∞ ablation")
-                z = encode(train)
-                embedding = embedding_sum(kernel.class_sums, z, torch.zeros(m, dtype=torch.long, device=device),
-                                          n_classes, elements_per_row) / m
+                embedding = data.uncharged("the seeds' unconditional product target", lambda rows: embedding_sum(
+                    kernel.class_sums, encode(rows), torch.zeros(m, dtype=torch.long, device=device), n_classes,
+                    elements_per_row)) / m
                 embedding = embedding[:1].expand_as(embedding).contiguous()
                 noisy = ledger.gaussian(embedding, sensitivity=replace_one_l2(1.0, rows=m), noise_multiplier=sigma,
                                         what=what, rng=noise_rng)

@@ -507,9 +507,9 @@ class DPMerf:
             if context.budget.is_private:
                 raise ValueError("dp-merf.length_scale_rule=median-heuristic reads the private rows without charging "
                                  "them (the authors' code does); it is an ablation for --eps inf only")
-            train = data.rows(trusted="the authors' median heuristic, an ε = ∞ ablation (refused at a finite ε)")
-            numerical_rows = space.encode(train.x)[:, space.numerical]
-            length_scales = np.full(len(space.numerical), median_distance(numerical_rows, context.rng("length scale")))
+            median = data.uncharged("the authors' median-heuristic length scale", lambda rows: median_distance(
+                space.encode(rows.x)[:, space.numerical], context.rng("length scale")))
+            length_scales = np.full(len(space.numerical), median)
         elif p.length_scale_rule == "dp-median" and len(space.numerical):
             diameter = float(np.linalg.norm(space.coordinate_ranges()))
             length_scales = np.full(len(space.numerical), dp_median_distance(

@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from bench.privacy.budget import BudgetError, DeltaChoice, PrivacyBudget, parse_epsilons
+from bench.privacy.budget import BudgetError, Delta, PrivacyBudget, parse_epsilons
 from bench.privacy.ledger import (
     GaussianRelease,
     PrivacyBudgetExceeded,
@@ -119,9 +119,9 @@ def test_epsilon_list_parsing():
 
 
 def test_delta_auto_uses_a_tenth_of_one_over_n_and_warns_when_delta_is_large():
-    assert DeltaChoice.parse("auto").resolve(1000) == pytest.approx(1e-4)
+    assert Delta.parse("auto").resolve(1000) == pytest.approx(1e-4)
     with pytest.warns(UserWarning, match="not below 1/n_train"):
-        DeltaChoice.parse("0.01").resolve(1000)
+        Delta.parse("0.01").resolve(1000)
 
 
 def test_the_accountants_are_objects_named_as_the_calibrator_choices():
@@ -136,3 +136,16 @@ def test_the_accountants_are_objects_named_as_the_calibrator_choices():
         for sigma, k in zip(accountant.split([(0.6, 1), (0.4, 3)], 1.0, 1e-5), (1, 3)):
             ledger.record(GaussianRelease("share", 1.0, sigma, k))
         assert ledger.epsilon_spent <= 1.0 * (1 + 1e-6)
+
+
+def test_delta_is_typed_with_one_text_codec():
+    from bench.privacy.budget import DeltaKind
+
+    for text, kind in (("1e-05", DeltaKind.FIXED), ("auto", DeltaKind.AUTO), ("none", DeltaKind.NOT_APPLICABLE)):
+        delta = Delta.parse(text)
+        assert delta.kind is kind and delta.text == text and Delta.parse(delta.text) == delta
+    assert Delta.parse("1e-5") == Delta.fixed(1e-5) and Delta.parse(1e-5).text == "1e-05"
+    assert Delta.not_applicable().resolve(100) == 0.0
+    for bad in ("0", "1", "-1e-5", "x"):
+        with pytest.raises(BudgetError):
+            Delta.parse(bad)

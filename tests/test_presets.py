@@ -16,7 +16,10 @@ from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
-def test_every_preset_expands_and_its_printed_commands_give_the_same_cells(name):
+def test_every_preset_expands_and_its_printed_commands_give_the_same_cells(name, monkeypatch):
+    from bench.harness.runargs import DATA_DIR_VARIABLE, grid_spec_from_argv
+
+    monkeypatch.delenv(DATA_DIR_VARIABLE, raising=False)
     preset = PRESETS[name]
     assert preset.grids and preset.experiment and preset.columns
     for grid in preset.grids:
@@ -25,6 +28,8 @@ def test_every_preset_expands_and_its_printed_commands_give_the_same_cells(name)
         argv = shlex.split(grid.command(preset.experiment))[3:]  # after "python -m bench"
         again, _ = expand(grid_spec_from_args(build_parser().parse_args(argv)))
         assert [c.key for c in again] == [c.key for c in cells]
+        # the typed spec survives its printed arguments unchanged (one codec, both ways)
+        assert grid_spec_from_argv(grid.spec().to_argv()) == grid.spec()
     # every published setup names a column of this preset
     headers = {header for header, _ in preset.columns}
     for setups in preset.published.values():

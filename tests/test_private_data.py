@@ -257,3 +257,18 @@ def _label_sums_torch(vectors, labels):
     import torch
 
     return torch.nn.functional.one_hot(torch.as_tensor(labels), 2).to(vectors.dtype).T @ vectors
+
+
+def test_an_uncharged_statistic_runs_at_infinite_epsilon_only_and_is_recorded():
+    from bench.privacy.budget import PrivacyBudget
+    from bench.privacy.ledger import PrivacyLedger
+    from bench.privacy.private_data import PrivateData
+
+    data = rows(n=50)
+    private = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    with pytest.raises(ValueError, match="--eps inf only"):
+        PrivateData(data, private).uncharged("a median", lambda r: pytest.fail("computed at a finite ε"))
+    assert private.trusted_reads == [] and private.releases == []
+    open_ledger = PrivacyLedger(PrivacyBudget.non_private())
+    assert PrivateData(data, open_ledger).uncharged("the row count", lambda r: len(r)) == 50
+    assert open_ledger.trusted_reads == ["ε = ∞, uncharged: the row count"]

@@ -1,6 +1,6 @@
-"""The README's method-adapter example is a complete method in ≤ 15 lines, as black formats it: it
-passes the conformance kit and runs in a grid through the plugin route, as written; an incomplete
-declaration is refused when it is made."""
+"""The README's method, evaluator and dataset examples are each complete in ≤ 15 lines, as black
+formats them: they pass their conformance kits and run in a grid through the plugin route, as
+written; an incomplete declaration is refused when it is made."""
 
 from __future__ import annotations
 
@@ -22,11 +22,71 @@ def readme_code() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_example_is_short_as_formatted():
-    code = readme_code()
+def readme_blocks(section: str) -> list[str]:
+    text = (REPO / "README.md").read_text().split(f"## {section}", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def evaluator_and_dataset_code() -> tuple[str, str]:
+    evaluator_code, dataset_code = readme_blocks("Adding an evaluator or a dataset")
+    return evaluator_code, dataset_code
+
+
+@pytest.mark.parametrize("which", ["method", "evaluator", "dataset"])
+def test_the_example_is_short_as_formatted(which):
+    code = {"method": readme_code(), "evaluator": evaluator_and_dataset_code()[0],
+            "dataset": evaluator_and_dataset_code()[1]}[which]
     assert len(code.splitlines()) <= 15
     black = pytest.importorskip("black")
     assert len(black.format_str(code, mode=black.Mode()).splitlines()) <= 15
+
+
+def test_incomplete_evaluator_and_dataset_declarations_are_refused_in_one_line():
+    from bench.core.contracts import DataKind, Schema
+    from bench.core.declare import dataset, evaluator
+    from bench.core.registry import RegistryError
+
+    with pytest.raises(RegistryError, match="'no-metrics' is incomplete") as refused:
+        evaluator("no-metrics", "declares no metric specs", kinds={DataKind.TABULAR}, metrics={"x": 1.0},
+                  register=False)(lambda *args: {})
+    assert "\n" not in str(refused.value)
+    with pytest.raises(RegistryError, match="'no-schema' is incomplete"):
+        dataset("no-schema", "a schema that is not one", schema="columns a, b", register=False)(lambda *a: None)
+    with pytest.raises(RegistryError, match="test_share"):
+        dataset("bad-share", "all rows held out", schema=Schema((), "y", ("a",)), test_share=1.0,
+                register=False)(lambda *a: None)
+
+
+def test_the_evaluator_and_dataset_examples_pass_their_kits(tmp_path, monkeypatch):
+    from bench.core.registry import DATASETS, EVALUATORS
+    from bench.testing import check_dataset, check_evaluator
+
+    evaluator_code, dataset_code = evaluator_and_dataset_code()
+    (tmp_path / "readme_plugins.py").write_text(evaluator_code + "\n" + dataset_code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = __import__("readme_plugins")
+        dataset_report = check_dataset(module.noisy_xor)
+        evaluator_report = check_evaluator(module.mean_gap, data_dir=DATA_DIR)
+        split = module.noisy_xor.load(None, 3)
+    finally:
+        EVALUATORS.unregister("mean-gap")
+        DATASETS.unregister("noisy-xor")
+        sys.modules.pop("readme_plugins", None)
+    assert dataset_report.passed == ["noisy-xor"] and evaluator_report.passed
+    assert (len(split.train), len(split.test)) == (1600, 400)  # all 2,000 rows, 20% held out by the seed
+    assert 0.3 < split.train.y.mean() < 0.7  # the label is the XOR of the signs, not a constant
+
+
+def test_the_evaluator_and_dataset_examples_run_in_a_grid(workdir, monkeypatch):
+    evaluator_code, dataset_code = evaluator_and_dataset_code()
+    (workdir / "plugins" / "readme_plugins.py").write_text(evaluator_code + "\n" + dataset_code)
+    monkeypatch.setenv("DPBENCH_PLUGINS", "readme_plugins")
+    result = run_cli("run", "--methods", "real,independent", "--datasets", "noisy-xor", "--eps", "1",
+                     "--evaluators", "mean-gap", "--no-progress")
+    assert result.returncode == 0, result.stdout + result.stderr
+    table = run_cli("table", "--metric", "mean-gap.gap")
+    assert table.returncode == 0 and "noisy-xor" in table.stdout, table.stdout + table.stderr
 
 
 def test_an_incomplete_declaration_is_refused_in_one_line():

@@ -26,7 +26,15 @@ if TYPE_CHECKING:  # typing only: importing the contracts must not import torch 
     from bench.privacy.private_data import PrivateData
 
 
-PROTOCOLS: tuple[str, ...] = ("sound", "paper")
+class RunProtocol(enum.StrEnum):
+    """Data and evaluation conventions of a run: ours (sound) or the seeds' (paper). A ``str``, so
+    a stored "paper" and ``RunProtocol.PAPER`` are equal and print the same."""
+
+    SOUND = "sound"
+    PAPER = "paper"
+
+
+PROTOCOLS: tuple[str, ...] = tuple(p.value for p in RunProtocol)
 
 P = TypeVar("P")  # a method's parameter dataclass
 

@@ -37,7 +37,7 @@ def run_cell(
     *,
     epsilon: float = 1.0,
     seed: int = 0,
-    delta: str = "1e-05",
+    delta: str | float = "1e-05",
     evaluators: Sequence[str] | None = None,
     profile: str = "paper",
     protocol: str = "sound",
@@ -58,7 +58,7 @@ def run_cell(
         evaluators=list(evaluators) if evaluators else None, profile=profile, protocol=protocol,
         overrides={method: dict(overrides)} if overrides else {}, device=device,
         evaluator_overrides={name: {k: str(v) for k, v in fields.items()} for name, fields in (eval_settings or {}).items()},
-        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
+        data_dir=Path(data_dir) if data_dir else None,
     )
     (cell,), _ = expand(spec)
     if evaluators is not None and not evaluators:

@@ -9,9 +9,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pathlib import Path
+
+from bench.core.contracts import RunProtocol
 from bench.core.errors import UsageError
-from bench.core.params import HyperParameterError, ResolvedParams, parse_like, unkeyed_parameters
+from bench.core.params import PROFILES, HyperParameterError, ResolvedParams, parse_like, unkeyed_parameters
 from bench.core.registry import DATASETS, EVALUATORS, METHODS
+from bench.privacy.budget import DEFAULT_DELTA_TARGET, Calibrator, Delta, epsilon_argument, epsilon_key, epsilon_text
 
 
 class GridError(UsageError, ValueError):
@@ -25,14 +29,14 @@ class Cell:
     method: str
     dataset: str
     epsilon: float  # inf for a non-private method or a non-private run of a private one
-    delta: str  # "auto" or a number; resolved against n_train in the worker
+    delta: Delta  # fixed, auto (resolved against n_train in the worker) or not applicable (ε = ∞)
     seed: int
     params: dict[str, Any]
     param_sources: dict[str, str]
     evaluators: tuple[str, ...]
     profile: str
-    calibrator: str
-    protocol: str = "sound"
+    calibrator: Calibrator
+    protocol: RunProtocol = RunProtocol.SOUND
     device: str = "cpu"
     data_dir: str | None = None
     evaluator_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # --eval-set, parsed
@@ -47,19 +51,28 @@ class Cell:
     # parameters logged but left out of the key (HyperParameters.added_later at their old value)
     unkeyed_params: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # typed once here, whichever edge built the cell (grid expansion, a stored config, the outbox)
+        object.__setattr__(self, "epsilon", float(self.epsilon))  # a stored config holds ∞ as "inf"
+        object.__setattr__(self, "delta", Delta.parse(self.delta))
+        object.__setattr__(self, "calibrator", Calibrator(self.calibrator))
+        object.__setattr__(self, "protocol", RunProtocol(self.protocol))
+        object.__setattr__(self, "evaluators", tuple(self.evaluators))
+        object.__setattr__(self, "unkeyed_params", tuple(self.unkeyed_params))
+
     @property
     def key(self) -> str:
         """Hash of what determines the result (not where it runs or where the data lies)."""
         identity = {
             "method": self.method,
             "dataset": self.dataset,
-            "epsilon": "inf" if math.isinf(self.epsilon) else repr(float(self.epsilon)),
-            "delta": self.delta,
+            "epsilon": epsilon_key(self.epsilon),
+            "delta": self.delta.text,
             "seed": self.seed,
             "params": {name: value for name, value in self.params.items() if name not in self.unkeyed_params},
             "evaluators": list(self.evaluators),
-            "calibrator": self.calibrator,
-            "protocol": self.protocol,
+            "calibrator": self.calibrator.value,
+            "protocol": self.protocol.value,
         }
         if self.evaluator_settings:  # only when given, so the keys of earlier runs stay the same
             identity["evaluator_settings"] = self.evaluator_settings
@@ -72,16 +85,16 @@ class Cell:
 
     @property
     def label(self) -> str:
-        eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:g}"
-        return f"{self.method}/{self.dataset}/ε={eps}/seed={self.seed}"
+        return f"{self.method}/{self.dataset}/ε={epsilon_text(self.epsilon)}/seed={self.seed}"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain JSON values (δ as its text, the enums as their values); ``from_dict`` reads it back."""
+        return {**asdict(self), "delta": self.delta.text, "calibrator": self.calibrator.value,
+                "protocol": self.protocol.value}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> "Cell":
-        return Cell(**{**data, "evaluators": tuple(data["evaluators"]),
-                       "unkeyed_params": tuple(data.get("unkeyed_params", ()))})
+        return Cell(**data)
 
 
 # More seeds than any table needs, and few enough to list the grid at once (a typo such as
@@ -106,6 +119,19 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(set(seeds))
 
 
+def seeds_argument(seeds: list[int]) -> str:
+    """``--seeds``' text for these seeds, runs of consecutive seeds as ranges: [0, 1, 2, 7] → ``0-2,7``."""
+    parts: list[str] = []
+    ordered = sorted(set(seeds))
+    start = 0
+    for i in range(1, len(ordered) + 1):
+        if i == len(ordered) or ordered[i] != ordered[i - 1] + 1:
+            first, last = ordered[start], ordered[i - 1]
+            parts.append(str(first) if first == last else f"{first}-{last}")
+            start = i
+    return ",".join(parts)
+
+
 def split_names(text: str, option: str = "the list") -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
@@ -115,21 +141,67 @@ def split_names(text: str, option: str = "the list") -> list[str]:
 
 @dataclass(frozen=True)
 class GridSpec:
+    """The typed run spec: what ``run`` is asked to do, built once at each edge (the command line,
+    a preset's grid, the Python API) and turned into cells by ``expand``. Plain values given to
+    the constructor (δ as text, a protocol name, a data folder as a string) are typed here, so
+    every edge ends in the same types; ``to_argv`` prints the ``run`` arguments that build the
+    same spec again (tested over every preset's grid)."""
+
     methods: list[str]
     datasets: list[str]
     epsilons: list[float]
     seeds: list[int]
-    delta: str = "1e-05"
+    delta: Delta = DEFAULT_DELTA_TARGET
     evaluators: list[str] | None = None  # None: every applicable evaluator
     profile: str = "paper"
-    calibrator: str = "tight"
-    protocol: str = "sound"
+    calibrator: Calibrator = Calibrator.TIGHT
+    protocol: RunProtocol = RunProtocol.SOUND
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)
-    device: str = "cpu"
-    data_dir: str | None = None
+    device: str = "auto"  # as ``run --device``: cuda when present
+    data_dir: Path | None = None
     evaluator_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # --eval-set
     secure_noise: bool = False
     threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise GridError(f"unknown profile {self.profile!r}; choose one of {', '.join(PROFILES)}")
+        try:
+            object.__setattr__(self, "calibrator", Calibrator(self.calibrator))
+        except ValueError:
+            raise GridError(f"unknown calibrator {self.calibrator!r}; choose one of {', '.join(Calibrator)}") from None
+        try:
+            object.__setattr__(self, "protocol", RunProtocol(self.protocol))
+        except ValueError:
+            raise GridError(f"unknown protocol {self.protocol!r}; choose one of {', '.join(RunProtocol)}") from None
+        object.__setattr__(self, "delta", Delta.parse(self.delta))
+        object.__setattr__(self, "epsilons", [float(e) for e in self.epsilons])
+        object.__setattr__(self, "data_dir", Path(self.data_dir).resolve() if self.data_dir else None)
+
+    def to_argv(self) -> list[str]:
+        """``python -m bench run``'s arguments for this spec (without --experiment and the execution
+        options); ``grid_spec_from_argv`` reads them back into an equal spec."""
+        argv = ["--methods", ",".join(self.methods), "--datasets", ",".join(self.datasets),
+                "--eps", epsilon_argument(self.epsilons), "--seeds", seeds_argument(self.seeds)]
+        defaults = GridSpec([], [], [], [])
+        for option, value in (("--delta", self.delta.text), ("--profile", self.profile),
+                              ("--calibrator", self.calibrator.value), ("--protocol", self.protocol.value)):
+            if value != str(getattr(defaults, option[2:])):
+                argv += [option, value]
+        if self.evaluators:
+            argv += ["--evaluators", ",".join(self.evaluators)]
+        for flag, overrides in (("--set", self.overrides), ("--eval-set", self.evaluator_overrides)):
+            for owner, values in overrides.items():
+                argv += [a for name, value in values.items() for a in (flag, f"{owner}.{name}={value}")]
+        if self.secure_noise:
+            argv.append("--secure-noise")
+        if self.threads != 1:
+            argv += ["--threads", str(self.threads)]
+        if self.device != "auto":
+            argv += ["--device", self.device]
+        if self.data_dir is not None:
+            argv += ["--data-dir", str(self.data_dir)]
+        return argv
 
 
 def configured(evaluator: Any, settings: dict[str, Any]) -> Any:
@@ -235,7 +307,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             method=method.name,
                             dataset=dataset.name,
                             epsilon=epsilon,
-                            delta=spec.delta if method.private and math.isfinite(epsilon) else "none",
+                            delta=spec.delta if method.private and math.isfinite(epsilon) else Delta.not_applicable(),
                             seed=seed,
                             params=dict(resolved.values),
                             param_sources=dict(resolved.sources),
@@ -245,7 +317,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             secure_noise=spec.secure_noise,
                             protocol=spec.protocol,
                             device=spec.device,
-                            data_dir=spec.data_dir,
+                            data_dir=str(spec.data_dir) if spec.data_dir else None,
                             evaluator_settings=_cell_evaluator_settings(chosen_evaluators, evaluators, spec.profile, settings),
                             threads=spec.threads,
                             lendable=dataset.kind in getattr(method, "thread_invariant_kinds", frozenset()),

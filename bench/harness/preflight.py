@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from bench.harness.grid import Cell, GridError
+from bench.privacy.budget import DeltaKind
 
 
 def check_device(cells: Iterable[Cell]) -> None:
@@ -30,8 +31,6 @@ def check_data(cells: Iterable[Cell]) -> None:
     """Load every (dataset, data folder, protocol) of ``cells`` once. Data file errors propagate
     (``DataFileError``: one line, exit code 2); warnings (clipped values, δ ≥ 1/n) are shown."""
     from bench.core.registry import DATASETS
-    from bench.privacy.budget import DeltaChoice
-
     checked: dict[tuple, int] = {}
     for cell in cells:
         where = (cell.dataset, cell.data_dir, cell.protocol)
@@ -40,10 +39,10 @@ def check_data(cells: Iterable[Cell]) -> None:
             checked[where] = len(split.train)
             del split
         n_train = checked[where]
-        if math.isfinite(cell.epsilon) and cell.delta not in ("none",):
+        if math.isfinite(cell.epsilon) and cell.delta.kind is not DeltaKind.NOT_APPLICABLE:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                DeltaChoice.parse(cell.delta).resolve(n_train)
+                cell.delta.resolve(n_train)
             for warning in caught:
                 where_text = f"{cell.dataset} (n_train = {n_train})"
                 note = f"warning: {where_text}: {warning.message}"

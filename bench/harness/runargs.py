@@ -16,7 +16,7 @@ from bench.core.params import PROFILES, parse_overrides
 from bench.core.registry import EVALUATORS
 from bench.harness import tracking
 from bench.harness.grid import GridError, GridSpec, parse_seeds, split_names
-from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, DeltaChoice, parse_epsilons
+from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, Delta, DeltaKind, parse_epsilons
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
@@ -119,7 +119,9 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
         raise GridError(f"--evaluators {args.evaluators!r} names no evaluator: drop the option to run every applicable "
                         "one, or name some (see `python -m bench list evaluators`)")
     epsilons = parse_epsilons(args.eps)
-    delta = DeltaChoice.parse(args.delta)
+    delta = Delta.parse(args.delta)
+    if delta.kind is DeltaKind.NOT_APPLICABLE:
+        raise GridError("--delta none: δ is a number in (0, 1) or auto; for a run without privacy use --eps inf")
     methods = split_names(args.methods)
     evaluator_names = split_names(args.evaluators) if args.evaluators else EVALUATORS.names()
     data_dir = getattr(args, "data_dir", None)
@@ -128,7 +130,7 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
         datasets=split_names(args.datasets),
         epsilons=epsilons,
         seeds=parse_seeds(args.seeds),
-        delta=str(delta),
+        delta=delta,
         evaluators=split_names(args.evaluators) if args.evaluators else None,
         profile=args.profile,
         calibrator=args.calibrator,
@@ -137,7 +139,7 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
         overrides=parse_overrides(args.overrides, methods),
         evaluator_overrides=parse_overrides(args.evaluator_overrides, evaluator_names, "--eval-set", "--evaluators"),
         device=getattr(args, "device", "auto"),
-        data_dir=str(Path(data_dir).resolve()) if data_dir else None,
+        data_dir=Path(data_dir) if data_dir else None,
         threads=getattr(args, "threads", 1),
     )
 

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from bench.core.errors import UsageError
 from bench.harness.grid import Cell
 from bench.harness.worker import Outcome
+from bench.privacy.budget import epsilon_key
 
 DEFAULT_EXPERIMENT = "dpbench"
 PACKAGES = ("torch", "numpy", "autodp", "opacus", "scikit-learn", "xgboost", "pandas", "mlflow", "pytorch-fid")
@@ -241,12 +242,12 @@ def cell_params(cell: Cell) -> dict[str, str]:
     params = {
         "method": cell.method,
         "dataset": cell.dataset,
-        "epsilon": "inf" if math.isinf(cell.epsilon) else repr(float(cell.epsilon)),
-        "delta": cell.delta,
+        "epsilon": epsilon_key(cell.epsilon),
+        "delta": cell.delta.text,
         "seed": str(cell.seed),
         "profile": cell.profile,
-        "calibrator": cell.calibrator,
-        "protocol": cell.protocol,
+        "calibrator": cell.calibrator.value,
+        "protocol": cell.protocol.value,
         "evaluators": ",".join(cell.evaluators),
         "threads": str(cell.threads),
     }

@@ -259,7 +259,7 @@ def execute(
     """Run the cell and write its artifacts; never raises (errors become a FAILED outcome)."""
     import torch
 
-    from bench.privacy.budget import DeltaChoice, PrivacyBudget
+    from bench.privacy.budget import PrivacyBudget
     from bench.harness.grid import Cell, configured
     from bench.harness.samples import SAMPLE_FILE, save_synthetic
     from bench.core.contracts import EvalContext, FitContext
@@ -290,7 +290,7 @@ def execute(
         outcome.params.update(n_train=len(split.train), n_test=len(split.test))
 
         if math.isfinite(cell.epsilon):
-            budget = PrivacyBudget(cell.epsilon, DeltaChoice.parse(cell.delta).resolve(len(split.train)))
+            budget = PrivacyBudget(cell.epsilon, cell.delta.resolve(len(split.train)))
         else:
             budget = PrivacyBudget.non_private()
         outcome.params["delta_resolved"] = budget.delta

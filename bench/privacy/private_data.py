@@ -29,6 +29,9 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
 * :meth:`PrivateData.dp_sgd`: a charged DP-SGD phase whose batches, per-sample clipping and noise the
   handle runs (:mod:`bench.privacy.dp_sgd`): a replaced row moves one step's clipped sum by at
   most 2 · the clipping norm, amplified by the phase's Poisson sampling (DP-GAN, DP-CGAN).
+* :meth:`PrivateData.uncharged`: a statistic of the rows, exact, for a run without privacy (ε = ∞)
+  only — refused at any finite ε; recorded as a trusted read (the seeds' uncharged heuristics, as
+  labelled ablations). The method passes the function; it never holds the rows.
 * :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
@@ -47,11 +50,13 @@ benchmark; the datasets' caveats say where it is not).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
 from bench.core.contracts import LabelledData, Schema
+
+T = TypeVar("T")
 from bench.privacy.releases import (
     COUNT_L1_SENSITIVITY,
     COUNT_L2_SENSITIVITY,
@@ -310,6 +315,17 @@ class PrivateData:
         if keep:
             self.__histograms[query] = histogram
         return histogram
+
+    def uncharged(self, what: str, statistic: "Callable[[LabelledData], T]") -> "T":
+        """``statistic(rows)``, exact, in a run without privacy only: at a finite ε this raises
+        (nothing is computed). For the seeds' uncharged statistics of the private rows (median
+        heuristics, an unconditional target), run as labelled ε = ∞ ablations; the ledger records
+        ``what`` among its trusted reads."""
+        if self._ledger.budget.is_private:
+            raise ValueError(f"{what} is a statistic of the private rows without privacy; it runs at --eps inf "
+                             "only (an ablation), not at a finite ε")
+        self._ledger.trusted_reads.append(f"ε = ∞, uncharged: {what}")
+        return statistic(self.__rows)
 
     def rows(self, trusted: str) -> LabelledData:
         """The raw rows. ``trusted`` says why this use is sound (a non-private method; a

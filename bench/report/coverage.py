@@ -18,10 +18,10 @@ no cell of, e.g. Table 7's private columns, which are Table 2's).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from bench.core.registry import DATASETS, METHODS, RegistryError
+from bench.privacy.budget import epsilon_text
 from bench.report.presets import NOT_IN_MIRROR, Preset, grid_cells
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
@@ -37,7 +37,7 @@ class Setup:
 
     @property
     def column(self) -> str:
-        return f"{self.method} ε={'∞' if math.isinf(self.epsilon) else f'{self.epsilon:g}'}"
+        return f"{self.method} ε={epsilon_text(self.epsilon)}"
 
 
 @dataclass(frozen=True)

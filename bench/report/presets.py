@@ -42,24 +42,27 @@ class Grid:
     sets: tuple[str, ...] = ()  # --set METHOD.PARAM=VALUE
     eval_sets: tuple[str, ...] = ()  # --eval-set EVALUATOR.SETTING=VALUE
 
-    def arguments(self, experiment: str, *, methods=None, datasets=None, eps=None, seeds=None) -> list[str]:
-        """The command-line arguments of this grid, optionally narrowed (one missing cell)."""
-        methods = tuple(methods or self.methods)
-        args = ["--methods", ",".join(methods), "--datasets", ",".join(datasets or self.datasets),
-                "--eps", eps or self.eps, "--seeds", seeds or self.seeds]
-        defaults = Grid((), (), "")
-        for option, value in (("--protocol", self.protocol), ("--profile", self.profile),
-                              ("--calibrator", self.calibrator), ("--delta", self.delta)):
-            if value != getattr(defaults, option[2:]):
-                args += [option, value]
-        if self.evaluators:
-            args += ["--evaluators", ",".join(self.evaluators)]
-        for item in self.sets:
-            if item.split(".", 1)[0] in methods:  # --set must name a method of --methods
-                args += ["--set", item]
-        for item in self.eval_sets:
-            args += ["--eval-set", item]
-        return args + ["--experiment", experiment]
+    def spec(self, *, methods=None, datasets=None, eps=None, seeds=None) -> Any:
+        """This grid as the typed run spec (``bench.harness.grid.GridSpec``), optionally narrowed
+        (one missing cell). ``--set`` items of methods not in the grid are dropped."""
+        from bench.core.params import parse_overrides
+        from bench.harness.grid import GridSpec, parse_seeds
+        from bench.privacy.budget import parse_epsilons
+
+        methods = list(methods or self.methods)
+        return GridSpec(
+            methods=methods, datasets=list(datasets or self.datasets), epsilons=parse_epsilons(eps or self.eps),
+            seeds=parse_seeds(seeds or self.seeds), delta=self.delta, profile=self.profile,
+            calibrator=self.calibrator, protocol=self.protocol,
+            evaluators=list(self.evaluators) if self.evaluators else None,
+            overrides=parse_overrides([s for s in self.sets if s.split(".", 1)[0] in methods], methods),
+            evaluator_overrides=parse_overrides(list(self.eval_sets), [s.split(".", 1)[0] for s in self.eval_sets],
+                                                "--eval-set", "--evaluators"),
+        )
+
+    def arguments(self, experiment: str, **narrow: Any) -> list[str]:
+        """The ``run`` arguments of this grid (``spec(**narrow).to_argv()``) and its experiment."""
+        return [*self.spec(**narrow).to_argv(), "--experiment", experiment]
 
     def command(self, experiment: str, **narrow: Any) -> str:
         return "python -m bench run " + " ".join(shlex.quote(a) for a in self.arguments(experiment, **narrow))
@@ -569,12 +572,11 @@ def get_preset(name: str) -> Preset:
 
 
 def grid_cells(grid: Grid, experiment: str, seeds: str | None = None) -> list:
-    """The cells of one grid, expanded by the same parser and code as ``bench run`` itself, so a
-    printed command and the cells it is said to run cannot disagree."""
+    """The cells of one grid, expanded by the same code as ``bench run`` itself from the same typed
+    spec its printed command reads back into (tests/test_presets.py), so the two cannot disagree."""
     from bench.harness.grid import expand
-    from bench.harness.runargs import grid_spec_from_argv
 
-    cells, _ = expand(grid_spec_from_argv(grid.arguments(experiment, seeds=seeds)))
+    cells, _ = expand(grid.spec(seeds=seeds))
     return cells
 
 

@@ -30,6 +30,7 @@ from bench.report.presets import (
 from bench.report.coverage import counted_presets, matrix_rows, setup_coverage, totals
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
+from bench.privacy.budget import epsilon_argument
 from bench.report.tables import (
     CELL_LEGEND, FEW_SEEDS_MARK, TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
 )
@@ -88,8 +89,8 @@ def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]
                 groups.setdefault((cell.method, cell.dataset, cell.epsilon), []).append(cell.seed)
                 keys.setdefault((cell.method, cell.dataset, cell.epsilon), cell_cost_key(cell))
         for (method, dataset, epsilon), seeds in groups.items():
-            eps = "inf" if math.isinf(epsilon) else f"{epsilon:g}"  # a non-private method runs at ∞ whatever --eps says
-            command = grid.command(preset.experiment, methods=[method], datasets=[dataset], eps=eps,
+            # a non-private method runs at ∞ whatever --eps says
+            command = grid.command(preset.experiment, methods=[method], datasets=[dataset], eps=epsilon_argument([epsilon]),
                                    seeds=",".join(str(s) for s in sorted(seeds)))
             missing.append(MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command,
                                         keys[(method, dataset, epsilon)]))

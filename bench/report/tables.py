@@ -28,7 +28,7 @@ from bench.report.stats import marks, one_sample, paired
 from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
 from bench.core.registry import EVALUATORS, METHODS, RegistryError
-from bench.privacy.budget import DEFAULT_DELTA
+from bench.privacy.budget import DEFAULT_DELTA, epsilon_text
 
 
 
@@ -116,10 +116,6 @@ def with_added_later(params: dict[str, str]) -> dict[str, str]:
     except (RegistryError, AttributeError):
         return params
     return {**{f"hp.{name}": str(old) for name, old in added.items() if f"hp.{name}" not in params}, **params}
-
-
-def epsilon_text(epsilon: float) -> str:
-    return "∞" if math.isinf(epsilon) else f"{epsilon:g}"
 
 
 def render_run_list(frame: pd.DataFrame, method: str | None = None, dataset: str | None = None) -> str:

@@ -1,0 +1,118 @@
+"""Runs the DP-MERF authors' own code on adult for many seeds, to set our seed spread beside theirs.
+
+    python benchmarks/authors_seeds.py [--repeats 15] [--scratch /tmp/authors-seeds] [--out docs/measurements]
+
+Issue 28 compares our DP-MERF adult mean over five seeds with the authors' code over five seeds
+(0.657 ± 0.024). Both spreads are wide (seed-sds 0.03–0.07), so whether there is a gap at all is a
+question for more seeds, on both sides. This script runs their
+``code_tab/single_generator_priv_all.py --dataset adult --private 1 --epochs 8000 --batch 0.1
+--num_features 1000 --undersample 0.4 --repeat N`` (DP-MERF (arXiv:2002.11603) Table 4's adult row:
+8,000 Adam steps, batch 0.1·n, 1,000 features, 0.4 of ``<=50K`` kept; all 12 classifiers) on the
+rows our ``adult-sdgym`` dataset reads (SDGym's 22,561-row adult, its codes), with the shims of
+``benchmarks/versus_authors.py`` (listed there; none changes a computation). Their script runs
+seeds 0 … N−1 in one process (``seed_number = ii``: their split, their torch and numpy seeds);
+after each repetition it prints "roc mean across methods" and "prc mean across methods" (the
+mean over the 12 classifiers of the hard-label ROC and PRC, DP-MERF Table 1's metric), which
+this script collects per seed.
+
+Writes ``authors_dpmerf_adult_seeds_<date>.json`` (per-seed ROC/PRC, the command, the machine)
+and a short Markdown summary beside it. Their code logs to no store, so its numbers are quoted
+from this file, not from MLflow. One thread (``OMP_NUM_THREADS=1``, ``torch.set_num_threads(1)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from versus_authors import THEIRS_DPMERF, prepare  # noqa: E402
+
+REPETITION = re.compile(r"Repetition:\s+(\d+)")
+ROC = re.compile(r"roc mean across methods is ([0-9.]+)")
+PRC = re.compile(r"prc mean across methods is ([0-9.]+)")
+
+THEIR_ARGUMENTS = ["--dataset", "adult", "--private", "1", "--epochs", "8000", "--batch", "0.1",
+                   "--num_features", "1000", "--undersample", "0.4"]
+
+
+def per_seed(log: str) -> dict[int, dict[str, float]]:
+    """Each repetition's (seed's) mean ROC and PRC over the 12 classifiers, from their output."""
+    seeds: dict[int, dict[str, float]] = {}
+    current = None
+    for line in log.splitlines():
+        if match := REPETITION.search(line):
+            current = int(match.group(1))
+        elif current is not None and (match := ROC.search(line)):
+            seeds.setdefault(current, {})["roc"] = float(match.group(1))
+        elif current is not None and (match := PRC.search(line)):
+            seeds.setdefault(current, {})["prc"] = float(match.group(1))
+    return seeds
+
+
+def summary(seeds: dict[int, dict[str, float]]) -> dict[str, float]:
+    rocs = [seeds[s]["roc"] for s in sorted(seeds) if "roc" in seeds[s]]
+    prcs = [seeds[s]["prc"] for s in sorted(seeds) if "prc" in seeds[s]]
+    out = {"n": len(rocs)}
+    if len(rocs) >= 2:
+        out.update(roc_mean=statistics.mean(rocs), roc_sd=statistics.stdev(rocs), roc_min=min(rocs),
+                   prc_mean=statistics.mean(prcs), prc_sd=statistics.stdev(prcs))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=15, help="seeds 0 … N−1 (default 15)")
+    parser.add_argument("--scratch", type=Path, default=Path("/tmp/authors-seeds"))
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "measurements")
+    args = parser.parse_args()
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    setup = prepare(args.scratch, steps=8000, only="dpmerf")
+    env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dpmerf_code}"}
+    argv = [sys.executable, "-u", "-c", THEIRS_DPMERF, *THEIR_ARGUMENTS, "--repeat", str(args.repeats)]
+    log_path = args.scratch / "authors_dpmerf_adult.log"
+    start = time.perf_counter()
+    with open(log_path, "w") as log:
+        code = subprocess.run(argv, cwd=setup.dpmerf_code, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    seconds = time.perf_counter() - start
+    seeds = per_seed(log_path.read_text())
+    if code != 0 or not seeds:
+        print(f"their script failed (exit {code}); see {log_path}", file=sys.stderr)
+        return 1
+    stamp = datetime.now(timezone.utc)
+    record = {
+        "what": "DP-MERF authors' code, adult (SDGym rows), claimed (1, 1e-5), DP-MERF Table 1 protocol",
+        "command": "single_generator_priv_all.py " + " ".join(THEIR_ARGUMENTS) + f" --repeat {args.repeats}",
+        "reproduce": f"python benchmarks/authors_seeds.py --repeats {args.repeats}",
+        "notes": setup.notes,
+        "seeds": {str(s): v for s, v in sorted(seeds.items())},
+        "summary": summary(seeds),
+        "wall_seconds": round(seconds, 1),
+        "date": stamp.isoformat(timespec="seconds"),
+        "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    base = args.out / f"authors_dpmerf_adult_seeds_{stamp:%Y-%m-%d}"
+    base.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+    s = record["summary"]
+    lines = [f"# {record['what']}", "", f"`{record['reproduce']}` ({seconds / 60:.0f} min, one thread)", "",
+             "| seed | ROC | PRC |", "|---|---|---|"]
+    lines += [f"| {k} | {v.get('roc', float('nan')):.3f} | {v.get('prc', float('nan')):.3f} |" for k, v in sorted(seeds.items())]
+    if "roc_mean" in s:
+        lines += ["", f"ROC {s['roc_mean']:.3f} ± {s['roc_sd']:.3f} (sd, n = {s['n']}), lowest {s['roc_min']:.3f}; "
+                  f"PRC {s['prc_mean']:.3f} ± {s['prc_sd']:.3f}"]
+    base.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
