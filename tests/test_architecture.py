@@ -139,3 +139,38 @@ def test_citations_point_at_the_papers_not_at_notes_outside_the_repository():
     found = [f"{p.relative_to(REPO)}:{i}" for p in files for i, line in enumerate(p.read_text().splitlines(), 1)
              if pattern.search(line)]
     assert found == []
+
+
+# Continuous random draws are how DP noise is made; in the methods they may only be the public
+# randomness listed here (why each is not a release's noise). Every DP noise sample comes from the
+# ledger (bench/privacy/ledger.py) through the private-data handle.
+NOISE_DRAWS = {"normal", "normal_", "randn", "randn_like", "standard_normal", "laplace", "exponential", "gumbel"}
+PUBLIC_DRAWS = {
+    ("dp_gan.py", "_fake_batch"): "the generator's latent input",
+    ("nets.py", "forward"): "the generators' latent input",
+    ("dp_merf.py", "draw_frequencies"): "random Fourier feature frequencies, drawn before any row is read",
+}
+
+
+# mbi's synthetic_data draws from numpy's global generator: seeded from the run, its state restored
+GLOBAL_GENERATOR_USES = {("pgm.py", "model_marginals"), ("pgm.py", "sample")}
+
+
+def test_no_method_draws_noise_outside_the_ledger_or_from_numpy_s_global_generator():
+    found = {}
+    for path in sorted((REPO / "methods").glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                    continue
+                called = ast.unparse(node.func)
+                global_generator = ast.unparse(node.func.value) in ("np.random", "numpy.random") and node.func.attr not in (
+                    "default_rng", "Generator", "SeedSequence", "PCG64")
+                assert not global_generator or (path.name, function.name) in GLOBAL_GENERATOR_USES, (
+                    f"{path.name}:{node.lineno} {called}: numpy's global generator")
+                if node.func.attr in NOISE_DRAWS:
+                    found.setdefault((path.name, function.name), []).append(node.lineno)
+    unexpected = {where: lines for where, lines in found.items() if where not in PUBLIC_DRAWS}
+    assert not unexpected, f"noise drawn outside the ledger (route it through data/ledger queries): {unexpected}"
+    assert set(found) == set(PUBLIC_DRAWS), "a listed public draw is gone: drop it from PUBLIC_DRAWS"
