@@ -1,6 +1,7 @@
-"""Runs the DP-MERF authors' own code on adult for many seeds, to set our seed spread beside theirs.
+"""Runs the DP-MERF and DP-HP authors' own code on adult for many seeds, to set our seed spread beside theirs.
 
-    python benchmarks/authors_seeds.py [--repeats 15] [--scratch /tmp/authors-seeds] [--out docs/measurements]
+    python benchmarks/authors_seeds.py [--method dpmerf|dphp] [--repeats 15] [--scratch /tmp/authors-seeds]
+                                       [--out docs/measurements]
 
 Issue 28 compares our DP-MERF adult mean over five seeds with the authors' code over five seeds
 (0.657 ± 0.024). Both spreads are wide (seed-sds 0.03–0.07), so whether there is a gap at all is a
@@ -15,7 +16,16 @@ after each repetition it prints "roc mean across methods" and "prc mean across m
 mean over the 12 classifiers of the hard-label ROC and PRC, DP-MERF Table 1's metric), which
 this script collects per seed.
 
-Writes ``authors_dpmerf_adult_seeds_<date>.json`` (per-seed ROC/PRC, the command, the machine)
+``--method dphp``: their ``dp_mehp/run_sum_prod_kernel_tabular_data.py --data-name adult
+--is-private 1`` (its in-file adult grid: ε = 1, batch 0.1, sum order 100, product order 5 on 5
+dimensions, γ 0.1, 20 epochs, 0.4 undersampling; DP-HP (arXiv:2106.05042) Table 2's adult cell)
+on the ``adult.p`` the authors' logs evidence (our ``adult-dphp-logs`` rows, every column
+z-scored; written by ``benchmarks/versus_authors.py``), in a copy whose one line
+``repetitions = 5 # seed: 0 to 4`` reads ``repetitions = N`` (seeds 0 … N−1). Their
+``test_models`` is wrapped, unchanged, to print the mean over the 12 classifiers of the ROC and
+PRC it returns (each classifier's best variant on the test set: DP-HP Table 2's number).
+
+Writes ``authors_<method>_adult_seeds_<date>.json`` (per-seed ROC/PRC, the command, the machine)
 and a short Markdown summary beside it. Their code logs to no store, so its numbers are quoted
 from this file, not from MLflow. One thread (``OMP_NUM_THREADS=1``, ``torch.set_num_threads(1)``).
 """
@@ -34,7 +44,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from versus_authors import THEIRS_DPMERF, prepare  # noqa: E402
+from reference_dphp_adult import SHIMS as DPHP_SHIMS  # noqa: E402
+from versus_authors import DPHP_REPETITIONS_LINE, THEIRS_DPMERF, prepare  # noqa: E402
 
 REPETITION = re.compile(r"Repetition:\s+(\d+)")
 ROC = re.compile(r"roc mean across methods is ([0-9.]+)")
@@ -42,6 +53,28 @@ PRC = re.compile(r"prc mean across methods is ([0-9.]+)")
 
 THEIR_ARGUMENTS = ["--dataset", "adult", "--private", "1", "--epochs", "8000", "--batch", "0.1",
                    "--num_features", "1000", "--undersample", "0.4"]
+
+DPHP_REPEATED = "run_sum_prod_kernel_tabular_data_seeds.py"
+# their test_models, unchanged, with the mean of what it returns printed after each call
+DPHP_REPORTER = """import numpy as _np, all_aux_files_tab_data as _aux
+_test_models = _aux.test_models
+def _reported_test_models(*args, **kwargs):
+    roc, prc = _test_models(*args, **kwargs)
+    print(f"roc mean across methods is {_np.mean(roc):.6f}")
+    print(f"prc mean across methods is {_np.mean(prc):.6f}", flush=True)
+    return roc, prc
+_aux.test_models = _reported_test_models
+"""
+THEIRS_DPHP = "import torch\ntorch.set_num_threads(1)\n" + DPHP_SHIMS.replace(
+    'runpy.run_path("run_sum_prod_kernel_tabular_data.py"', f'runpy.run_path("{DPHP_REPEATED}"').replace(
+    "sys.argv = [", DPHP_REPORTER + "sys.argv = [")
+assert DPHP_REPEATED in THEIRS_DPHP and "_reported_test_models" in THEIRS_DPHP
+
+WHAT = {
+    "dpmerf": "DP-MERF authors' code, adult (SDGym rows), claimed (1, 1e-5), DP-MERF Table 1 protocol (hard-label ROC)",
+    "dphp": "DP-HP authors' code, adult (adult.data z-scored, as their logs evidence), (1, 1e-5), DP-HP Table 2 "
+            "protocol (each classifier's best variant on the test set)",
+}
 
 
 def per_seed(log: str) -> dict[int, dict[str, float]]:
@@ -70,18 +103,29 @@ def summary(seeds: dict[int, dict[str, float]]) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--method", choices=("dpmerf", "dphp"), default="dpmerf")
     parser.add_argument("--repeats", type=int, default=15, help="seeds 0 … N−1 (default 15)")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/authors-seeds"))
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "measurements")
     args = parser.parse_args()
     args.scratch.mkdir(parents=True, exist_ok=True)
-    setup = prepare(args.scratch, steps=8000, only="dpmerf")
-    env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dpmerf_code}"}
-    argv = [sys.executable, "-u", "-c", THEIRS_DPMERF, *THEIR_ARGUMENTS, "--repeat", str(args.repeats)]
-    log_path = args.scratch / "authors_dpmerf_adult.log"
+    setup = prepare(args.scratch, steps=8000, only=args.method)
+    if args.method == "dpmerf":
+        env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dpmerf_code}"}
+        argv = [sys.executable, "-u", "-c", THEIRS_DPMERF, *THEIR_ARGUMENTS, "--repeat", str(args.repeats)]
+        cwd, command = setup.dpmerf_code, "single_generator_priv_all.py " + " ".join(THEIR_ARGUMENTS) + f" --repeat {args.repeats}"
+    else:
+        source = (setup.dphp_code / "run_sum_prod_kernel_tabular_data.py").read_text()
+        if source.count(DPHP_REPETITIONS_LINE) != 1:
+            raise SystemExit(f"DP-HP's script no longer has the line {DPHP_REPETITIONS_LINE!r} once")
+        (setup.dphp_code / DPHP_REPEATED).write_text(source.replace(DPHP_REPETITIONS_LINE, f"repetitions = {args.repeats}"))
+        env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dphp_code}"}
+        argv = [sys.executable, "-u", "-c", THEIRS_DPHP]
+        cwd, command = setup.dphp_code, f"run_sum_prod_kernel_tabular_data.py --data-name adult --is-private 1 (repetitions = {args.repeats})"
+    log_path = args.scratch / f"authors_{args.method}_adult.log"
     start = time.perf_counter()
     with open(log_path, "w") as log:
-        code = subprocess.run(argv, cwd=setup.dpmerf_code, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        code = subprocess.run(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
     seconds = time.perf_counter() - start
     seeds = per_seed(log_path.read_text())
     if code != 0 or not seeds:
@@ -89,9 +133,9 @@ def main() -> int:
         return 1
     stamp = datetime.now(timezone.utc)
     record = {
-        "what": "DP-MERF authors' code, adult (SDGym rows), claimed (1, 1e-5), DP-MERF Table 1 protocol",
-        "command": "single_generator_priv_all.py " + " ".join(THEIR_ARGUMENTS) + f" --repeat {args.repeats}",
-        "reproduce": f"python benchmarks/authors_seeds.py --repeats {args.repeats}",
+        "what": WHAT[args.method],
+        "command": command,
+        "reproduce": f"python benchmarks/authors_seeds.py --method {args.method} --repeats {args.repeats}",
         "notes": setup.notes,
         "seeds": {str(s): v for s, v in sorted(seeds.items())},
         "summary": summary(seeds),
@@ -100,7 +144,7 @@ def main() -> int:
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    base = args.out / f"authors_dpmerf_adult_seeds_{stamp:%Y-%m-%d}"
+    base = args.out / f"authors_{args.method}_adult_seeds_{stamp:%Y-%m-%d}"
     base.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
     s = record["summary"]
     lines = [f"# {record['what']}", "", f"`{record['reproduce']}` ({seconds / 60:.0f} min, one thread)", "",

@@ -311,3 +311,24 @@ def test_a_table_title_names_the_median_where_its_cells_are_medians():
     assert statistic_legend(["nll.mean"]) == "median [IQR] (seeds)"
     assert statistic_legend(["downstream.roc_auc"]) == "mean ± sd [95% CI] (seeds)"
     assert "median [IQR] for nll.mean" in statistic_legend(["downstream.roc_auc", "nll.mean"])
+
+
+def test_a_reference_row_follows_the_paper_row_and_our_rows_are_tested_against_it_by_welch():
+    """Another code's seeds on the same rows (the authors' code) sit after the paper's row of the
+    setup as mean ± sd (n); each of our rows of that setup gets a Welch test, which scipy agrees with."""
+    from scipy import stats
+
+    from bench.report.tables import versus_seeds_rows
+
+    ours = [0.52, 0.65, 0.56, 0.62, 0.59]
+    theirs = [0.585, 0.586, 0.604, 0.665, 0.610, 0.648]
+    frame = pd.DataFrame({"dataset": ["adult-sdgym"] * 5, "method": ["dp-merf"] * 5, "method_name": ["dp-merf"] * 5,
+                          "epsilon": [1.0] * 5, "seed": range(5), "roc": ours})
+    tests: list[list[str]] = []
+    rows = versus_seeds_rows(frame, [("ROC", "roc")], {"adult-sdgym": {("dp-merf", 1.0): {"ROC": 0.65}}}, "paper", ".3f",
+                             tests=tests, references={"adult-sdgym": {("dp-merf", 1.0): ("authors' code", {"ROC": theirs})}})
+    assert [r[2] for r in rows] == ["ours", "paper", "authors' code"]
+    assert rows[2][3] == f"{np.mean(theirs):.3f} ± {np.std(theirs, ddof=1):.3f} (6)"
+    (welch,) = [t for t in tests if t[3] == "authors' code"]
+    expected = stats.ttest_ind(ours, theirs, equal_var=False)
+    assert f"t(" in welch[4] and f"{expected.statistic:.2f}" in welch[4] and f"p = {expected.pvalue:.2g}" in welch[4]

@@ -92,6 +92,10 @@ class Preset:
     selection_gain: tuple[tuple[str, str, str], ...] = ()
     # {dataset: why our real-data calibration row misses the paper's}: shown beside a flagged miss
     calibration_notes: dict[str, str] = field(default_factory=dict)
+    # {dataset: {(method, ε): (numbers label, {header: value})}}: rows measured with other code on the
+    # same rows (the authors' own code), shown after the paper's row of the setup; where they come from
+    references: dict[str, dict[tuple[str, float], tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    references_note: str = ""
 
 
 # Methods every tabular and discretized preset carries: the trivial baselines (methods/baselines.py)

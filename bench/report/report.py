@@ -169,11 +169,12 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, f
     if preset.published or len(runs):
         tests: list[list[str]] = []
         rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True,
-                                 paper_settings=preset.paper_settings, tests=tests)
+                                 paper_settings=preset.paper_settings, tests=tests, references=preset.references)
         if rows:
             blocks.append(Block("p", f"Ours: {CELL_LEGEND} {MARK_LEGEND} 3 significant digits; "
                                      f"paper: the published value ({preset.source or 'no published values'})."
-                                     " A column's metric is named in the legend below the table."))
+                                     + (f" {preset.references_note}" if preset.references else "")
+                                     + " A column's metric is named in the legend below the table."))
             blocks.append(Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows))
             blocks.append(Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]))
         if tests:

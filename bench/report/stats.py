@@ -63,6 +63,21 @@ def paired(ours: pd.Series, baseline: pd.Series, min_seeds: int) -> TTest | None
     return TTest("uniform", len(both), float(differences.mean()), float(result.statistic), float(result.pvalue))
 
 
+def welch(ours: pd.Series, theirs: list[float], against: str, min_seeds: int) -> TTest | None:
+    """Welch's two-sample t of our seeds against another code's seeds (unpaired: their seeds draw
+    other splits and noise); its ``n`` − 1 is the Welch–Satterthwaite degrees of freedom, rounded."""
+    from scipy import stats
+
+    ours = ours.dropna()
+    if len(ours) < min_seeds or len(theirs) < min_seeds:
+        return None
+    result = stats.ttest_ind(ours, theirs, equal_var=False)
+    a, b = ours.var(ddof=1) / len(ours), pd.Series(theirs).var(ddof=1) / len(theirs)
+    df = (a + b) ** 2 / (a ** 2 / (len(ours) - 1) + b ** 2 / (len(theirs) - 1)) if a + b > 0 else len(ours) + len(theirs) - 2
+    return TTest(against, round(df) + 1, float(ours.mean() - pd.Series(theirs).mean()), float(result.statistic),
+                 float(result.pvalue))
+
+
 def marks(versus_paper: TTest | None, versus_uniform: TTest | None, higher_is_better: bool | None) -> str:
     text = PAPER_MARK if versus_paper is not None and versus_paper.significant else ""
     if versus_uniform is not None and versus_uniform.significant and higher_is_better is not None:

@@ -24,7 +24,7 @@ import pandas as pd
 from bench.core.errors import UsageError
 from bench.report.layouts import TABLE_FORMATS as FORMATS
 from bench.report.source import MlflowSource, RunSource, StoredRun
-from bench.report.stats import marks, one_sample, paired
+from bench.report.stats import marks, one_sample, paired, welch
 from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
 from bench.core.registry import EVALUATORS, METHODS, RegistryError
@@ -602,6 +602,7 @@ def versus_seeds_rows(
     published_datasets: bool = False,
     paper_settings: dict[str, dict[tuple[str, float], tuple[str, ...]]] | None = None,
     tests: list[list[str]] | None = None,
+    references: dict[str, dict[tuple[str, float], tuple[str, dict[str, list[float]]]]] | None = None,
 ) -> list[list[str]]:
     """Rows of :func:`render_versus_seeds` (dataset, setup, numbers, one cell per column);
     ``published_datasets``: also the seeds' datasets that have no run of ours; ``paper_settings``:
@@ -609,7 +610,11 @@ def versus_seeds_rows(
     beyond the method's defaults — ours is set beside it only where its runs used them, else its
     row says which setting differs. Cells of ours carry the marks of :mod:`bench.report.stats`
     (against the paper's value, against ``uniform`` on the same seeds); ``tests`` collects one row
-    per test performed (dataset, setup, column, against, result) for the report to spell out."""
+    per test performed (dataset, setup, column, against, result) for the report to spell out.
+    ``references``: {dataset: {(method, ε): (numbers label, {header: per-seed values})}},
+    the same setup measured by other code on the same rows (the authors' own code), shown after
+    the setup's paper row as mean ± sd (seeds); each of our rows of the setup is compared with it by
+    Welch's t, listed in ``tests``."""
     present = [metric for _, metric in columns if metric in frame.columns]
     data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
     rows = []
@@ -641,11 +646,16 @@ def versus_seeds_rows(
                 name = setup_name(label, label_eps) + (f" (not the paper's setting: {differs})" if differs else "")
                 baseline = ours[(names == "uniform") & (ours["epsilon"] == label_eps)]
                 twin = published.get((method, eps), {}) if (method, eps) in published else {}
+                reference = (references or {}).get(base_dataset(dataset), {}).get((method, eps))
                 cells = []
                 for header, metric in columns:
                     found = _tests(selected, baseline, metric, twin.get(header))
                     if tests is not None:
                         tests += [[dataset, name, header, test.against, test.text()] for test in found if test]
+                        if reference and header in reference[1] and metric in selected.columns:
+                            versus = welch(selected.set_index("seed")[metric], reference[1][header], reference[0],
+                                           MIN_SEEDS_FOR_EVIDENCE)
+                            tests += [[dataset, name, header, versus.against, versus.text()]] if versus else []
                     text = cell_text(selected, metric)
                     cells.append(text + marks(*found, higher_is_better(metric)) if text else text)
                 rows.append([dataset, name, "ours", *cells])
@@ -654,7 +664,17 @@ def versus_seeds_rows(
                 rows.append([dataset, setup_name(method, eps), seeds_label, *[
                     _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
                 ]])
+            if (method, eps) in (references or {}).get(base_dataset(dataset), {}):
+                label, values = references[base_dataset(dataset)][(method, eps)]
+                rows.append([dataset, setup_name(method, eps), label, *[
+                    _spread_text(values[header], digits) if header in values else "" for header, _ in columns
+                ]])
     return rows
+
+
+def _spread_text(values: list[float], digits: str) -> str:
+    series = pd.Series(values, dtype=float)
+    return f"{series.mean():{digits}} ± {series.std(ddof=1):{digits}} ({len(series)})"
 
 
 def higher_is_better(metric: str) -> bool | None:
