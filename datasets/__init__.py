@@ -35,6 +35,13 @@ DATASET_PLUGINS = (
         kinds=("tabular",),
     ),
     Plugin(
+        "adult-dphp-zscored",
+        "datasets.adult:ADULT_DPHP_ZSCORED",
+        "adult-dphp-logs z-scored column by column, codes included, as DP-HP's adult.p was (the authors' "
+        "preprocessing: uncharged statistics of the rows, an ablation): 14 numerical features",
+        kinds=("tabular",),
+    ),
+    Plugin(
         "adult-sdgym",
         "datasets.adult:ADULT_SDGYM",
         "UCI Adult as DP-MERF's code reads it (SDGym): categorical codes by descending frequency in adult.data; "

@@ -243,6 +243,7 @@ HYPERPARAMETERS = HyperParameters(
         "adult-dphp-sorted": _table6(0.1, 5, 5, 100, 0.1, 20),  # the same table, with sorted codes
         "adult-sdgym": _table6(0.1, 5, 5, 100, 0.1, 20),  # Table 6's adult row on SDGym's rows and codes
         "adult-dphp-logs": _table6(0.1, 5, 5, 100, 0.1, 20),  # the rows and codes of adult.p (DP-HP's logs)
+        "adult-dphp-zscored": _table6(0.1, 5, 5, 100, 0.1, 20),  # adult.p z-scored, as the authors' file was
         "census": _table6(0.5, 5, 5, 100, 0.1, 50, "the code grid has batch rate 0.4"),
         "cervical": _table6(0.5, 13, 5, 20, 1.0, 20, "the code grid has batch rate 0.1"),
         "cervical-dpmerf": _table6(0.5, 13, 5, 20, 1.0, 20, "the code grid has batch rate 0.1"),

@@ -154,6 +154,7 @@ HYPERPARAMETERS = HyperParameters(
         "adult-dphp-sorted": _table4(8000, 0.1, 1000),  # the same table, with sorted codes
         "adult-sdgym": _table4(8000, 0.1, 1000),  # the rows and codes DP-MERF's code reads (SDGym)
         "adult-dphp-logs": _table4(8000, 0.1, 1000),
+        "adult-dphp-zscored": _table4(8000, 0.1, 1000),
         "census": _table4(2000, 0.5, 10000),
         "cervical": _table4(200, 0.5, 2000),
         "cervical-dpmerf": _table4(200, 0.5, 2000),  # the same row, on the rows DP-MERF's code keeps

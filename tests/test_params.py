@@ -30,7 +30,7 @@ SENTINELS_NOW_NONE = {
 # datasets added since the snapshot, each resolved exactly as the dataset whose settings it shares
 # variants of adult rebuilt as the authors' code reads it (issues 19, 28)
 DATASETS_ADDED_SINCE_THE_SNAPSHOT = {"adult-dphp": "adult", "adult-dphp-sorted": "adult", "adult-sdgym": "adult", "adult-dphp-logs": "adult",
-                                    "cervical-dpmerf": "cervical"}
+                                    "adult-dphp-zscored": "adult", "cervical-dpmerf": "cervical"}
 
 
 def _old_values(method: str, dataset: str, profile: str, private: bool) -> dict:

@@ -319,6 +319,22 @@ def test_adult_as_dphps_logs_evidence_it_is_adult_data_with_sorted_codes():
     assert DATASETS.get("adult-dphp-logs") is adult.ADULT_DPHP_LOGS
 
 
+def test_the_authors_z_scored_adult_p_recomputes_its_transcribed_statistics():
+    """adult-dphp-zscored is adult-dphp-logs with every column z-scored as DP-HP's adult.p was: the
+    transcribed means and population sds are adult.data's (32,561 rows), the z-scored rows have mean
+    0 and sd 1, and the same rows and split sizes as adult-dphp-logs, the statistics named as a caveat."""
+    need("adult/adult.data", "adult/adult.test")
+    raw = adult.read_dphp_logs(DATA_DIR).x.astype(np.float64)
+    names = [c.name for c in adult.SCHEMA_DPHP_SORTED.columns]
+    assert np.allclose([adult.DPHP_ZSCORE[n] for n in names], np.column_stack([raw.mean(0), raw.std(0)]), rtol=1e-12)
+    z = adult.read_dphp_zscored(DATA_DIR).x
+    assert np.allclose(z.mean(0), 0, atol=1e-9) and np.allclose(z.std(0), 1, atol=1e-9)
+    split = adult.ADULT_DPHP_ZSCORED.load(DATA_DIR, 0, "paper")
+    assert (len(split.train), len(split.test)) == (15_956, 1_773) and adult.ZSCORE_CAVEAT in split.caveats
+    assert all(c.kind.value == "numerical" for c in split.train.schema.columns)
+    assert DATASETS.get("adult-dphp-zscored") is adult.ADULT_DPHP_ZSCORED
+
+
 def test_census_protocols(census_tables):
     full = census_tables
     paper = type(full)(full.x[:199_523], full.y[:199_523])
