@@ -157,3 +157,27 @@ def test_the_datasets_the_report_calls_missing_from_the_mirror_are_missing_there
     for name in MIRROR_SAMPLES:
         if name != "covtype-subset":  # 286,048 rows: loading it is a slow test's job
             assert len(DATASETS.get(name).load(mirror, seed=0).train) > 0
+
+
+def test_reference_rows_come_from_committed_measurements_of_the_same_rows():
+    """A preset's reference rows (the authors' code) are read from docs/measurements, written by
+    benchmarks/authors_seeds.py: at least 5 seeds, and the per-seed values agree with the file's summary."""
+    import json
+    import statistics
+
+    from bench.report.presets import MEASUREMENTS, measured_references
+
+    found = 0
+    for preset in PRESETS.values():
+        for dataset, setups in measured_references(preset).items():
+            for (method, _), (label, values) in setups.items():
+                assert label and method in {grid_method for grid in preset.grids for grid_method in grid.methods}
+                for header, seeds in values.items():
+                    assert len(seeds) >= 5 and header in {h for h, _ in preset.columns}, (dataset, header)
+                found += 1
+        for setups in preset.references.values():
+            for measured in setups.values():
+                summary = json.loads((MEASUREMENTS / measured.file).read_text())["summary"]
+                roc = [v for h, v in measured.values().items() if h.startswith("ROC")][0]
+                assert abs(statistics.mean(roc) - summary["roc_mean"]) < 1e-9 and len(roc) == summary["n"]
+    assert found

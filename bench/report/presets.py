@@ -18,6 +18,7 @@ import json
 import math
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bench.core.errors import UsageError
@@ -68,6 +69,30 @@ class Grid:
         return "python -m bench run " + " ".join(shlex.quote(a) for a in self.arguments(experiment, **narrow))
 
 
+MEASUREMENTS = Path(__file__).resolve().parents[2] / "docs" / "measurements"
+
+
+@dataclass(frozen=True)
+class MeasuredSeeds:
+    """Per-seed numbers of another code on the same rows, read from a committed measurement file
+    (``docs/measurements/<file>``, written by the benchmark script named in it), never typed in."""
+
+    label: str  # the table's "numbers" column, e.g. "authors' code"
+    file: str
+    columns: tuple[tuple[str, str], ...]  # (table header, the file's per-seed key)
+
+    def values(self) -> dict[str, list[float]]:
+        seeds = json.loads((MEASUREMENTS / self.file).read_text())["seeds"]
+        order = sorted(seeds, key=int)
+        return {header: [float(seeds[s][key]) for s in order] for header, key in self.columns}
+
+
+def measured_references(preset: "Preset") -> dict[str, dict[tuple[str, float], tuple[str, dict[str, list[float]]]]]:
+    """A preset's reference rows with their per-seed values loaded."""
+    return {dataset: {setup: (m.label, m.values()) for setup, m in setups.items()}
+            for dataset, setups in preset.references.items()}
+
+
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -92,11 +117,19 @@ class Preset:
     selection_gain: tuple[tuple[str, str, str], ...] = ()
     # {dataset: why our real-data calibration row misses the paper's}: shown beside a flagged miss
     calibration_notes: dict[str, str] = field(default_factory=dict)
-    # {dataset: {(method, ε): (numbers label, {header: value})}}: rows measured with other code on the
-    # same rows (the authors' own code), shown after the paper's row of the setup; where they come from
-    references: dict[str, dict[tuple[str, float], tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    # {dataset: {(method, ε): MeasuredSeeds}}: the setup measured by other code on the same rows (the
+    # authors' own code), shown after our rows of it; ``references_note`` says where they come from
+    references: dict[str, dict[tuple[str, float], "MeasuredSeeds"]] = field(default_factory=dict)
     references_note: str = ""
 
+
+# The authors' own code on the rows our dataset variant rebuilds, seeds 0 … n−1 on this machine
+# (benchmarks/authors_seeds.py; its output is committed under docs/measurements)
+_AUTHORS_DPHP_ADULT = MeasuredSeeds("authors' code", "authors_dphp_adult_seeds_2026-11-26.json",
+                                    (("ROC (seeds' code)", "roc"), ("PRC (seeds' code)", "prc")))
+_AUTHORS_NOTE = ("authors' code: their released code run on the same rows on this machine, one row per seed "
+                 "(`python benchmarks/authors_seeds.py`, output in docs/measurements), mean ± sd (seeds); our rows "
+                 "of the same method and ε are compared with it by Welch's t below the table.")
 
 # Methods every tabular and discretized preset carries: the trivial baselines (methods/baselines.py)
 BASELINES = ("uniform", "independent")
@@ -539,6 +572,10 @@ PRESETS: dict[str, Preset] = {
                  "cervical"].items() if setup[0] in ("dp-hp", "dp-merf")}},
             "DP-MERF (arXiv:2002.11603) Table 1 (adult-sdgym, cervical-dpmerf: hard labels), DP-HP (arXiv:2106.05042) "
             "Tables 2 and 7 (adult-dphp-logs, cervical: test-selected)",
+            references={
+                name: {("dp-hp", 1.0): _AUTHORS_DPHP_ADULT} for name in ("adult-dphp-logs", "adult-dphp-zscored")
+            },
+            references_note=_AUTHORS_NOTE,
             calibration_notes={
                 "adult-dphp-logs": "adult.p was z-scored: the row whose classifiers z-score their training rows "
                                    "(downstream.scaling=standard) is the like-for-like one",

@@ -25,6 +25,7 @@ import pandas as pd
 from bench.harness import tracking
 from bench.report.presets import (
     NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, cell_cost_key, duration, grid_cells, logged_seconds,
+    measured_references,
     seconds_for,
 )
 from bench.report.coverage import counted_presets, matrix_rows, setup_coverage, totals
@@ -169,7 +170,7 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, f
     if preset.published or len(runs):
         tests: list[list[str]] = []
         rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True,
-                                 paper_settings=preset.paper_settings, tests=tests, references=preset.references)
+                                 paper_settings=preset.paper_settings, tests=tests, references=measured_references(preset))
         if rows:
             blocks.append(Block("p", f"Ours: {CELL_LEGEND} {MARK_LEGEND} 3 significant digits; "
                                      f"paper: the published value ({preset.source or 'no published values'})."

@@ -638,6 +638,7 @@ def versus_seeds_rows(
             for setup in published
         ]
         twinned = {label_eps for _, labels in placed for label_eps in labels}
+        shown: set[tuple[str, float]] = set()
         placed += [((None, None), [(label, eps)]) for label, _, eps in ours_setups if (label, eps) not in twinned]
         for (method, eps), labels in placed:
             for label, label_eps in labels:
@@ -646,7 +647,8 @@ def versus_seeds_rows(
                 name = setup_name(label, label_eps) + (f" (not the paper's setting: {differs})" if differs else "")
                 baseline = ours[(names == "uniform") & (ours["epsilon"] == label_eps)]
                 twin = published.get((method, eps), {}) if (method, eps) in published else {}
-                reference = (references or {}).get(base_dataset(dataset), {}).get((method, eps))
+                own_name = names[(ours["method"] == label) & (ours["epsilon"] == label_eps)].iloc[0]
+                reference = (references or {}).get(base_dataset(dataset), {}).get((own_name, label_eps))
                 cells = []
                 for header, metric in columns:
                     found = _tests(selected, baseline, metric, twin.get(header))
@@ -664,11 +666,16 @@ def versus_seeds_rows(
                 rows.append([dataset, setup_name(method, eps), seeds_label, *[
                     _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
                 ]])
-            if (method, eps) in (references or {}).get(base_dataset(dataset), {}):
-                label, values = references[base_dataset(dataset)][(method, eps)]
-                rows.append([dataset, setup_name(method, eps), label, *[
-                    _spread_text(values[header], digits) if header in values else "" for header, _ in columns
-                ]])
+            # the setups measured by other code, once each, after the block of ours (and the paper's row)
+            block = [(names[(ours["method"] == label) & (ours["epsilon"] == label_eps)].iloc[0], label_eps)
+                     for label, label_eps in labels] + ([(method, eps)] if method is not None else [])
+            for key in dict.fromkeys(block):
+                if key in (references or {}).get(base_dataset(dataset), {}) and key not in shown:
+                    shown.add(key)
+                    label, values = references[base_dataset(dataset)][key]
+                    rows.append([dataset, setup_name(*key), label, *[
+                        _spread_text(values[header], digits) if header in values else "" for header, _ in columns
+                    ]])
     return rows
 
 
