@@ -32,6 +32,7 @@ from typing import Any
 from tqdm import tqdm
 
 from bench.harness import outbox, tracking
+from bench.harness.cpuload import ForeignLoad
 from bench.harness.grid import Cell
 from bench.harness.worker import Outcome, worker_main
 
@@ -210,10 +211,14 @@ def run_grid(
     show_progress: bool = True,
     executor: Any = None,
     cores: int | None = None,
+    foreign_load: Any = None,
 ) -> GridReport:
     """Run ``cells`` with ``jobs`` worker processes; ``cores`` (default: those this process may
-    use) bounds the threads lent to lendable cells' fits."""
+    use) bounds the threads lent to lendable cells' fits, less the cores other programs keep busy
+    (``foreign_load.cores_taken()``, default ``ForeignLoad``: a lent thread on a shared core slows
+    a fit many times over)."""
     cores = cores or available_cores()
+    foreign_load = foreign_load if foreign_load is not None else ForeignLoad()
     report = GridReport()
     common_tags = tracking.run_context_tags()
     mlflow_client = tracking.client()
@@ -369,7 +374,7 @@ def run_grid(
 
             executor.progress(running)
             if hasattr(executor, "lend"):
-                executor.lend(running, cores)
+                executor.lend(running, max(1, cores - foreign_load.cores_taken()))
             for key, job in list(running.items()):
                 outcome = executor.poll(job)
                 if outcome is not None:
