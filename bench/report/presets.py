@@ -605,7 +605,7 @@ PRESETS: dict[str, Preset] = {
             "`--datasets cervical --evaluators shadow-mia`, which refits each run's method on shadow sets)",
             "privacy-utility",
             (Grid(("real", "dp-merf", "dp-hp", *BASELINES), ("cervical",), "0.1,0.3,1,3,10", seeds="0-4"),
-             Grid(("real", "dp-merf", "mst", *BASELINES), ("adult-discrete",), "0.1,0.3,1,3,10", seeds="0-2")),
+             Grid(("real", "dp-merf", "mst", *BASELINES), ("adult-discrete",), "0.1,0.3,1,3,10", seeds="0-4")),
             (("ROC (scores)", "downstream.roc_auc"), ("PRC (scores)", "downstream.pr_auc"),
              ("3-way TV", "marginals.tv_3")),
             plot_metrics=("downstream.roc_auc", "marginals.tv_3"), triad=True,
