@@ -2,6 +2,7 @@
 
     python benchmarks/bench_dp_merf.py [--features 30000] [--batch 500] [--steps 30] [--threads 2]
     python benchmarks/bench_dp_merf.py --keep-sweep [--threads 2]
+    python benchmarks/bench_dp_merf.py --compiled-sweep [--threads 1]
 
 Reports seconds per generator step with the fused cos/sin class-sum kernel against
 plain autograd (features, concatenation, one-hot product), the projected time of the paper's
@@ -68,6 +69,33 @@ def keep_sweep() -> None:
               f"keep {times['keep']:6.1f} ms, recompute {times['recompute']:6.1f} ms")
 
 
+def compiled_sweep() -> None:
+    """The class sums' forward and backward pass, eager kernel against the compiled one
+    (methods.rff_compiled), at the shapes of gmm2d and adult (paper and sound protocol), median of 10."""
+    import statistics
+
+    from methods.rff_compiled import compiled_kernels
+
+    if compiled_kernels() is None:
+        raise SystemExit("the compiled kernel is unavailable here")
+    for rows, dim, half, classes in [(500, 2, 15_000, 5), (1_100, 6, 500, 2), (2_400, 6, 500, 2)]:
+        generator = torch.Generator().manual_seed(0)
+        x = torch.randn(rows, dim, generator=generator, requires_grad=True)
+        frequencies = torch.randn(half, dim, generator=generator)
+        times = {}
+        for name, compiled in (("eager", False), ("compiled", True)):
+            samples = []
+            for repetition in range(13):
+                labels = torch.randint(0, classes, (rows,), generator=generator)
+                started = time.perf_counter()
+                rff_class_sums(x, labels, classes, frequencies, compiled=compiled).pow(2).sum().backward()
+                if repetition >= 3:  # the first calls compile
+                    samples.append(time.perf_counter() - started)
+            times[name] = statistics.median(samples) * 1e3
+        print(f"{rows:>6} rows × {dim:>2} coordinates × {half:>6} frequencies: eager {times['eager']:6.2f} ms, "
+              f"compiled {times['compiled']:6.2f} ms ({times['eager'] / times['compiled']:.1f}×)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", type=int, default=30_000)
@@ -75,11 +103,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--keep-sweep", action="store_true", help="only the keep-or-recompute sweep (KEEP_ENTRIES)")
+    parser.add_argument("--compiled-sweep", action="store_true", help="only eager against compiled class sums")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.keep_sweep:
         keep_sweep()
+        return
+    if args.compiled_sweep:
+        compiled_sweep()
         return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, D = {args.features}, batch = {args.batch}")
 

@@ -15,12 +15,14 @@ from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import PrivacyLedger
 from datasets.gmm2d import SCHEMA, draw_split
 from methods.dp_merf import (
+    COMPILE_MIN_WORK,
     HYPERPARAMETERS,
     DPMerf,
     draw_frequencies,
     SumKernelFeatures,
     rff_class_sums,
     rff_features,
+    worth_compiling,
 )
 
 
@@ -93,6 +95,59 @@ def test_class_sums_equal_the_one_hot_definition_and_have_correct_gradients():
     reference = torch.nn.functional.one_hot(y, 4).double().T @ rff_features(x, w)
     assert torch.allclose(rff_class_sums(x, y, 4, w), reference)
     assert torch.autograd.gradcheck(lambda inputs: rff_class_sums(inputs, y, 4, w), (x,))
+
+
+def compiled_or_skip():
+    from methods.rff_compiled import compiled_kernels
+
+    if compiled_kernels() is None:
+        pytest.skip("torch.compile cannot build kernels here (no C++ compiler?)")
+
+
+def test_the_compiled_class_sums_equal_the_one_hot_definition_and_have_correct_gradients():
+    compiled_or_skip()
+    w = frequencies(64, 3, seed=1)
+    x = torch.randn(20, 3, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 2, 2, 3] * 5)  # class 1 has no row: its sums are 0
+    reference = torch.nn.functional.one_hot(y, 4).double().T @ rff_features(x, w)
+    assert torch.allclose(rff_class_sums(x, y, 4, w, compiled=True), reference)
+    assert torch.autograd.gradcheck(lambda inputs: rff_class_sums(inputs, y, 4, w, compiled=True), (x,))
+
+
+@pytest.mark.parametrize("rows, coordinates, half", [(500, 2, 3_000), (1_100, 6, 500), (7, 14, 40)])
+def test_compiled_class_sums_match_the_eager_kernel_and_give_the_same_bits_at_one_and_two_threads(rows, coordinates, half):
+    """float32 as in training: within rounding of the eager kernel; identical at 1 and 2 threads
+    (the runner lends a core to DP-MERF's 2-D fits on that promise)."""
+    compiled_or_skip()
+    generator = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, coordinates, generator=generator)
+    labels = torch.randint(0, 3, (rows,), generator=generator)
+    w = torch.randn(half, coordinates, generator=generator)
+    weights = torch.randn(3, 2 * half, generator=generator)
+    results = {}
+    previous = torch.get_num_threads()
+    try:
+        for kernel, threads in (("eager", 1), ("compiled", 1), ("compiled", 2)):
+            torch.set_num_threads(threads)
+            inputs = x.clone().requires_grad_(True)
+            sums = rff_class_sums(inputs, labels, 3, w, compiled=kernel == "compiled")
+            (sums * weights).sum().backward()
+            results[kernel, threads] = (sums.detach(), inputs.grad)
+    finally:
+        torch.set_num_threads(previous)
+    for eager, compiled in zip(results["eager", 1], results["compiled", 1]):
+        assert torch.allclose(compiled, eager, rtol=1e-4, atol=1e-4 * eager.abs().max().item())
+    for one, two in zip(results["compiled", 1], results["compiled", 2]):
+        assert torch.equal(one, two)
+
+
+def test_only_fits_long_enough_to_repay_compiling_use_the_compiled_kernel():
+    features = rff_only(frequencies(1_000, 2))
+    half = features.frequencies.shape[0]
+    assert worth_compiling(9_000, 500, replace(features, frequencies=torch.zeros(15_000, 2)))  # gmm2d, the seeds' setting
+    assert not worth_compiling(2, 500, features)  # a smoke fit
+    assert not worth_compiling(10**9, 10**9, replace(features, frequencies=None))  # no numerical coordinate
+    assert worth_compiling(COMPILE_MIN_WORK // (10 * half) + 1, 10, features)
 
 
 def test_the_released_per_row_features_are_the_trained_on_ones_and_the_handle_chunks_them_exactly():
