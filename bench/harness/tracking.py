@@ -224,6 +224,18 @@ def git_diff_sha256() -> str | None:
     return hashlib.sha256(diff).hexdigest() if diff else None
 
 
+def compiled_kernels_state() -> str:
+    """Whether torch.compile's C++ kernels can run here (a method may use them for long fits, e.g.
+    DP-MERF's class sums: the same numbers to float rounding as its eager kernels): the compiler
+    found, or why none is used."""
+    if os.environ.get("DPBENCH_COMPILE", "1") == "0":
+        return "off (DPBENCH_COMPILE=0)"
+    import shutil
+
+    compiler = next(filter(None, (shutil.which(name) for name in (os.environ.get("CXX") or "", "g++", "c++", "clang++") if name)), None)
+    return compiler or "none (no C++ compiler)"
+
+
 def run_context_tags() -> dict[str, str]:
     """What every run of a grid records about the code and the machine it ran on: the commit
     (``-dirty`` when the code had uncommitted changes, with the diff's hash), the platform and the
@@ -232,7 +244,8 @@ def run_context_tags() -> dict[str, str]:
 
     commit = git_commit()
     tags = {"git_commit": commit, **package_versions(),
-            "machine.cores": str(os.cpu_count()), "machine.platform": platform.platform(), "machine.python": platform.python_version()}
+            "machine.cores": str(os.cpu_count()), "machine.platform": platform.platform(), "machine.python": platform.python_version(),
+            "machine.compiled_kernels": compiled_kernels_state()}
     if commit.endswith("-dirty"):
         tags["git_diff_sha256"] = git_diff_sha256() or "unknown"
     return tags
