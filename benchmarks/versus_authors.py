@@ -1,6 +1,6 @@
 """Times our DP-MERF and DP-HP side by side with the papers' authors' code on adult, in one alternating run.
 
-    python benchmarks/versus_authors.py [--repeats 3] [--only dpmerf|dphp] [--steps 2000] [--scratch /tmp/versus]
+    python benchmarks/versus_authors.py [--repeats 3] [--only dpmerf|dphp] [--steps 1000] [--scratch /tmp/versus]
 
 What is compared (issue: "Per step, DP-MERF adult ≥ 4× faster than the authors' code under the
 paper protocol and ≥ 2× under sound; the whole DP-HP adult cell ≥ 1.5× faster; all as ratios from
@@ -15,9 +15,7 @@ one alternating run"):
    with no evaluator (the CLI always evaluates; the classifiers would only add noise here).
    Each side's whole process runs at N and 2N steps (``--epochs`` theirs, ``--set
    dp-merf.epochs`` ours) and the per-step time of a repetition is (t(2N) − t(N)) / N, so
-   imports, data loading, the release and sampling cancel. N = 2,000 by default: from about
-   1,820 steps on (``methods.dp_merf.COMPILE_MIN_WORK``) our adult fit uses its compiled class
-   sums, as the seeds' 8,000-step setting does, and both N and 2N must. Theirs evaluates with one classifier
+   imports, data loading, the release and sampling cancel. Theirs evaluates with one classifier
    (``--classifiers 1``, GaussianNB, milliseconds) for the same reason; the classifier list is a
    command-line argument of their script, not a code change.
 2. DP-HP adult, the whole Table 2 cell (load, release, 20 epochs, sampling and the 12-classifier
@@ -511,8 +509,8 @@ def main() -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3, help="repetitions of each process (default 3)")
     parser.add_argument("--only", choices=("dpmerf", "dphp"), help="run one comparison only")
-    parser.add_argument("--steps", type=int, default=2000,
-                        help="N: DP-MERF runs at N and 2N Adam steps, per step = (t(2N) - t(N)) / N (default 2000)")
+    parser.add_argument("--steps", type=int, default=1000,
+                        help="N: DP-MERF runs at N and 2N Adam steps, per step = (t(2N) - t(N)) / N (default 1000)")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/versus"),
                         help="folder for the authors' files, data files, logs and the MLflow store (default /tmp/versus)")
     args = parser.parse_args()

@@ -360,16 +360,17 @@ def uses_compiled_kernel(coordinates: int, device: torch.device) -> bool:
     return device.type == "cpu" and 0 < coordinates <= EXPLICIT_PROJECTION_COORDINATES
 
 
-# Row-frequency pairs a fit's class sums must evaluate (steps × batch × D/2) before compiling pays
-# off: compiling costs ≈ 1–3 s with inductor's disk cache warm and ≈ 11 s cold, against ≈ 20 ns
-# saved per thousand pairs. The seeds' 2-D and tabular settings are all above it (gmm2d 6.8·10¹⁰,
-# adult 4.4·10⁹); smoke runs and tests stay below, on the eager kernel.
-COMPILE_MIN_WORK = 10**9
+# Generated rows × frequencies of a training step from which its class sums are compiled. Compiling
+# costs ≈ 1–3 s a process with inductor's disk cache warm and ≈ 11 s cold; a step this size saves
+# ≈ 0.5 ms (1.7–3.4 ns a row-frequency pair, benchmarks/bench_dp_merf.py --compiled-sweep), so
+# the seeds' 2-D and tabular settings (gmm2d 7.5·10⁶ a step, adult 5.5·10⁵ and 1.2·10⁶) repay it
+# within a few thousand steps, and the smoke profile and most tests stay on the eager kernel.
+COMPILE_MIN_STEP_ENTRIES = 1 << 18
 
 
-def worth_compiling(steps: int, batch: int, features: "SumKernelFeatures") -> bool:
-    """Whether a fit of ``steps`` steps of ``batch`` generated rows repays compiling its class sums."""
-    return features.frequencies is not None and steps * batch * features.frequencies.shape[0] >= COMPILE_MIN_WORK
+def worth_compiling(batch: int, features: "SumKernelFeatures") -> bool:
+    """Whether a training step of ``batch`` generated rows is large enough to compile its class sums."""
+    return features.frequencies is not None and batch * features.frequencies.shape[0] >= COMPILE_MIN_STEP_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -569,7 +570,7 @@ class DPMerf:
         net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
         batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
         schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay, p.steps_per_epoch)
-        features = replace(features, compiled=worth_compiling(schedule.total_steps, batch, features))
+        features = replace(features, compiled=worth_compiling(batch, features))
         label_rng = context.torch_rng("generated-labels")
         weights = proportions.float()
         draw_labels = label_sampler(weights, batch, label_rng, device)

@@ -11,8 +11,8 @@ of 10; `benchmarks/bench_dp_merf.py --compiled-sweep`): gmm2d (500 rows × 15,00
 relative), and the same bits at 1 and 2 threads (tests/test_dp_merf.py).
 
 Compiling costs ≈ 1–3 s in a process when inductor's disk cache holds the kernels, ≈ 11 s when
-it does not; so DP-MERF uses these kernels only for fits long enough to repay it
-(``methods.dp_merf.COMPILE_MIN_WORK``), on CPU, for inputs narrow enough to project coordinate by
+it does not; so DP-MERF uses these kernels only for training steps large enough to repay it
+(``methods.dp_merf.COMPILE_MIN_STEP_ENTRIES``), on CPU, for inputs narrow enough to project coordinate by
 coordinate, and only where a first compilation works (inductor needs a C++ compiler). Set
 ``DPBENCH_COMPILE=0`` to keep the eager kernel everywhere.
 """

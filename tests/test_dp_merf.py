@@ -15,7 +15,7 @@ from bench.core.contracts import DataKind, FitContext, LabelledData
 from bench.privacy.ledger import PrivacyLedger
 from datasets.gmm2d import SCHEMA, draw_split
 from methods.dp_merf import (
-    COMPILE_MIN_WORK,
+    COMPILE_MIN_STEP_ENTRIES,
     HYPERPARAMETERS,
     DPMerf,
     draw_frequencies,
@@ -141,13 +141,14 @@ def test_compiled_class_sums_match_the_eager_kernel_and_give_the_same_bits_at_on
         assert torch.equal(one, two)
 
 
-def test_only_fits_long_enough_to_repay_compiling_use_the_compiled_kernel():
-    features = rff_only(frequencies(1_000, 2))
-    half = features.frequencies.shape[0]
-    assert worth_compiling(9_000, 500, replace(features, frequencies=torch.zeros(15_000, 2)))  # gmm2d, the seeds' setting
-    assert not worth_compiling(2, 500, features)  # a smoke fit
-    assert not worth_compiling(10**9, 10**9, replace(features, frequencies=None))  # no numerical coordinate
-    assert worth_compiling(COMPILE_MIN_WORK // (10 * half) + 1, 10, features)
+def test_only_steps_large_enough_to_repay_compiling_use_the_compiled_kernel():
+    features = rff_only(frequencies(1_000, 2))  # 500 frequencies
+    assert worth_compiling(500, replace(features, frequencies=torch.zeros(15_000, 2)))  # gmm2d, the seeds' setting
+    assert worth_compiling(1_108, features)  # adult, paper protocol
+    assert not worth_compiling(500, replace(features, frequencies=torch.zeros(250, 2)))  # gmm2d, smoke profile
+    assert not worth_compiling(10**9, replace(features, frequencies=None))  # no numerical coordinate
+    smallest = -(-COMPILE_MIN_STEP_ENTRIES // 500)
+    assert worth_compiling(smallest, features) and not worth_compiling(smallest - 1, features)
 
 
 def test_the_released_per_row_features_are_the_trained_on_ones_and_the_handle_chunks_them_exactly():
