@@ -22,8 +22,6 @@ from __future__ import annotations
 import os
 import sys
 from functools import lru_cache
-from typing import Callable
-
 import torch
 
 
@@ -50,10 +48,29 @@ def _rows_gradient(
     return torch.stack([(slope * frequencies_t[j]).sum(1) for j in range(rows.shape[1])], dim=1)
 
 
+def _rows_vary(rows: torch.Tensor) -> torch.Tensor:
+    # Only the row count varies between steps (class blocks of a sampled batch). The frequency count
+    # stays a constant of the graph: with it symbolic, inductor runs the loop over frequencies on one
+    # thread; constant, it splits the frequencies across the threads — each sum still adds its rows in
+    # one order, so 1 and 2 threads give the same bits (tests/test_dp_merf.py). 1-row blocks keep
+    # their own graph (dynamo specialises sizes 0 and 1).
+    if rows.shape[0] >= 2:
+        torch._dynamo.mark_dynamic(rows, 0)
+    return rows
+
+
 class Kernels:
     def __init__(self) -> None:
-        self.sums: Callable[..., torch.Tensor] = torch.compile(_cos_sin_sums, dynamic=True, fullgraph=True)
-        self.gradient: Callable[..., torch.Tensor] = torch.compile(_rows_gradient, dynamic=True, fullgraph=True)
+        self._sums = torch.compile(_cos_sin_sums, dynamic=False, fullgraph=True)
+        self._gradient = torch.compile(_rows_gradient, dynamic=False, fullgraph=True)
+
+    def sums(self, rows: torch.Tensor, frequencies_t: torch.Tensor) -> torch.Tensor:
+        return self._sums(_rows_vary(rows), frequencies_t)
+
+    def gradient(
+        self, rows: torch.Tensor, frequencies_t: torch.Tensor, grad_cos: torch.Tensor, grad_sin: torch.Tensor
+    ) -> torch.Tensor:
+        return self._gradient(_rows_vary(rows), frequencies_t, grad_cos, grad_sin)
 
 
 @lru_cache(maxsize=1)
