@@ -76,7 +76,7 @@ def compiled_sweep() -> None:
 
     from methods.rff_compiled import compiled_kernels
 
-    if compiled_kernels() is None:
+    if compiled_kernels(2, 4) is None:
         raise SystemExit("the compiled kernel is unavailable here")
     for rows, dim, half, classes in [(500, 2, 15_000, 5), (1_100, 6, 500, 2), (2_400, 6, 500, 2)]:
         generator = torch.Generator().manual_seed(0)

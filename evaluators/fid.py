@@ -56,16 +56,13 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
-from urllib.parse import urlparse
 
 import numpy as np
 import torch
-from pytorch_fid import inception as fid_inception
-from pytorch_fid.fid_score import calculate_frechet_distance
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from datasets.files import OFFLINE_VARIABLE, resolve_data_dir
@@ -82,14 +79,20 @@ from bench.core.contracts import (
 from bench.core.images import as_images, image_shape, is_image_schema
 from evaluators.cache import cached_arrays, content_key
 
+if TYPE_CHECKING:
+    from pytorch_fid import inception as fid_inception
+
 WEIGHTS_VARIABLE = "DPBENCH_FID_WEIGHTS"
 MIRROR_FOLDER = "fid-inception"
 MIRROR_WEIGHTS = "pt_inception-2015-12-05-features-only.pth"
 MIRROR_SHA256 = "ad1430b732f6c0df8e66fe454ebdfbd7312974437a5caec47fa6db363f205435"
-STANDARD_WEIGHTS = Path(urlparse(fid_inception.FID_WEIGHTS_URL).path).name  # pt_inception-2015-12-05-6726825d.pth
+# pytorch-fid's own values, spelled out so that a process that only lists the evaluators (`bench
+# table`, a cell without images) does not import pytorch-fid and torchvision (≈ 1.3 s); a test
+# checks them against pytorch-fid (tests/test_fid.py)
+STANDARD_WEIGHTS = "pt_inception-2015-12-05-6726825d.pth"  # Path(urlparse(FID_WEIGHTS_URL).path).name
 STANDARD_SHA256_PREFIX = STANDARD_WEIGHTS.rsplit("-", 1)[1].split(".")[0]  # torch hub's name convention
 FC_KEYS = frozenset({"fc.weight", "fc.bias"})  # the 1008-way classifier; pool3 features do not use it
-POOL3 = fid_inception.InceptionV3.BLOCK_INDEX_BY_DIM[2048]
+POOL3 = 3  # InceptionV3.BLOCK_INDEX_BY_DIM[2048]
 FEATURE_DIM = 2048
 # Bump when the preprocessing (clipping, channel replication, network) changes: it keys the cache.
 PREPROCESSING_VERSION = "clip01-grey3-pytorch_fid-InceptionV3-pool3-bnfolded-v2"
@@ -145,6 +148,8 @@ def resolve_weights(explicit: str | None, data_dir: str | None) -> Path:
             return candidate
     if os.environ.get(OFFLINE_VARIABLE):
         raise FidWeightsError(missing_weights_message(folder))
+    from pytorch_fid import inception as fid_inception
+
     try:  # pytorch-fid's own download of its standard weights into torch hub's cache
         fid_inception.load_state_dict_from_url(fid_inception.FID_WEIGHTS_URL, progress=True)
     except Exception as error:  # network errors come in many types; the fix is the same
@@ -170,6 +175,8 @@ def fid_inception_core(state_dict: Mapping[str, torch.Tensor], path: Path) -> to
     (torchvision's Inception3 with the blocks patched to TF's behaviour), loaded with
     ``strict=False`` so that a file without the unused ``fc`` layer is accepted — and only that.
     """
+    from pytorch_fid import inception as fid_inception
+
     core = fid_inception._inception_v3(num_classes=1008, aux_logits=False, weights=None)
     core.Mixed_5b = fid_inception.FIDInceptionA(192, pool_features=32)
     core.Mixed_5c = fid_inception.FIDInceptionA(256, pool_features=64)
@@ -201,6 +208,8 @@ def fid_network(core: torch.nn.Module) -> fid_inception.InceptionV3:
     ``InceptionV3.__init__`` takes its network from the module function ``fid_inception_v3()``,
     which downloads; that function is swapped for the loaded ``core`` while the wrapper is built.
     """
+    from pytorch_fid import inception as fid_inception
+
     with mock.patch.object(fid_inception, "fid_inception_v3", lambda: core):
         network = fid_inception.InceptionV3([POOL3], resize_input=True, normalize_input=True, use_fid_inception=True)
     return network.eval()
@@ -390,6 +399,8 @@ class FrechetInceptionDistance:
             started = time.perf_counter()
             mu, sigma = activation_statistics(images, network, self.batch_size, device, context.progress)
             seconds = time.perf_counter() - started
+            from pytorch_fid.fid_score import calculate_frechet_distance
+
             distance = float(calculate_frechet_distance(mu, sigma, mu_real, sigma_real))
         return Evaluation({
             "fid": distance,

@@ -354,7 +354,8 @@ def rff_class_sums(
     ``KEEP_ENTRIES``, the batch's cos and sin for the backward pass. ``compiled``: the fused
     kernel of ``methods.rff_compiled`` where it can be used (CPU, narrow x, a working compiler)."""
     scale = 1.0 / math.sqrt(frequencies.shape[0])  # √(2/D)
-    kernels = compiled_kernels() if compiled and uses_compiled_kernel(x.shape[1], x.device) else None
+    kernels = (compiled_kernels(x.shape[1], frequencies.shape[0], x.dtype)
+               if compiled and uses_compiled_kernel(x.shape[1], x.device) else None)
     if kernels is not None:
         sums = CompiledCosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), kernels)
     else:

@@ -74,28 +74,37 @@ class Kernels:
 
 
 @lru_cache(maxsize=1)
-def compiled_kernels() -> Kernels | None:
-    """The compiled kernels, or None where they cannot be used (``DPBENCH_COMPILE=0``, or a first
-    compilation fails, e.g. no C++ compiler: said once on stderr)."""
+def _configured_kernels() -> Kernels | None:
+    """The kernels, compiled lazily (None with ``DPBENCH_COMPILE=0``)."""
     if os.environ.get("DPBENCH_COMPILE", "1") == "0":
         return None
+    import logging
+
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on CPU machines
+    inductor_config.compile_threads = 1  # compile in this process: no pool of helper processes left behind
+    # one graph per input width, frequency count, dtype, thread count (a guard: the runner lends
+    # cores) and 1-row block; a process running many cells (tests, a Ray worker) needs more than 8
+    dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 64)
+    return Kernels()
+
+
+@lru_cache(maxsize=None)
+def compiled_kernels(coordinates: int, frequencies: int, dtype: torch.dtype = torch.float32) -> Kernels | None:
+    """The compiled kernels for rows of ``coordinates`` columns against ``frequencies`` frequencies,
+    or None where they cannot be used (``DPBENCH_COMPILE=0``, or compiling fails, e.g. no C++
+    compiler: said on stderr). Both kernels are compiled here, on a 2-row block of these shapes:
+    the graphs every later block of any row count uses, so no compilation is spent on a probe."""
+    kernels = _configured_kernels()
+    if kernels is None:
+        return None
     try:
-        import logging
-
-        import torch._inductor.config as inductor_config
-
-        logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on CPU machines
-
-        import torch._dynamo.config as dynamo_config
-
-        inductor_config.compile_threads = 1  # compile in this process: no pool of helper processes left behind
-        # one graph per input width, dtype, thread count (a guard: the runner lends cores) and
-        # 1-row block; a process running many cells (tests, a Ray worker) needs more than 8
-        dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 64)
-        kernels = Kernels()
-        probe_rows, probe_frequencies = torch.ones(3, 2, requires_grad=False), torch.ones(2, 4)
-        kernels.sums(probe_rows, probe_frequencies)
-        kernels.gradient(probe_rows, probe_frequencies, torch.ones(4), torch.ones(4))
+        rows, frequencies_t = torch.zeros(2, coordinates, dtype=dtype), torch.zeros(coordinates, frequencies, dtype=dtype)
+        gradient = torch.zeros(frequencies, dtype=dtype)
+        kernels.sums(rows, frequencies_t)
+        kernels.gradient(rows, frequencies_t, gradient, gradient)
         return kernels
     except Exception as error:  # noqa: BLE001 — any failure to compile means: use the eager kernel
         print(f"note: DP-MERF's compiled kernel is unavailable ({type(error).__name__}: {str(error)[:200]}); "

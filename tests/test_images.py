@@ -262,6 +262,27 @@ def test_weights_come_from_the_data_dir_offline():
     assert features.shape == (2, 2048, 1, 1)
 
 
+def test_fid_constants_are_pytorch_fids_own():
+    """evaluators/fid.py spells out pytorch-fid's weights file name and pool3 block index so that
+    listing the evaluators does not import pytorch-fid; they must stay pytorch-fid's."""
+    from urllib.parse import urlparse
+
+    assert fid.STANDARD_WEIGHTS == Path(urlparse(pytorch_fid_inception.FID_WEIGHTS_URL).path).name
+    assert fid.POOL3 == pytorch_fid_inception.InceptionV3.BLOCK_INDEX_BY_DIM[2048]
+
+
+def test_listing_evaluators_does_not_import_pytorch_fid():
+    """`bench table` and a cell without images load every evaluator module; pytorch-fid (and the
+    torchvision models it pulls in, ≈ 1.3 s) is imported only when an FID is computed."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from bench.core.registry import EVALUATORS; [e for e in EVALUATORS]; "
+            "print('pytorch_fid' in sys.modules, 'torchvision.models' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
 def test_network_matches_pytorch_fids_own_construction(monkeypatch):
     """pytorch-fid's InceptionV3 built its own way (its download replaced by the same weights plus
     the fc layer it insists on) gives the same features as the download-free construction."""
