@@ -102,9 +102,12 @@ def compiled_kernels(coordinates: int, frequencies: int, dtype: torch.dtype = to
         return None
     try:
         rows, frequencies_t = torch.zeros(2, coordinates, dtype=dtype), torch.zeros(coordinates, frequencies, dtype=dtype)
-        gradient = torch.zeros(frequencies, dtype=dtype)
-        kernels.sums(rows, frequencies_t)
-        kernels.gradient(rows, frequencies_t, gradient, gradient)
+        # as inside the autograd function, which the graphs' guards check: grad mode off, and two
+        # distinct gradient tensors (one passed twice would guard on that aliasing)
+        grad_cos, grad_sin = torch.zeros(frequencies, dtype=dtype), torch.zeros(frequencies, dtype=dtype)
+        with torch.no_grad():
+            kernels.sums(rows, frequencies_t)
+            kernels.gradient(rows, frequencies_t, grad_cos, grad_sin)
         return kernels
     except Exception as error:  # noqa: BLE001 — any failure to compile means: use the eager kernel
         print(f"note: DP-MERF's compiled kernel is unavailable ({type(error).__name__}: {str(error)[:200]}); "

@@ -104,6 +104,25 @@ def compiled_or_skip():
         pytest.skip("torch.compile cannot build kernels here (no C++ compiler?)")
 
 
+def test_the_compiled_kernels_are_built_once_for_every_block_size():
+    """compiled_kernels(d, frequencies) compiles the graphs training uses: blocks of other row
+    counts, forward and backward, reuse them (a recompilation costs seconds; past dynamo's limit
+    it silently falls back to eager Python)."""
+    from torch._dynamo.utils import counters
+
+    from methods.rff_compiled import compiled_kernels
+
+    if compiled_kernels(3, 96) is None:
+        pytest.skip("torch.compile cannot build kernels here (no C++ compiler?)")
+    w = frequencies(192, 3, seed=4).float()
+    before = counters["stats"]["unique_graphs"]
+    for step in range(4):
+        x = torch.randn(40 + 7 * step, 3, requires_grad=True)
+        y = torch.randint(0, 3, (len(x),), generator=torch.Generator().manual_seed(step))
+        rff_class_sums(x, y, 3, w, compiled=True).square().sum().backward()
+    assert counters["stats"]["unique_graphs"] == before
+
+
 def test_the_compiled_class_sums_equal_the_one_hot_definition_and_have_correct_gradients():
     compiled_or_skip()
     w = frequencies(64, 3, seed=1)
