@@ -161,12 +161,27 @@ PLUGIN_SOURCE = textwrap.dedent(
             raise ZeroDivisionError("deliberate evaluator crash")
 
 
+    @dataclass(frozen=True)
+    class PoolThreads(CrashingEvaluator):
+        name: str = "test-pool-threads"
+        description: str = "fails unless every BLAS/OpenMP pool is held to one thread (the cell's --threads 1)"
+
+        def evaluate(self, synthetic, real_train, real_test, context):
+            from threadpoolctl import threadpool_info
+            from bench.core.contracts import Evaluation
+            wide = [(pool["internal_api"], pool["num_threads"]) for pool in threadpool_info() if pool["num_threads"] > 1]
+            if wide:
+                raise RuntimeError(f"pools not held to the cell's threads: {wide}")
+            return Evaluation({})
+
+
     for adapter in (
         Raising(), Sleeping(), Flaky(), Overspending(), SlowWhileMarked(), Pausing(), NaNSamples(), WrongSchema(), FullDisk()
     ):
         METHODS.register(adapter)
     from bench.core.registry import EVALUATORS
     EVALUATORS.register(CrashingEvaluator())
+    EVALUATORS.register(PoolThreads())
     '''
 )
 

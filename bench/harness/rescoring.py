@@ -22,6 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from bench.core.errors import UsageError
 from bench.harness import tracking
+from bench.harness.cpuload import ForeignLoad
+from bench.harness.runner import available_cores
 from bench.harness.samples import SAMPLE_FILE
 
 
@@ -40,17 +42,21 @@ class Rescored:
 def evaluate_stored_sample(
     sample_path: str, dataset: str, seed: int, protocol: str, data_dir: str | None,
     evaluators: Sequence[str], settings: Mapping[str, Mapping[str, Any]], out: str,
-    config: str | None = None, delta_resolved: str | None = None,
+    config: str | None = None, delta_resolved: str | None = None, threads: int = 1,
 ) -> tuple[dict[str, float], dict[str, str]]:
     """In the child: load the run's real splits and stored sample, evaluate, write the evaluations'
     artifacts to ``out``; the metrics (with ``time.eval_<name>_s``) and tags. ``config``: the
     run's ``config.json`` (its cell), from which an evaluator that refits the method
-    (``EvalContext.shadow_fit``) gets it; ``delta_resolved``: the δ the run's fit used."""
+    (``EvalContext.shadow_fit``) gets it; ``delta_resolved``: the δ the run's fit used;
+    ``threads``: the cores the evaluators' thread pools may use (torch's and BLAS/OpenMP)."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
     from bench.core.contracts import EvalContext
     from bench.core.registry import DATASETS, EVALUATORS
     from bench.harness.grid import configured
     from bench.harness.samples import load_synthetic
-    from bench.harness.worker import Outcome, eval_cache_dir, record_evaluation
+    from bench.harness.worker import Outcome, eval_cache_dir, pools_held_to, record_evaluation
 
     folder = Path(data_dir) if data_dir else None
     split = DATASETS.get(dataset).load(folder, seed, protocol)
@@ -61,7 +67,9 @@ def evaluate_stored_sample(
     for name in evaluators:
         evaluator = configured(EVALUATORS.get(name), dict(settings.get(name, {})))
         started = time.perf_counter()
-        record_evaluation(evaluator, evaluator.evaluate(synthetic, split.train, split.test, context), outcome, Path(out))
+        with pools_held_to(threads):
+            evaluation = evaluator.evaluate(synthetic, split.train, split.test, context)
+        record_evaluation(evaluator, evaluation, outcome, Path(out))
         outcome.metrics[f"time.eval_{name}_s"] = time.perf_counter() - started
     return outcome.metrics, outcome.tags
 
@@ -120,6 +128,8 @@ def rescore(
         raise RescoreError(f"no experiment {experiment!r} in {tracking.tracking_uri()}; `python -m bench runs` lists them")
     done: list[Rescored] = []
     evaluating_commit = tracking.git_commit()
+    # the cores no other program keeps busy, read before each run (see pools_held_to)
+    foreign, cores = ForeignLoad(), available_cores()
     for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
         params, tags = run.data.params, run.data.tags
         if "cell_key" not in tags or (methods and params.get("method") not in methods) or (
@@ -150,6 +160,7 @@ def rescore(
                         evaluate_stored_sample, sample, params["dataset"], int(params["seed"]),
                         params.get("protocol", "sound"), data_dir or params.get("data_dir") or None,
                         list(wanted), dict(settings or {}), str(out), config, params.get("delta_resolved"),
+                        max(1, cores - foreign.cores_taken()),
                     ).result()
             except BrokenProcessPool:
                 done.append(Rescored(run.info.run_id, label, "failed: the evaluating process died (out of memory?)"))
