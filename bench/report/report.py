@@ -33,7 +33,7 @@ from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
 from bench.privacy.budget import epsilon_argument
 from bench.report.tables import (
-    CELL_LEGEND, FEW_SEEDS_MARK, TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
+    CELL_LEGEND, FEW_SEEDS_MARK, MIN_SEEDS_FOR_EVIDENCE, TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
 )
 
 FILES_FOLDER = "report_files"
@@ -229,9 +229,14 @@ class Calibration:
         return float(self.ours.std(ddof=1)) if len(self.ours) > 1 else 0.0
 
     @property
+    def tested(self) -> bool:
+        """Enough seeds for a verdict: fewer are shown, never used as evidence (issue 32)."""
+        return len(self.ours) >= MIN_SEEDS_FOR_EVIDENCE
+
+    @property
     def miss(self) -> bool:
-        """The paper's value lies more than one seed-sd from our mean (with one seed: any gap)."""
-        if self.paper_value is None or not self.comparable or self.ours.empty:
+        """The paper's value lies more than one seed-sd from our mean (at ≥ 3 seeds)."""
+        if self.paper_value is None or not self.comparable or not self.tested:
             return False
         return abs(self.ours.mean() - self.paper_value) > self.sd
 
@@ -245,6 +250,9 @@ class Calibration:
         if self.paper_value is None:
             return "the paper's value is read off a figure: not tested against the seed-sd"
         gap, sd = self.ours.mean() - self.paper_value, self.sd
+        if not self.tested:
+            return (f"{len(self.ours)} seed(s), fewer than {MIN_SEEDS_FOR_EVIDENCE}: not tested yet "
+                    f"(Δ {gap:+.3f} so far)")
         if not self.miss:
             return f"agrees: Δ {gap:+.3f} within one seed-sd ({sd:.3f})"
         return f"**MISS**: Δ {gap:+.3f} exceeds one seed-sd ({sd:.3f}), a pipeline difference to explain before any method comparison"
