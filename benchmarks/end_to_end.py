@@ -1,5 +1,5 @@
 """One seed of a method on a dataset end to end, in this process, as one grid cell does:
-load → fit (paper hyperparameters, ε = 1) → sample n_train rows → every applicable evaluator.
+load → fit (paper hyperparameters, ε = 1) → sample n_train rows → every evaluator a cell runs by default.
 Reports each phase's wall time and the peak memory.
 
     python benchmarks/end_to_end.py dp-hp adult --protocol paper [--threads 2] [--set epochs=5]
@@ -21,6 +21,7 @@ def end_to_end(
     from bench.privacy.budget import PrivacyBudget
     from bench.core.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
+    from bench.privacy.private_data import PrivateData
     from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
     torch.manual_seed(0)
@@ -31,15 +32,17 @@ def end_to_end(
     timings["load"] = time.perf_counter() - started
     budget = PrivacyBudget(1.0, 1e-5)
     params = method.hyperparameters.resolve(dataset_name, overrides=overrides or {}).params
-    context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), protocol, dataset.kind)
+    ledger = PrivacyLedger(budget)
+    context = FitContext(budget, ledger, params, 0, torch.device("cpu"), protocol, dataset.kind)
     started = time.perf_counter()
-    fitted = method.fit(split.train, context)
+    fitted = method.fit(PrivateData(split.train, ledger), context)
     timings["fit"] = time.perf_counter() - started
     started = time.perf_counter()
     synthetic = fitted.sample(len(split.train))
     timings["sample"] = time.perf_counter() - started
     for evaluator in EVALUATORS:
-        if dataset.kind in evaluator.data_kinds and evaluator.applies_to(dataset.schema):
+        runs_by_default = getattr(evaluator, "run_by_default", True)  # as a cell with no --evaluators
+        if runs_by_default and dataset.kind in evaluator.data_kinds and evaluator.applies_to(dataset.schema):
             started = time.perf_counter()
             evaluator.evaluate(synthetic, split.train, split.test, EvalContext(seed=0, device="cpu", protocol=protocol))
             timings[f"evaluate {evaluator.name}"] = time.perf_counter() - started

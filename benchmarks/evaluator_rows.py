@@ -56,6 +56,7 @@ def dphp_adult_paper() -> float:
     from bench.core.registry import EVALUATORS, METHODS
     from bench.privacy.budget import PrivacyBudget
     from bench.privacy.ledger import PrivacyLedger
+    from bench.privacy.private_data import PrivateData
 
     split = _split("adult", "paper")
     method = METHODS.get("dp-hp")
@@ -63,7 +64,8 @@ def dphp_adult_paper() -> float:
     params = method.hyperparameters.resolve("adult", overrides={}).params
     torch.manual_seed(0)
     started = time.perf_counter()
-    fitted = method.fit(split.train, FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), "paper"))
+    ledger = PrivacyLedger(budget)
+    fitted = method.fit(PrivateData(split.train, ledger), FitContext(budget, ledger, params, 0, torch.device("cpu"), "paper"))
     synthetic = fitted.sample(len(split.train))
     EVALUATORS.get("downstream").evaluate(synthetic, split.train, split.test, _context("paper"))
     return time.perf_counter() - started

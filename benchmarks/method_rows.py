@@ -53,6 +53,7 @@ def fit_seconds(
     from bench.core.registry import DATASETS, METHODS
     from bench.privacy.budget import PrivacyBudget
     from bench.privacy.ledger import PrivacyLedger
+    from bench.privacy.private_data import PrivateData
 
     torch.manual_seed(0)
     data, card = DATASETS.get(dataset), METHODS.get(method)
@@ -66,10 +67,11 @@ def fit_seconds(
         if timed_steps is not None and done >= timed_steps:
             raise _Enough
 
-    context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), protocol, data.kind, progress=progress)
+    ledger = PrivacyLedger(budget)
+    context = FitContext(budget, ledger, params, 0, torch.device("cpu"), protocol, data.kind, progress=progress)
     started = time.perf_counter()
     try:
-        card.fit(train, context)
+        card.fit(PrivateData(train, ledger), context)
     except _Enough:
         (first, total, first_at), (last, _, last_at) = marks[0], marks[-1]
         step = (last_at - first_at) / (last - first)
