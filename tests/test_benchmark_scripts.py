@@ -46,3 +46,12 @@ def test_end_to_end_runs_a_cell_in_process(data_dir, capsys):
     timings = _script("end_to_end").end_to_end("dp-merf", "gmm2d", "sound", str(data_dir), smoke)
     assert timings["fit"] >= 0 and any(phase.startswith("evaluate ") for phase in timings)
     assert "peak memory" in capsys.readouterr().out
+
+
+def test_step_profile_splits_a_fit_into_tenths(data_dir, monkeypatch):
+    monkeypatch.setenv("DPBENCH_DATA_DIR", str(data_dir))
+    script = _script("step_profile")
+    seconds, marks = script.step_marks("dp-merf", "gmm2d", "sound", {"epochs": "1", "n_features": "500"})
+    tenths = script.per_tenth(marks)
+    assert len(tenths) == 10 and all(ms > 0 for ms in tenths)
+    assert marks[-1, 0] == 180 and marks[-1, 1] <= seconds  # 90,000 rows / batch 500
