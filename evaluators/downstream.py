@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.ensemble import (
     AdaBoostClassifier,
@@ -94,7 +95,7 @@ from xgboost import XGBClassifier
 
 from evaluators import fitpool
 from bench.core.encoding import TabularEncoder
-from evaluators.fitpool import Task, TaskResult
+from evaluators.fitpool import GROWABLE, Stage, Task, TaskResult, ensemble_of
 from bench.core.contracts import (
     DataKind,
     Direction,
@@ -523,6 +524,38 @@ def estimated_cost(estimator: Any) -> float:
     return 0.1
 
 
+def _growth_key(estimator: Any) -> str | None:
+    """Estimators with equal keys differ only in their ensemble's size and can be grown as one."""
+    if type(ensemble_of(estimator)).__name__ not in GROWABLE:
+        return None
+    sizeless = clone(estimator)
+    ensemble_of(sizeless).set_params(n_estimators=None)
+    return _params_key(sizeless)
+
+
+def tasks_for(name: str, estimators: list[tuple[str, Any]], binary: bool) -> list[Task]:
+    """One task per setting, except that settings differing only in an ensemble's size (the paper
+    protocol's 10- to 200-tree forests) share one task that grows the largest and answers for each
+    prefix: the same trees and predictions as separate fits, at the largest one's cost."""
+    groups: dict[str | None, list[tuple[str, Any]]] = {}
+    tasks = []
+    for label, estimator in estimators:
+        key = _growth_key(estimator)
+        if key is None:
+            tasks.append(Task((name, label), estimator, binary and label == BASE, cost=estimated_cost(estimator)))
+        else:
+            groups.setdefault(key, []).append((label, estimator))
+    for group in groups.values():
+        largest = max(group, key=lambda item: ensemble_of(item[1]).n_estimators)[1]
+        if len(group) == 1:
+            label = group[0][0]
+            tasks.append(Task((name, label), largest, binary and label == BASE, cost=estimated_cost(largest)))
+            continue
+        stages = tuple(Stage((name, label), ensemble_of(e).n_estimators, binary and label == BASE) for label, e in group)
+        tasks.append(Task((name, "grown"), largest, False, cost=estimated_cost(largest), grown=stages))
+    return tasks
+
+
 def build_estimator(spec: ClassifierSpec, facts: TrainingFacts) -> tuple[Any, TaskResult | None]:
     """(the spec's base estimator, None), or (None, the failure) when building it raised."""
     try:
@@ -665,13 +698,15 @@ class DownstreamClassifiers(PooledClassifiers):
                     known[(spec.name, "variants")] = TaskResult(error=f"building the variants: {type(error).__name__}: {error}")
             seen: set[str] = set()
             candidates[spec.name] = [BASE] if (spec.name, BASE) in known else []
+            unique: list[tuple[str, Any]] = []
             for label, estimator in built:
                 key = _params_key(estimator)
                 if key in seen:  # e.g. HP's BernoulliNB() is also its alpha=1 variant
                     continue
                 seen.add(key)
                 candidates[spec.name].append(label)
-                tasks.append(Task((spec.name, label), estimator, binary and label == BASE, cost=estimated_cost(estimator)))
+                unique.append((label, estimator))
+            tasks += tasks_for(spec.name, unique, binary)
 
         fits = self.run_fits(
             tasks, x_train, y_train, x_test, known,

@@ -73,32 +73,71 @@ class TaskResult:
     worker_peak_mib: float = float("nan")  # peak RSS of the process that ran it (pool only)
 
 
+def _predict(estimator: Any, present: np.ndarray, x_test: np.ndarray, want_scores: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    pred = present[np.asarray(estimator.predict(x_test)).astype(np.int64)]
+    if not want_scores:
+        return pred, None
+    if len(present) == 2 and hasattr(estimator, "predict_proba"):
+        return pred, np.asarray(estimator.predict_proba(x_test), dtype=np.float64)[:, 1]
+    if len(present) == 2:
+        scores = np.asarray(estimator.decision_function(x_test), dtype=np.float64)
+        return pred, scores[:, 1] if scores.ndim == 2 else scores
+    return pred, (pred == 1).astype(np.float64)  # one class seen: the classifier is a constant predictor
+
+
 def fit_predict(estimator: Any, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, want_scores: bool) -> TaskResult:
     """Fit on (x_train, y_train), predict x_test. Labels are re-indexed to 0..m-1 over the classes
     present in y_train before fitting (xgboost demands contiguous labels, and synthetic data may
     lack a class) and mapped back afterwards. Single-threaded (BLAS/OpenMP limited to one thread)
     so results do not depend on how many workers run."""
+    return fit_stages(estimator, x_train, y_train, x_test, (Stage(None, 0, want_scores),))[None]
+
+
+def fit_stages(
+    estimator: Any, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, stages: tuple[Stage, ...]
+) -> dict[Hashable, TaskResult]:
+    """As :func:`fit_predict`, once per stage. A stage with ``n_estimators`` > 0 grows the
+    ensemble (warm start) to that many members before predicting: its ``fit_seconds`` is the time
+    spent growing those members, and its predictions are those of an ensemble fitted with that many
+    members, for the ensembles where a warm start draws the same members (:data:`GROWABLE`)."""
     from threadpoolctl import threadpool_limits
 
     present = np.unique(y_train)
     y_fit = np.searchsorted(present, y_train)
+    results: dict[Hashable, TaskResult] = {}
+    seconds = 0.0
     with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        started = time.perf_counter()
-        estimator.fit(x_train, y_fit)
-        seconds = time.perf_counter() - started
-        pred = present[np.asarray(estimator.predict(x_test)).astype(np.int64)]
-        scores = None
-        if want_scores:
-            if len(present) == 2 and hasattr(estimator, "predict_proba"):
-                scores = np.asarray(estimator.predict_proba(x_test), dtype=np.float64)[:, 1]
-            elif len(present) == 2:
-                scores = np.asarray(estimator.decision_function(x_test), dtype=np.float64)
-                scores = scores[:, 1] if scores.ndim == 2 else scores
-            else:  # one class seen: the classifier is a constant predictor
-                scores = (pred == 1).astype(np.float64)
-    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
-    return TaskResult(pred=pred, scores=scores, fit_seconds=seconds, warnings=messages[:5])
+        for stage in sorted(stages, key=lambda s: s.n_estimators):
+            if stage.n_estimators:
+                _grow_to(estimator, stage.n_estimators)
+            started = time.perf_counter()
+            estimator.fit(x_train, y_fit)
+            seconds += time.perf_counter() - started
+            pred, scores = _predict(estimator, present, x_test, stage.want_scores)
+            results[stage.id] = TaskResult(pred=pred, scores=scores, fit_seconds=seconds)
+    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))[:5]
+    for result in results.values():
+        result.warnings = messages
+    return results
+
+
+# Ensembles whose warm start grows exactly the members a single fit of the larger size would
+# (member seeds are drawn in order from one RandomState; tests/test_downstream.py checks bits).
+GROWABLE = ("RandomForestClassifier", "ExtraTreesClassifier", "BaggingClassifier")
+
+
+def ensemble_of(estimator: Any) -> Any:
+    """The estimator itself, or a pipeline's final step."""
+    steps = getattr(estimator, "steps", None)
+    return steps[-1][1] if steps else estimator
+
+
+def _grow_to(estimator: Any, n_estimators: int) -> None:
+    ensemble = ensemble_of(estimator)
+    if type(ensemble).__name__ not in GROWABLE:
+        raise TypeError(f"{type(ensemble).__name__} cannot be grown by warm start (only {', '.join(GROWABLE)})")
+    ensemble.set_params(warm_start=True, n_estimators=n_estimators)
 
 
 def _peak_rss_mib() -> float:
@@ -129,9 +168,9 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 
 def worker_main(conn: Any, paths: tuple[str, str, str], parent_pid: int) -> None:
-    """Loop of a worker process: announce ("ready", pid), then receive (task id, pickled
-    estimator, want_scores, training row indices or None) and answer (task id, TaskResult);
-    ``None`` or a closed socket ends it."""
+    """Loop of a worker process: announce ("ready", pid), then receive (pickled estimator, the
+    task's stages, training row indices or None) and answer {stage id: TaskResult}; ``None`` or a
+    closed socket ends it."""
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
     for module in PRELOAD:  # before "ready", so that imports do not count against a fit's timeout
         try:
@@ -147,29 +186,50 @@ def worker_main(conn: Any, paths: tuple[str, str, str], parent_pid: int) -> None
             return
         if message is None:
             return
-        task_id, payload, want_scores, rows = message
+        payload, stages, rows = message
         try:
             x_fit, y_fit = _training_rows(x_train, y_train, rows)
-            result = fit_predict(pickle.loads(payload), x_fit, y_fit, x_test, want_scores)
+            answers = fit_stages(pickle.loads(payload), x_fit, y_fit, x_test, stages)
         except BaseException as error:  # noqa: BLE001 - every failure is the task's result
-            result = TaskResult(error=_describe(error))
-        result.worker_peak_mib = _peak_rss_mib()
+            answers = {stage.id: TaskResult(error=_describe(error)) for stage in stages}
+        for result in answers.values():
+            result.worker_peak_mib = _peak_rss_mib()
         try:
-            conn.send((task_id, result))
+            conn.send(answers)
         except (BrokenPipeError, OSError):
             return
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One answer of a task: the result for ``id``, with the positive class's scores if
+    ``want_scores``; ``n_estimators`` > 0 grows the task's ensemble to that size first."""
+
+    id: Hashable
+    n_estimators: int = 0
+    want_scores: bool = False
 
 
 @dataclass
 class Task:
     """One fit. ``rows``: indices of the training rows this fit uses (e.g. a balanced subset),
-    taken in the worker from the shared training matrix; None uses all of them."""
+    taken in the worker from the shared training matrix; None uses all of them. ``grown``: stages
+    of one growing ensemble (:data:`GROWABLE`) answered by this single fit instead of ``id``: the
+    paper protocol's 10-, 30-, 70-, 100- and 200-tree forests are the prefixes of one forest."""
 
     id: Hashable
     estimator: Any
     want_scores: bool
     rows: np.ndarray | None = None
     cost: float = 0.0  # estimated seconds (relative is enough): the pool starts the costliest first
+    grown: tuple[Stage, ...] = ()
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return self.grown or (Stage(self.id, 0, self.want_scores),)
+
+    def failed(self, error: str) -> dict[Hashable, TaskResult]:
+        return {stage.id: TaskResult(error=error) for stage in self.stages}
 
 
 def _training_rows(x_train: np.ndarray, y_train: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -184,9 +244,9 @@ def run_tasks_in_process(tasks: list[Task], x_train: np.ndarray, y_train: np.nda
     for task in tasks:
         try:
             x_fit, y_fit = _training_rows(x_train, y_train, task.rows)
-            results[task.id] = fit_predict(task.estimator, x_fit, y_fit, x_test, task.want_scores)
+            results.update(fit_stages(task.estimator, x_fit, y_fit, x_test, task.stages))
         except Exception as error:  # noqa: BLE001
-            results[task.id] = TaskResult(error=_describe(error))
+            results.update(task.failed(_describe(error)))
     return results
 
 
@@ -270,7 +330,7 @@ def run_tasks(
 
         def give_up(reason: str) -> None:
             while queue:
-                results[queue.popleft().id] = TaskResult(error=reason)
+                results.update(queue.popleft().failed(reason))
 
         try:
             while queue or busy:
@@ -280,13 +340,13 @@ def run_tasks(
                 while queue and idle:
                     worker, task = idle.pop(), queue.popleft()
                     try:
-                        worker.conn.send((task.id, pickle.dumps(task.estimator), task.want_scores, task.rows))
+                        worker.conn.send((pickle.dumps(task.estimator), task.stages, task.rows))
                     except (BrokenPipeError, OSError):  # died while idle: replace it, retry the task
                         worker.stop(kill=True)
                         queue.appendleft(task)
                         continue
                     except Exception as error:  # noqa: BLE001 - e.g. an estimator that cannot be pickled
-                        results[task.id] = TaskResult(error=f"cannot send the estimator: {_describe(error)}")
+                        results.update(task.failed(f"cannot send the estimator: {_describe(error)}"))
                         idle.append(worker)
                         continue
                     busy[worker] = (task, time.monotonic() + timeout_s if timeout_s else float("inf"))
@@ -311,21 +371,21 @@ def run_tasks(
                 for worker in [w for w in busy if w.conn in ready]:
                     task, _ = busy.pop(worker)
                     try:
-                        _, result = worker.conn.recv()
+                        answers = worker.conn.recv()
                     except (EOFError, OSError):
                         code = worker.exitcode
                         hint = " (killed by SIGKILL: out of memory?)" if code == -9 else ""
-                        results[task.id] = TaskResult(error=f"worker process died with exit code {code}{hint}")
+                        results.update(task.failed(f"worker process died with exit code {code}{hint}"))
                         worker.stop(kill=True)
                         continue
-                    results[task.id] = result
+                    results.update(answers)
                     idle.append(worker)
                 now = time.monotonic()
                 for worker, (task, deadline) in list(busy.items()):
                     if now >= deadline:
                         del busy[worker]
                         worker.stop(kill=True)
-                        results[task.id] = TaskResult(error=f"TimeoutError: no result within {timeout_s:g} s; killed")
+                        results.update(task.failed(f"TimeoutError: no result within {timeout_s:g} s; killed"))
                 for worker, deadline in list(starting.items()):
                     if now >= deadline:
                         del starting[worker]

@@ -6,15 +6,18 @@ import math
 
 import numpy as np
 import pytest
+from sklearn.ensemble import BaggingClassifier, ExtraTreesClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from bench.core.encoding import TabularEncoder
 from bench.core.contracts import Column, ColumnKind, EvalContext, LabelledData, MetricKind, Schema
 from bench.core.registry import EVALUATORS
-from evaluators import downstream
+from evaluators import downstream, fitpool
 from evaluators.downstream import (
     CLASSIFIER_NAMES,
     ClassifierSpec,
@@ -287,3 +290,49 @@ def test_standard_scaling_z_scores_with_the_training_rows_statistics_only():
     assert values["paper.logistic_regression.roc_auc"] != unscaled["paper.logistic_regression.roc_auc"]
     with pytest.raises(ValueError, match="scaling must be one of none, standard"):
         DownstreamClassifiers(scaling="minmax")
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: RandomForestClassifier(n_estimators=n, random_state=3),
+    lambda n: ExtraTreesClassifier(n_estimators=n, random_state=3),
+    lambda n: BaggingClassifier(n_estimators=n, random_state=3),
+    lambda n: BaggingClassifier(n_estimators=n, max_samples=0.1, random_state=3),
+    lambda n: make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=n, random_state=3)),
+], ids=["forest", "extra-trees", "bagging", "bagging-subsampled", "scaled-forest"])
+def test_a_grown_ensemble_answers_exactly_as_separate_fits(make):
+    """The paper protocol's 10- to 200-tree forests are answered by growing one forest (warm
+    start): every prefix must give the bits a separate fit of that size gives — predictions and
+    scores — in process and through a worker, or the shortcut would change published numbers."""
+    train, test = draw(THREE, 400, seed=6), draw(THREE, 300, seed=7)
+    x_train, x_test = train.x.astype(np.float64), test.x.astype(np.float64)
+    sizes = (200, 10, 70, 30, 100)
+    stages = tuple(fitpool.Stage(("forest", n), n, want_scores=True) for n in sizes)
+    separate = {("forest", n): fitpool.fit_predict(make(n), x_train, train.y, x_test, True) for n in sizes}
+    grown_task = fitpool.Task(("forest", "grown"), make(max(sizes)), False, grown=stages)
+    in_process = fitpool.run_tasks_in_process([grown_task], x_train, train.y, x_test)
+    pooled = fitpool.run_tasks([fitpool.Task(("forest", "grown"), make(max(sizes)), False, grown=stages)],
+                               x_train, train.y, x_test, n_jobs=1, timeout_s=120)
+    for answers in (in_process, pooled):
+        assert set(answers) == set(separate)
+        for key, result in separate.items():
+            assert result.error is None and answers[key].error is None
+            np.testing.assert_array_equal(answers[key].pred, result.pred)
+            np.testing.assert_array_equal(answers[key].scores, result.scores)
+        fit_times = [answers[("forest", n)].fit_seconds for n in sorted(sizes)]
+        assert fit_times == sorted(fit_times)  # the time spent growing each prefix, cumulative
+    assert len({result.pred.tobytes() for result in separate.values()}) > 1  # the sizes do differ
+
+
+def test_paper_forests_are_one_task_and_other_classifiers_are_not_grown(binary_data):
+    """Only settings that differ in an ensemble's size alone share a task; boosting (whose
+    warm start is not checked bit for bit here) and differently configured bagging stay apart."""
+    facts = downstream.training_facts(binary_data[0].x, binary_data[0].y, 2, seed=0)
+    forest = next(spec for spec in downstream.CLASSIFIERS if spec.name == "random_forest")
+    settings = [("base", forest.base(facts)), *forest.variants(facts)]
+    tasks = downstream.tasks_for("random_forest", settings, binary=True)
+    assert len(tasks) == 1 and [s.n_estimators for s in tasks[0].stages] == [100, 200, 70, 30, 10]
+    assert [s.want_scores for s in tasks[0].stages] == [True, False, False, False, False]
+    for name in ("gradient_boosting", "adaboost", "bagging", "xgboost"):
+        spec = next(spec for spec in downstream.CLASSIFIERS if spec.name == name)
+        settings = [("base", spec.base(facts)), *spec.variants(facts)]
+        assert all(not task.grown for task in downstream.tasks_for(name, settings, binary=True))
