@@ -53,7 +53,9 @@ Caveats:
   categorical and binary columns (the reference had the same effect on positive raw values).
 * The paper variant lists are DP-HP's, complete (binary ≈ 30 fits, multi-class ≈ 60 fits,
   including AdaBoost with 1000 estimators, 200-tree bagging and a 200-stage GBM); each fit has
-  its own ``timeout_s``. On adult (paper split, 11,077 rows) the paper protocol takes ≈ 25 s
+  its own ``timeout_s``. Settings that differ only in a forest's or bagging's size are one fit:
+  the largest ensemble, grown by warm start, answers for each smaller one with the same bits
+  (:func:`tasks_for`). On adult (paper split, 11,077 rows) the paper protocol takes ≈ 25 s
   with 2 jobs.
 * A classifier that can fit a single class (trees, naive Bayes, ...) is kept when the synthetic
   labels collapse to one class: it predicts that class (ROC 0.5); the others fail.
