@@ -316,3 +316,20 @@ def test_the_summary_and_the_sections_count_the_same_finished_cells():
     summary = dict(re.findall(r"^\| `([\w-]+)` \| [^|]+ \| (\d+) \|", report, flags=re.M))
     sections = dict(re.findall(r"— preset `([\w-]+)`\n\n[^\n]*?; (\d+) of its \d+ cells finished", report))
     assert summary and summary == sections
+
+
+def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or_says_not_timed():
+    """Issue 32: an image setup not run shows its measured CPU cost; none is guessed."""
+    from bench.report.coverage import setup_coverage
+    from bench.report.presets import PRESETS, cell_cost_key, grid_cells
+
+    preset = PRESETS["dpmepf-table2"]
+    cells = [cell for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
+    fashion = next(c for c in cells if c.method == "dp-mepf" and c.dataset == "fashion-mnist" and c.epsilon == 1.0)
+    done = [c.key for c in cells if c.method == "dp-mepf" and c.dataset == "mnist" and c.epsilon == 1.0][:1]
+    timings = {cell_cost_key(fashion): 1800.0}
+    coverage = {(c.setup.dataset, c.setup.epsilon): c for c in setup_coverage(preset, set(done), timings)}
+    assert coverage[("fashion-mnist", 1.0)].text() == "not run (cpu profile; ≈ 30 min a seed)"  # logged
+    assert coverage[("mnist", 1.0)].text() == "1 (cpu profile; ≈ 1.3 h a seed)"  # documented (docs/data.md)
+    cifar = {c.setup.epsilon: c for c in setup_coverage(PRESETS["dpmepf-table5"], set(), {})}
+    assert cifar[1.0].text() == "not run (cpu profile; not timed)"

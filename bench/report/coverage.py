@@ -8,8 +8,12 @@ transcriptions of the papers. Its status, in order:
   preset runs both, the paper's settings where ``paper_settings`` names them);
 * ``not implemented``: no adapter for the method (GS-WGAN);
 * ``no data``: the dataset's files are not in the offline mirror (``NOT_IN_MIRROR``);
-* ``needs a GPU``: an image setup at the paper profile with no run (its CPU cost is in the
-  preset's "not run" list); ``not run``: everything else, with its command in the preset's section.
+* ``needs a GPU``: an image setup at the paper profile with no run; ``not run``: everything
+  else, with its command in the preset's section.
+
+A setup short of 5 seeds also shows what one more seed costs on 2 CPU cores, measured (the
+median logged time of cells of its exact setting, else a documented measurement:
+``presets.seconds_for``), or "cost not measured" — never a guess.
 
 "Beyond the seeds" presets (ablations) carry copies of published values and are not counted, nor
 is a value a table prints from another setup for comparison (a registered method the preset runs
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 from bench.core.registry import DATASETS, METHODS, RegistryError
 from bench.privacy.budget import epsilon_text
-from bench.report.presets import NOT_IN_MIRROR, Preset, grid_cells
+from bench.report.presets import NOT_IN_MIRROR, CostKey, Preset, cell_cost_key, duration, grid_cells, seconds_for
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
 EVIDENCE_SEEDS = 5  # the papers average 5 runs; a setup counts as reproduced at this many seeds
@@ -46,6 +50,7 @@ class Coverage:
     status: str
     seeds: int = 0
     profile: str = "paper"
+    seed_seconds: float | None = None  # measured CPU time of one more seed (None: not measured)
 
     @property
     def image(self) -> bool:
@@ -55,10 +60,14 @@ class Coverage:
             return False
 
     def text(self) -> str:
-        profile = f" ({self.profile} profile)" if self.profile != "paper" else ""
-        if self.status == RUN:
-            return f"{self.seeds}{profile}"
-        return self.status + (profile if self.status == NOT_RUN else "")
+        profile = f"{self.profile} profile" if self.profile != "paper" else ""
+        if self.status in (NO_DATA, NOT_IMPLEMENTED):
+            return self.status
+        if self.status == RUN and self.seeds >= EVIDENCE_SEEDS:
+            return f"{self.seeds}" + (f" ({profile})" if profile else "")
+        cost = "not timed" if self.seed_seconds is None else f"≈ {duration(self.seed_seconds)} a seed"
+        head = f"{self.seeds}" if self.status == RUN else self.status
+        return f"{head} ({'; '.join(filter(None, (profile, cost)))})"
 
 
 def counted_presets(presets: list[Preset]) -> list[Preset]:
@@ -73,7 +82,9 @@ def _registered(registry, name: str) -> bool:
     return True
 
 
-def setup_coverage(preset: Preset, finished_keys: set[str]) -> list[Coverage]:
+def setup_coverage(preset: Preset, finished_keys: set[str], timings: dict[CostKey, float] | None = None) -> list[Coverage]:
+    """Each published setup's coverage; ``timings``: logged seconds per cost key (for the cost of
+    one more seed of a setup short of 5)."""
     cells = [(grid, cell) for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
     result = []
     for dataset, setups in preset.published.items():
@@ -100,7 +111,8 @@ def setup_coverage(preset: Preset, finished_keys: set[str]) -> list[Coverage]:
                 status = NEEDS_GPU
             else:
                 status = NOT_RUN
-            result.append(Coverage(setup, status, done, profile))
+            seconds = seconds_for(cell_cost_key(mine[0][1]), timings or {}) if mine else None
+            result.append(Coverage(setup, status, done, profile, seconds))
     return result
 
 

@@ -642,12 +642,19 @@ def grid_cells(grid: Grid, experiment: str, seeds: str | None = None) -> list:
 
 
 # Measured wall seconds per cell on the 2 shared development cores, for presets whose cells have
-# no timing in the store yet (sources: README.md and results/README.md, where each was reported).
+# no timing in the store yet (sources: README.md, results/README.md and docs/data.md, where each
+# was reported), keyed by (method, dataset, profile).
 DOCUMENTED_SECONDS = {
-    ("dp-hp", "mnist"): 4515,  # results/README, lost store: fit 3,656 s + classifiers 505 s + FID 354 s
-    ("dp-merf", "mnist"): 1030,  # results/README, lost store: fit 526 s; classifiers ≈ DP-HP's 505 s
-    ("mst", "census-discrete"): 923,  # results/README, lost store: MST fit 189 s + marginals 734 s
-    ("aim", "adult-discrete"): 2400,  # README: ≈ 10 s per round, 16·15 rounds
+    ("dp-hp", "mnist", "paper"): 4515,  # results/README, lost store: fit 3,656 s + classifiers 505 s + FID 354 s
+    ("dp-merf", "mnist", "paper"): 1030,  # results/README, lost store: fit 526 s; classifiers ≈ DP-HP's 505 s
+    ("mst", "census-discrete", "paper"): 923,  # results/README, lost store: MST fit 189 s + marginals 734 s
+    ("aim", "adult-discrete", "paper"): 2400,  # README: ≈ 10 s per round, 16·15 rounds
+    # docs/data.md, lost store, seed 0 at ε = 1 beside 3–5 other jobs (upper bounds): fit, 12
+    # classifiers and FID at 5,000 samples
+    ("dp-mepf", "mnist", "cpu"): 4650,
+    ("dp-mepf", "fashion-mnist", "cpu"): 4631,
+    ("dp-hp", "mnist", "cpu"): 4330,
+    ("dp-merf", "mnist", "cpu"): 3204,
 }
 
 
@@ -675,11 +682,11 @@ def cell_cost_key(cell: Any) -> CostKey:
 
 def seconds_for(key: CostKey, timings: dict[CostKey, float]) -> float | None:
     """The median logged seconds of cells of exactly this setting, else the documented CPU
-    measurement of a paper-profile cell (DOCUMENTED_SECONDS), else None: never a guess."""
+    measurement of a cell of this method, dataset and profile (DOCUMENTED_SECONDS), else None:
+    never a guess."""
     if key in timings:
         return timings[key]
-    documented = DOCUMENTED_SECONDS.get(key[:2])
-    return documented if documented is not None and json.loads(key[2])["profile"] == "paper" else None
+    return DOCUMENTED_SECONDS.get((key[0], key[1], json.loads(key[2])["profile"]))
 
 
 def logged_seconds(gpu: bool = False, source: Any = None) -> dict[CostKey, float]:

@@ -28,7 +28,7 @@ from bench.report.presets import (
     measured_references,
     seconds_for,
 )
-from bench.report.coverage import counted_presets, matrix_rows, setup_coverage, totals
+from bench.report.coverage import EVIDENCE_SEEDS, counted_presets, matrix_rows, setup_coverage, totals
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
 from bench.privacy.budget import epsilon_argument
@@ -468,17 +468,18 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
                              "whose files the offline data mirror lacks."))
     blocks.append(Block("table", header=["preset", "reproduces", "finished", "to run", "estimated CPU time to run",
                                          "data not in the mirror"], rows=summary))
-    blocks += coverage_blocks(presets, frames)
+    blocks += coverage_blocks(presets, frames, timings)
     return blocks + sections
 
 
-def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame]) -> list[Block]:
+def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame],
+                    timings: dict[CostKey, float] | None = None) -> list[Block]:
     """The coverage matrix (bench/report/coverage.py): totals for the tabular and 2-D setups and
     for the image setups, then one matrix per reproduced table or figure."""
     found = []
     for preset in counted_presets(presets):
         frame = frames[preset.experiment]
-        found.append((preset, setup_coverage(preset, set(frame["cell_key"]) if len(frame) else set())))
+        found.append((preset, setup_coverage(preset, set(frame["cell_key"]) if len(frame) else set(), timings)))
     if not found:
         return []
     every = [c for _, coverage in found for c in coverage]
@@ -487,7 +488,10 @@ def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame]) -> l
         Block("p", "Every setup (dataset × method × ε) of every table and figure the presets reproduce: the number of "
                    "seeds finished (the profile where it is not the paper's), or why none ran — `no data` (files not in "
                    "the offline mirror), `needs a GPU` (an image setup at the paper profile), `not implemented` (no "
-                   "adapter, e.g. GS-WGAN), `not run` (its command is in the preset's section)."),
+                   "adapter, e.g. GS-WGAN), `not run` (its command is in the preset's section). A setup short of "
+                   f"{EVIDENCE_SEEDS} seeds also shows what one more seed costs on 2 CPU cores (`≈ 1.3 h a seed`), "
+                   "measured: the median logged time of cells of its exact setting, else a documented measurement "
+                   "of its method, dataset and profile (`bench/report/presets.py`); `not timed` where neither exists."),
         Block("list", items=[totals([c for c in every if not c.image]).text("tabular, discretized and 2-D"),
                              totals([c for c in every if c.image]).text("images")]),
     ]
