@@ -85,21 +85,17 @@ def _predict(estimator: Any, present: np.ndarray, x_test: np.ndarray, want_score
     return pred, (pred == 1).astype(np.float64)  # one class seen: the classifier is a constant predictor
 
 
-def fit_predict(estimator: Any, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, want_scores: bool) -> TaskResult:
-    """Fit on (x_train, y_train), predict x_test. Labels are re-indexed to 0..m-1 over the classes
-    present in y_train before fitting (xgboost demands contiguous labels, and synthetic data may
-    lack a class) and mapped back afterwards. Single-threaded (BLAS/OpenMP limited to one thread)
-    so results do not depend on how many workers run."""
-    return fit_stages(estimator, x_train, y_train, x_test, (Stage(None, 0, want_scores),))[None]
-
-
 def fit_stages(
     estimator: Any, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, stages: tuple[Stage, ...]
 ) -> dict[Hashable, TaskResult]:
-    """As :func:`fit_predict`, once per stage. A stage with ``n_estimators`` > 0 grows the
-    ensemble (warm start) to that many members before predicting: its ``fit_seconds`` is the time
-    spent growing those members, and its predictions are those of an ensemble fitted with that many
-    members, for the ensembles where a warm start draws the same members (:data:`GROWABLE`)."""
+    """Fit on (x_train, y_train), predict x_test, once per stage. Labels are re-indexed to 0..m-1
+    over the classes present in y_train before fitting (xgboost demands contiguous labels, and
+    synthetic data may lack a class) and mapped back afterwards. Single-threaded (BLAS/OpenMP
+    limited to one thread) so results do not depend on how many workers run. A stage with
+    ``n_estimators`` > 0 grows the ensemble (warm start) to that many members before predicting:
+    its ``fit_seconds`` is the time spent growing those members, and its predictions are those of
+    an ensemble fitted with that many members, for the ensembles where a warm start draws the same
+    members (:data:`GROWABLE`)."""
     from threadpoolctl import threadpool_limits
 
     present = np.unique(y_train)

@@ -307,7 +307,8 @@ def test_a_grown_ensemble_answers_exactly_as_separate_fits(make):
     x_train, x_test = train.x.astype(np.float64), test.x.astype(np.float64)
     sizes = (200, 10, 70, 30, 100)
     stages = tuple(fitpool.Stage(("forest", n), n, want_scores=True) for n in sizes)
-    separate = {("forest", n): fitpool.fit_predict(make(n), x_train, train.y, x_test, True) for n in sizes}
+    separate = {("forest", n): fitpool.fit_stages(make(n), x_train, train.y, x_test, (fitpool.Stage(0, 0, True),))[0]
+                for n in sizes}
     grown_task = fitpool.Task(("forest", "grown"), make(max(sizes)), False, grown=stages)
     in_process = fitpool.run_tasks_in_process([grown_task], x_train, train.y, x_test)
     pooled = fitpool.run_tasks([fitpool.Task(("forest", "grown"), make(max(sizes)), False, grown=stages)],
