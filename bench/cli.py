@@ -402,10 +402,19 @@ def _setting_text(value: object) -> str:
     return ",".join(f"{v:g}" for v in value) if isinstance(value, tuple) else str(value)
 
 
+# The committed results record of this checkout: its runs price the presets' cells in a fresh
+# clone, before the user has logged any run of their own.
+COMMITTED_RECORDS = Path(__file__).resolve().parents[1] / DEFAULT_RECORDS
+
+
 def _preset_rows() -> list[tuple[str, str]]:
     from bench.report.presets import PRESETS, estimate_cost, logged_seconds
+    from bench.report.source import RecordSource
 
-    timings, gpu_timings = logged_seconds(), logged_seconds(gpu=True)
+    recorded = RecordSource(COMMITTED_RECORDS) if COMMITTED_RECORDS.is_dir() else None
+    # the local store's own timings win over the record's for the same setting
+    timings = {**(logged_seconds(source=recorded) if recorded else {}), **logged_seconds()}
+    gpu_timings = {**(logged_seconds(gpu=True, source=recorded) if recorded else {}), **logged_seconds(gpu=True)}
     return [
         (p.name, f"{p.reproduces}: {p.description}; experiment {p.experiment}; "
                  f"{estimate_cost(p, timings, gpu_timings).text()}")
@@ -442,7 +451,7 @@ def command_list(args: argparse.Namespace) -> int:
             ))
             for name, text in sections["evaluators"]
         ]
-    if args.what == "presets":  # costs read the store, so only when asked for
+    if args.what == "presets":  # costs read the store and the committed record, so only when asked for
         sections = {"presets": _preset_rows()}
     for section, rows in sections.items():
         if args.what and args.what != section:

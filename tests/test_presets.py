@@ -123,6 +123,9 @@ def test_list_presets_shows_each_with_its_cost(workdir, capsys):
         line = next(line for line in out.splitlines() if line.strip().startswith(name + " "))
         assert preset.reproduces in line and " cells" in line
     assert not (workdir / "mlflow.db").exists()  # listing does not create a store
+    # with no store of one's own, the committed record's runs price the cells (a fresh clone)
+    fig2 = next(line for line in out.splitlines() if line.strip().startswith("dphp-fig2 "))
+    assert "25 cells, ≈ " in fig2 and "not measured" not in fig2
 
 
 def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkeypatch, capsys):
