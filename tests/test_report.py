@@ -286,6 +286,10 @@ def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
     assert missing_cost(two_seeds, {}) == "≈ 2.5 h on 2 CPU cores"  # DOCUMENTED_SECONDS: a paper cell measured by hand
     smoke = MissingCells("dp-hp", "mnist", 1.0, (0, 1), "…", ("dp-hp", "mnist", json.dumps({"profile": "smoke"})))
     assert missing_cost(smoke, {}) == "not measured: no run of this setting timed yet"
+    # a measurement stopped before its cell ended is a lower bound, and says so
+    stopped = MissingCells("dp-hp", "census-discrete", 0.3, (0, 1), "…",
+                           ("dp-hp", "census-discrete", json.dumps({"profile": "paper"})))
+    assert missing_cost(stopped, {}) == "≥ 10.6 h on 2 CPU cores"
 
 
 COMMITTED_RECORD = REPO / "results" / "runs"

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 from bench.core.registry import DATASETS, METHODS, RegistryError
 from bench.privacy.budget import epsilon_text
-from bench.report.presets import NOT_IN_MIRROR, CostKey, Preset, cell_cost_key, duration, grid_cells, seconds_for
+from bench.report.presets import (
+    NOT_IN_MIRROR, CostKey, Preset, approximately, cell_cost_key, duration, grid_cells, seconds_for,
+)
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
 EVIDENCE_SEEDS = 5  # the papers average 5 runs; a setup counts as reproduced at this many seeds
@@ -65,7 +67,8 @@ class Coverage:
             return self.status
         if self.status == RUN and self.seeds >= EVIDENCE_SEEDS:
             return f"{self.seeds}" + (f" ({profile})" if profile else "")
-        cost = "not timed" if self.seed_seconds is None else f"≈ {duration(self.seed_seconds)} a seed"
+        cost = ("not timed" if self.seed_seconds is None
+                else f"{approximately(self.seed_seconds)} {duration(self.seed_seconds)} a seed")
         head = f"{self.seeds}" if self.status == RUN else self.status
         return f"{head} ({'; '.join(filter(None, (profile, cost)))})"
 

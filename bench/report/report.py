@@ -24,7 +24,7 @@ import pandas as pd
 
 from bench.harness import tracking
 from bench.report.presets import (
-    NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, cell_cost_key, duration, grid_cells, logged_seconds,
+    NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, approximately, cell_cost_key, duration, grid_cells, logged_seconds,
     measured_references,
     seconds_for,
 )
@@ -119,7 +119,7 @@ def missing_cost(missing: MissingCells, timings: dict[CostKey, float]) -> str:
     seconds = None if missing.key is None else seconds_for(missing.key, timings)
     if seconds is None:
         return "not measured: no run of this setting timed yet"
-    return f"≈ {duration(seconds * len(missing.seeds))} on 2 CPU cores"
+    return f"{approximately(seconds)} {duration(seconds * len(missing.seeds))} on 2 CPU cores"
 
 
 @dataclass(frozen=True)
@@ -491,7 +491,8 @@ def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame],
                    "adapter, e.g. GS-WGAN), `not run` (its command is in the preset's section). A setup short of "
                    f"{EVIDENCE_SEEDS} seeds also shows what one more seed costs on 2 CPU cores (`≈ 1.3 h a seed`), "
                    "measured: the median logged time of cells of its exact setting, else a documented measurement "
-                   "of its method, dataset and profile (`bench/report/presets.py`); `not timed` where neither exists."),
+                   "of its method, dataset and profile (`bench/report/presets.py`), `≥` where that measurement was "
+                   "stopped before the cell ended; `not timed` where neither exists."),
         Block("list", items=[totals([c for c in every if not c.image]).text("tabular, discretized and 2-D"),
                              totals([c for c in every if c.image]).text("images")]),
     ]
@@ -506,7 +507,8 @@ def summary_row(preset: Preset, status: PresetStatus, timings: dict[CostKey, flo
     timed = [m for m, seconds in priced if seconds is not None]
     seconds = sum(s * len(m.seeds) for m, s in priced if s is not None)
     untimed = status.to_run - sum(len(m.seeds) for m in timed)
-    parts = ([f"≈ {duration(seconds)}"] if timed else []) + ([f"{untimed} cells not timed yet"] if untimed else [])
+    bound = approximately(*(s for _, s in priced))
+    parts = ([f"{bound} {duration(seconds)}"] if timed else []) + ([f"{untimed} cells not timed yet"] if untimed else [])
     return [f"`{preset.name}`", preset.reproduces, str(status.finished), str(status.to_run),
             " + ".join(parts) or "—", ", ".join(status.lacking_data)]
 
