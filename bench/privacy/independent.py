@@ -75,9 +75,12 @@ def _pld_epsilon(releases: Sequence[Release], delta: float, exponential_as_pure:
             )
         else:
             raise ValueError("exponential releases are not encoded in this PLD")
-        if delta == 0:  # self_compose truncates tail mass into δ > 0; pure PLDs compose exactly
+        if delta == 0:
+            # compose and self_compose truncate tail mass (1e-15 by default) into infinite loss,
+            # which at δ = 0 reads as ε = inf once enough releases compose (PrivBayes on
+            # census-discrete: 81); pure PLDs have finite support, so compose them untruncated
             for _ in range(r.compositions):
-                total = one if total is None else total.compose(one)
+                total = one if total is None else total.compose(one, tail_mass_truncation=0.0)
             continue
         one = one.self_compose(r.compositions) if r.compositions > 1 else one
         total = one if total is None else total.compose(one)
