@@ -109,7 +109,7 @@ def test_many_pure_releases_compose_to_their_sum_not_to_infinity(total):
     """PrivBayes on census-discrete (41 columns) makes 40 exponential selections and 41 Laplace
     conditionals; composed with dp-accounting's default tail truncation, the mass cut from the
     tails became infinite loss and the independent check read ε = inf at δ = 0 for an exact claim
-    (all 10 runs refused). The same ledger must land on its sum, and 2% more must still fail."""
+    (every run refused). The same ledger must land on its sum, and 2% more must still fail."""
     releases = [PureRelease("e", 0.3 * total / 40, 1.0, "exponential") for _ in range(40)] + [
         PureRelease("l", 0.7 * total / 41, 1.0, "laplace", 41)
     ]
