@@ -641,9 +641,6 @@ def grid_cells(grid: Grid, experiment: str, seeds: str | None = None) -> list:
     return cells
 
 
-# Measured wall seconds per cell on the 2 shared development cores, for presets whose cells have
-# no timing in the store yet (sources: README.md, results/README.md and docs/data.md, where each
-# was reported), keyed by (method, dataset, profile).
 class AtLeast(float):
     """A documented measurement of a cell that was stopped before it finished: a lower bound on
     its cost, rendered ``≥``. Arithmetic on it gives a plain float, so a sum is marked by
@@ -655,6 +652,9 @@ def approximately(*terms: float | None) -> str:
     return "≥" if any(isinstance(t, AtLeast) for t in terms) else "≈"
 
 
+# Measured wall seconds per cell on the 2 shared development cores, for presets whose cells have
+# no timing in the store yet (sources: README.md, results/README.md and docs/data.md, where each
+# was reported), keyed by (method, dataset, profile).
 DOCUMENTED_SECONDS = {
     ("dp-hp", "mnist", "paper"): 4515,  # results/README, lost store: fit 3,656 s + classifiers 505 s + FID 354 s
     ("dp-merf", "mnist", "paper"): 1030,  # results/README, lost store: fit 526 s; classifiers ≈ DP-HP's 505 s
