@@ -1,0 +1,117 @@
+"""Lower bounds on what an untimed image cell costs on CPU: its fit's measured rate, extrapolated.
+
+    python benchmarks/image_cell_costs.py [--seconds 90] [--only dp-gan:mnist,...] [--out FILE]
+
+For each image setup the coverage matrix showed as "not timed" (the keys of ``SETUPS``), runs the
+cell's real fit — the preset's method, dataset, ε, profile and ``--set`` values, seed 0, one thread
+— through the grid's worker, records the fit's progress reports (fraction of its steps, time) and
+stops it ``--seconds`` after the first report. The fit's cost is then the time to the first report
+(loading, the release, any encoder work) plus the measured seconds per step times the steps left.
+Evaluation (12 classifiers, FID, effective size) is not counted, so the figure is a lower bound on
+the cell: ``bench/report/presets.py`` reads the written file as ``≥`` costs keyed by
+(method, dataset, profile). Run from a clean tree: the file names the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+# (method, dataset, ε, profile, --set values): the image setups of the presets with no timed cell
+SETUPS = (
+    ("full-mmd", "mnist", float("inf"), "paper", ()),
+    ("full-mmd", "fashion-mnist", float("inf"), "paper", ()),
+    ("dp-gan", "mnist", 9.6, "paper", ()),
+    ("dp-gan", "fashion-mnist", 9.6, "paper", ()),
+    ("dp-cgan", "mnist", 9.6, "paper", ()),
+    ("dp-cgan", "fashion-mnist", 9.6, "paper", ()),
+    ("dp-merf", "fashion-mnist", 1.0, "paper", ()),
+    ("dp-hp", "fashion-mnist", 1.0, "paper", ()),
+    ("dp-mepf", "cifar10-jpeg", 10.0, "cpu", ("labelled=false",)),
+)
+OUT = Path(__file__).resolve().parents[1] / "docs" / "measurements" / f"image_cell_costs_{time.strftime('%Y-%m-%d')}.json"
+
+
+class _Enough(Exception):
+    """Raised from the progress report to stop a fit once its rate is measured."""
+
+
+@dataclass
+class FitRate:
+    first_report_s: float  # from the start of the cell to the fit's first progress report
+    first_fraction: float
+    last_fraction: float
+    measured_s: float  # between the first and the last report
+
+    @property
+    def fit_seconds(self) -> float:
+        per_fraction = self.measured_s / (self.last_fraction - self.first_fraction)
+        return self.first_report_s + per_fraction * (1.0 - self.first_fraction)
+
+
+def measure(method: str, dataset: str, epsilon: float, profile: str, sets: tuple[str, ...], seconds: float) -> FitRate:
+    from bench.harness.grid import GridSpec, expand
+    from bench.harness.worker import execute
+
+    overrides = {method: dict(s.split("=", 1) for s in sets)} if sets else {}
+    spec = GridSpec(methods=[method], datasets=[dataset], epsilons=[epsilon], seeds=[0], profile=profile,
+                    overrides=overrides, device="cpu", evaluators=[], threads=1)
+    (cell,), _ = expand(spec)
+    cell = dataclasses.replace(cell, evaluators=(), evaluator_settings={})
+    reports: list[tuple[float, float]] = []
+    started = time.perf_counter()
+
+    def report(fraction: float) -> None:
+        now = time.perf_counter() - started
+        if not reports or fraction > reports[-1][1]:
+            reports.append((now, fraction))
+        if now - reports[0][0] >= seconds and len(reports) >= 2:
+            raise _Enough
+
+    with tempfile.TemporaryDirectory() as folder:
+        outcome = execute(cell.to_dict(), folder, report)
+    if len(reports) < 2:
+        raise SystemExit(f"{method}/{dataset}: fewer than two progress reports ({outcome.status}: {outcome.error})")
+    (t0, f0), (t1, f1) = reports[0], reports[-1]
+    return FitRate(t0, f0, f1, t1 - t0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=90.0, help="fit time measured after the first report")
+    parser.add_argument("--only", help="comma-separated method:dataset keys of SETUPS")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    from bench.harness.worker import cpu_description
+
+    only = set(args.only.split(",")) if args.only else None
+    commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    results = json.loads(args.out.read_text()) if args.out.exists() else {"setups": []}
+    results.update(commit=commit, cpu=cpu_description(), threads=1, torch=torch.__version__,
+                   method="fit stopped --seconds after its first progress report; fit seconds = time to that "
+                          "report + measured seconds per fraction × the fraction left; evaluation not counted")
+    for method, dataset, epsilon, profile, sets in SETUPS:
+        if only and f"{method}:{dataset}" not in only:
+            continue
+        rate = measure(method, dataset, epsilon, profile, sets, args.seconds)
+        row = {"method": method, "dataset": dataset, "epsilon": str(epsilon), "profile": profile, "sets": list(sets),
+               "first_report_s": round(rate.first_report_s, 1), "measured_fraction": round(rate.last_fraction - rate.first_fraction, 5),
+               "measured_s": round(rate.measured_s, 1), "fit_seconds": round(rate.fit_seconds)}
+        print(json.dumps(row), flush=True)
+        results["setups"] = [r for r in results["setups"] if (r["method"], r["dataset"], r["profile"]) != (method, dataset, profile)]
+        results["setups"].append(row)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
