@@ -9,7 +9,10 @@ stops it ``--seconds`` after the first report. The fit's cost is then the time t
 (loading, the release, any encoder work) plus the measured seconds per step times the steps left.
 Evaluation (12 classifiers, FID, effective size) is not counted, so the figure is a lower bound on
 the cell: ``bench/report/presets.py`` reads the written file as ``≥`` costs keyed by
-(method, dataset, profile). Run from a clean tree: the file names the commit.
+(method, dataset, profile). ``real`` has no fit: its cell is the evaluation of the real training
+images, bounded below by the wall time of the cheapest classifiers of ``image-downstream``
+(``REAL_CLASSIFIERS``, fitted as in a cell on all 60,000 images; every image evaluator of the
+presets fits at least these at that size). Run from a clean tree: each row names its commit.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ SETUPS = (
     ("dp-hp", "fashion-mnist", 1.0, "paper", ()),
     ("dp-mepf", "cifar10-jpeg", 10.0, "cpu", ("labelled=false",)),
 )
+REAL_SETUPS = ("mnist", "fashion-mnist")
+REAL_CLASSIFIERS = ("GNB", "BNB", "LDA", "DT", "LR")  # 160 s of 12 classifiers' ≥ 1,070 s on MNIST (docs/performance.md)
 OUT = Path(__file__).resolve().parents[1] / "docs" / "measurements" / f"image_cell_costs_{time.strftime('%Y-%m-%d')}.json"
 
 
@@ -84,11 +89,29 @@ def measure(method: str, dataset: str, epsilon: float, profile: str, sets: tuple
     return FitRate(t0, f0, f1, t1 - t0)
 
 
+def real_evaluation_seconds(dataset: str, jobs: int) -> float:
+    """Wall seconds of ``REAL_CLASSIFIERS`` trained on the dataset's real training images and
+    tested on its test images, as in a ``real`` cell's ``image-downstream``."""
+    from bench.core.contracts import EvalContext
+    from bench.core.registry import DATASETS
+    from evaluators.image_downstream import IMAGE_CLASSIFIERS, ImageDownstreamClassifiers
+
+    split = DATASETS.get(dataset).load(None, seed=0)
+    evaluator = ImageDownstreamClassifiers(
+        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in REAL_CLASSIFIERS), n_jobs=jobs)
+    started = time.perf_counter()
+    evaluation = evaluator.evaluate(split.train, split.train, split.test, EvalContext())
+    if evaluation.errors:
+        raise SystemExit(f"real/{dataset}: {dict(evaluation.errors)}")
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=90.0, help="fit time measured after the first report")
-    parser.add_argument("--only", help="comma-separated method:dataset keys of SETUPS")
+    parser.add_argument("--only", help="comma-separated method:dataset keys of SETUPS (real:DATASET for REAL_SETUPS)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--jobs", type=int, default=1, help="classifier worker processes for real's evaluation")
     args = parser.parse_args()
     torch.set_num_threads(1)
     from bench.harness.worker import cpu_description
@@ -97,9 +120,22 @@ def main() -> None:
     commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
     results = json.loads(args.out.read_text()) if args.out.exists() else {"setups": []}
-    results.update(commit=commit, cpu=cpu_description(), threads=1, torch=torch.__version__,
+    for row in results["setups"]:  # rows written before each row named its own commit
+        row.setdefault("commit", results.get("commit"))
+    results.pop("commit", None)
+    results.update(cpu=cpu_description(), threads=1, torch=torch.__version__,
                    method="fit stopped --seconds after its first progress report; fit seconds = time to that "
-                          "report + measured seconds per fraction × the fraction left; evaluation not counted")
+                          "report + measured seconds per fraction × the fraction left; evaluation not counted, "
+                          "except for real (no fit): evaluation seconds = wall time of REAL_CLASSIFIERS")
+
+    def record(row: dict) -> None:
+        row["commit"] = commit
+        print(json.dumps(row), flush=True)
+        key = (row["method"], row["dataset"], row["profile"])
+        results["setups"] = [r for r in results["setups"] if (r["method"], r["dataset"], r["profile"]) != key]
+        results["setups"].append(row)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+
     for method, dataset, epsilon, profile, sets in SETUPS:
         if only and f"{method}:{dataset}" not in only:
             continue
@@ -107,10 +143,13 @@ def main() -> None:
         row = {"method": method, "dataset": dataset, "epsilon": str(epsilon), "profile": profile, "sets": list(sets),
                "first_report_s": round(rate.first_report_s, 1), "measured_fraction": round(rate.last_fraction - rate.first_fraction, 5),
                "measured_s": round(rate.measured_s, 1), "fit_seconds": round(rate.fit_seconds)}
-        print(json.dumps(row), flush=True)
-        results["setups"] = [r for r in results["setups"] if (r["method"], r["dataset"], r["profile"]) != (method, dataset, profile)]
-        results["setups"].append(row)
-        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        record(row)
+    for dataset in REAL_SETUPS:
+        if only and f"real:{dataset}" not in only:
+            continue
+        seconds = real_evaluation_seconds(dataset, args.jobs)
+        record({"method": "real", "dataset": dataset, "epsilon": "inf", "profile": "paper", "sets": [],
+                "classifiers_timed": list(REAL_CLASSIFIERS), "jobs": args.jobs, "evaluation_seconds": round(seconds)})
 
 
 if __name__ == "__main__":

@@ -682,6 +682,20 @@ DOCUMENTED_SECONDS = {
 }
 
 
+def _measured_fit_costs(file: str) -> dict[tuple[str, str, str], AtLeast]:
+    """The image cells timed by ``benchmarks/image_cell_costs.py`` (its committed output): each fit's
+    measured rate over its first steps, extrapolated to all of them, evaluation not counted (for
+    ``real``, which has no fit, the cheapest classifiers of its evaluation) — a lower bound on the cell."""
+    setups = json.loads((MEASUREMENTS / file).read_text())["setups"]
+    return {(s["method"], s["dataset"], s["profile"]): AtLeast(s.get("fit_seconds", 0) + s.get("evaluation_seconds", 0))
+            for s in setups}
+
+
+IMAGE_FIT_COSTS = "image_cell_costs_2026-11-27.json"
+DOCUMENTED_SECONDS.update({key: seconds for key, seconds in _measured_fit_costs(IMAGE_FIT_COSTS).items()
+                           if key not in DOCUMENTED_SECONDS})  # a whole measured cell beats a fit's lower bound
+
+
 CostKey = tuple[str, str, str]  # (method, dataset, the setting as JSON)
 
 
