@@ -290,6 +290,21 @@ def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
     stopped = MissingCells("dp-hp", "census-discrete", 0.3, (0, 1), "…",
                            ("dp-hp", "census-discrete", json.dumps({"profile": "paper"})))
     assert missing_cost(stopped, {}) == "≥ 10.6 h on 2 CPU cores"
+    # an image fit timed by benchmarks/image_cell_costs.py, read from its committed output
+    gan = MissingCells("dp-gan", "fashion-mnist", 9.6, (0, 1), "…", ("dp-gan", "fashion-mnist", json.dumps({"profile": "paper"})))
+    assert missing_cost(gan, {}).startswith("≥ ") and missing_cost(gan, {}).endswith(" on 2 CPU cores")
+
+
+def test_every_image_setup_of_the_presets_has_a_measured_cost():
+    """The coverage matrix's promise for images (issue 32): every image setup of a preset is priced
+    from a logged run or a committed measurement — never "not timed"."""
+    from bench.report.presets import PRESETS, grid_cells, seconds_for, cell_cost_key
+    from bench.core.registry import DATASETS
+
+    untimed = sorted({(c.method, c.dataset, c.profile) for preset in PRESETS.values() for grid in preset.grids
+                      for c in grid_cells(grid, preset.experiment) if DATASETS.get(c.dataset).kind.name == "IMAGE"
+                      and seconds_for(cell_cost_key(c), {}) is None})
+    assert untimed == []
 
 
 COMMITTED_RECORD = REPO / "results" / "runs"
@@ -322,7 +337,7 @@ def test_the_summary_and_the_sections_count_the_same_finished_cells():
     assert summary and summary == sections
 
 
-def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or_says_not_timed():
+def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or_says_not_timed(monkeypatch):
     """Issue 32: an image setup not run shows its measured CPU cost; none is guessed."""
     from bench.report.coverage import setup_coverage
     from bench.report.presets import PRESETS, cell_cost_key, grid_cells
@@ -335,5 +350,10 @@ def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or
     coverage = {(c.setup.dataset, c.setup.epsilon): c for c in setup_coverage(preset, set(done), timings)}
     assert coverage[("fashion-mnist", 1.0)].text() == "not run (cpu profile; ≈ 30 min a seed)"  # logged
     assert coverage[("mnist", 1.0)].text() == "1 (cpu profile; ≈ 1.3 h a seed)"  # documented (docs/data.md)
+    cifar = {c.setup.epsilon: c for c in setup_coverage(PRESETS["dpmepf-table5"], set(), {})}
+    assert cifar[1.0].text() == "not run (cpu profile; ≥ 4.5 h a seed)"  # a fit's measured rate (image_cell_costs.py)
+    from bench.report import presets
+
+    monkeypatch.delitem(presets.DOCUMENTED_SECONDS, ("dp-mepf", "cifar10-jpeg", "cpu"))
     cifar = {c.setup.epsilon: c for c in setup_coverage(PRESETS["dpmepf-table5"], set(), {})}
     assert cifar[1.0].text() == "not run (cpu profile; not timed)"
