@@ -41,6 +41,7 @@ resolution: github.com/ParkLabML/DP-MEPF code/model_builder.py).
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -48,6 +49,21 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+
+@contextmanager
+def ieee_float32():
+    """CUDA convolutions and products in IEEE float32 inside the block, not TF32 (PyTorch's default
+    for cuDNN convolutions): TF32 rounds operands to 10-bit mantissas and cuDNN picks its algorithm
+    by batch size, so on an H100 a row's DP-MEPF features moved with the batch it was in by more
+    than the row-wise check tolerates (``NotRowWiseError`` at the ``cpu`` profile's layers). The
+    released embedding is a sum of per-row features, so each row's must not depend on its batch."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 class EncoderError(ValueError):
@@ -90,7 +106,8 @@ class FeatureEncoder(nn.Module):
         raise NotImplementedError
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return torch.cat([a.flatten(1) for a in self.activations(self.prepare(images))], dim=1)
+        with ieee_float32():
+            return torch.cat([a.flatten(1) for a in self.activations(self.prepare(images))], dim=1)
 
     def freeze(self) -> "FeatureEncoder":
         self.eval()

@@ -20,7 +20,9 @@ from bench.harness.grid import GridSpec, expand
 from bench.harness.worker import execute
 from datasets.images import ImageArrays, ImageDataset
 from datasets.mnist import MNIST
+from bench.privacy.private_data import ROW_WISE_ATOL, ROW_WISE_RTOL
 from methods.dp_merf import draw_frequencies, rff_features
+from methods.encoders import build_encoder
 from methods.hermite import hermite_features
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
@@ -66,6 +68,19 @@ def test_hermite_features_are_the_same_function_on_the_gpu(order):
     on_gpu = hermite_features(x.cuda(), rho.cuda(), order)
     assert on_gpu.device.type == "cuda"
     assert relative_error(on_gpu, on_cpu) < 1e-10
+
+
+def test_a_row_gets_the_same_encoder_features_alone_as_within_a_batch(data_dir):
+    """DP-MEPF's release sums per-row features, checked row-wise; at the ``cpu`` profile's seven
+    layers cuDNN's default TF32 convolutions broke that on an H100 (``methods/encoders.py``)."""
+    images = (torch.as_tensor(MNIST.read(data_dir).train_x[:100], dtype=torch.float32) / 255).reshape(-1, 1, 28, 28).cuda()
+    _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem,b0,b1,b2,b3,b4,b5", data_dir=data_dir)
+    encoder = encoder.freeze().cuda()
+    with torch.no_grad():
+        batch = encoder(images).double()
+        for i in (0, 99):
+            alone = encoder(images[i : i + 1]).double()
+            assert (alone - batch[i]).norm() <= ROW_WISE_RTOL * batch[i].norm() + ROW_WISE_ATOL
 
 
 @pytest.fixture(scope="module")
