@@ -51,11 +51,12 @@ class _Enough(Exception):
 
 
 def commit() -> str:
-    """The tree's commit; on a lent machine that has no ``.git``, ``$GPU_CELLS_COMMIT`` as the
-    caller sent it (the commit the copied tree was, clean)."""
-    named = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True,
-                           cwd=REPO).stdout.strip()
-    return named or os.environ.get("GPU_CELLS_COMMIT", "unknown (no .git on this machine)")
+    """``$GPU_CELLS_COMMIT`` where the caller sent it (the commit the copied tree was, clean): a lent
+    machine's copy of ``.git`` can be older than the tree it runs (seen: it named the session's
+    first commit); else what git says here."""
+    return os.environ.get("GPU_CELLS_COMMIT") or subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
 
 
 def fit_done_marker(work: Path, key: str) -> Path:
