@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from image_cell_costs import FitRate, _Enough  # this folder: the same stop-and-extrapolate rule
+
 REPO = Path(__file__).resolve().parents[1]
 INF = float("inf")
 # (method, dataset, ε, profile): ε as the presets run them (DP-MERF Table 3, DP-HP Table 4, DP-GAN 9.6)
@@ -44,10 +46,6 @@ SETUPS = (
 )
 CLASSIFIERS = "LR,MLP,GNB,BNB,LDA,DT,XGB"
 FAST_EVALUATOR = "image-downstream-gpu-cells"
-
-
-class _Enough(Exception):
-    """Raised from the progress report to stop a fit once its rate is measured."""
 
 
 def commit() -> str:
@@ -118,8 +116,9 @@ def one_setup(key: str, args: argparse.Namespace) -> dict:
                    classifier_errors=outcome.tags.get(f"errors.{FAST_EVALUATOR}"))
     elif "_Enough" in (outcome.error or "") and len(reports) >= 2:
         (t0, f0), (t1, f1) = reports[0], reports[-1]
+        rate = FitRate(t0, f0, f1, t1 - t0)
         row.update(finished=False, first_report_s=round(t0, 1), measured_fraction=round(f1 - f0, 5),
-                   measured_s=round(t1 - t0, 1), fit_seconds=round(t0 + (t1 - t0) / (f1 - f0) * (1 - f0)))
+                   measured_s=round(t1 - t0, 1), fit_seconds=round(rate.fit_seconds))
     else:
         row.update(finished=False, error=outcome.error)
     return row
@@ -149,7 +148,8 @@ def main() -> None:
     keys = args.only.split(",") if args.only else [f"{s[0]}:{s[1]}" for s in SETUPS]
     unknown = [k for k in keys if k not in {f"{s[0]}:{s[1]}" for s in SETUPS}]
     if unknown:
-        raise SystemExit(f"error: unknown setup(s) {', '.join(unknown)}; choose from SETUPS in {__file__}")
+        print(f"error: unknown setup(s) {', '.join(unknown)}; choose from SETUPS in {__file__}", file=sys.stderr)
+        sys.exit(2)
     started = time.monotonic()
     results = {"commit": commit(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": []}
     path = args.out / "cells.json"
