@@ -55,3 +55,28 @@ def test_step_profile_splits_a_fit_into_tenths(data_dir, monkeypatch):
     tenths = script.per_tenth(marks)
     assert len(tenths) == 10 and all(ms > 0 for ms in tenths)
     assert marks[-1, 0] == 180 and marks[-1, 1] <= seconds  # 90,000 rows / batch 500
+
+
+def test_detection_columns_names_the_column_whose_atom_a_generator_never_emits(data_dir):
+    """cervical's "Smokes (years)" is 0 for 83% of the rows: the training rows with that column
+    moved off its zeros (by at most a year, its shape otherwise kept) are told from real rows by
+    that column alone, and the script says so; the training rows themselves are not."""
+    import numpy as np
+
+    from bench.core.contracts import LabelledData
+    from bench.core.registry import DATASETS
+
+    script = _script("detection_columns")
+    split = DATASETS.get("cervical").load(data_dir, 0)
+    column = [c.name for c in split.train.schema.columns].index("Smokes (years)")
+    x = split.train.x.copy()
+    x[:, column] += np.random.default_rng(0).uniform(0.01, 1.0, len(x))
+    shifted = script.diagnose(LabelledData(x, split.train.y, split.train.schema), split.train, split.test, seed=0)
+    name, auc, on_atoms_real, on_atoms_synthetic = shifted["best_columns"][0]
+    assert name == "Smokes (years)" and auc > 0.8 and on_atoms_real > 0.7 and on_atoms_synthetic == 0, shifted
+    assert shifted["detection_auc"] > 0.8
+    copied = script.diagnose(split.train, split.train, split.test, seed=0)
+    assert copied["detection_auc"] < 0.65 and copied["best_columns"][0][1] < 0.7, copied
+    from evaluators.rows import distance_features
+
+    assert len(script.column_names(split.train.schema)) == distance_features(split.train, split.train).shape[1]
