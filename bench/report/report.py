@@ -345,9 +345,9 @@ def _triad_blocks(preset: Preset, runs: pd.DataFrame, source: RunSource) -> list
         Block("p", "Privacy side by side, per dataset, ε and method: the ledger's ε and the independent accountant's, "
                    "the ε lower bound of `bench audit` (experiment `audit`), the membership attack on the released "
                    "rows (DOMIAS AUC with the widest of its seeds' 95% CIs; 0.5: no signal), the DCR share (0.5 ideal), "
-                   "the detection AUC of a classifier telling synthetic from real test rows (0.5 ideal; ≈ 1.00 for every "
-                   "generator on most tables, because one column alone gives the rows away — a point mass or an "
-                   "integer grid no generator emits: docs/data.md, `benchmarks/detection_columns.py`) and the "
+                   "the detection AUC of a classifier telling synthetic from real test rows (0.5 ideal; where it reads ≈ 1.00, "
+                   "one column alone may give the rows away — a point mass or an integer grid the generator never "
+                   "emits: `benchmarks/detection_columns.py` tells, docs/data.md explains) and the "
                    "utility metric. Cells: mean ± sd [95% CI] (seeds); runs without these metrics are left out."),
         Block("table", header=header, rows=rows),
     ]
