@@ -44,11 +44,12 @@ class _Enough(Exception):
 
 def fit_seconds(
     method: str, dataset: str, protocol: str, overrides: dict[str, str] | None = None, profile: str = "paper",
-    timed_steps: int | None = None, per_step: bool = False,
+    timed_steps: int | None = None, per_step: bool = False, device: str = "cpu",
 ) -> float:
     """Seconds of one ``fit`` at ε = 1, seed 0, data already loaded. With ``timed_steps``, only
     that many steps run: the result is the time to the first step plus their mean × all steps
-    (or, with ``per_step``, the mean step alone)."""
+    (or, with ``per_step``, the mean step alone). ``device``: where the fit runs ("cuda" on a
+    machine with a GPU)."""
     from bench.core.contracts import FitContext
     from bench.core.registry import DATASETS, METHODS
     from bench.privacy.budget import PrivacyBudget
@@ -61,14 +62,17 @@ def fit_seconds(
     params = card.hyperparameters.resolve(dataset, profile, overrides or {}).params
     budget = PrivacyBudget(1.0, 1e-5)
     marks: list[tuple[int, int, float]] = []
+    device = torch.device(device)
 
     def progress(done: int, total: int) -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # a step's kernels are queued, not done, when fit reports it
         marks.append((done, total, time.perf_counter()))
         if timed_steps is not None and done >= timed_steps:
             raise _Enough
 
     ledger = PrivacyLedger(budget)
-    context = FitContext(budget, ledger, params, 0, torch.device("cpu"), protocol, data.kind, progress=progress)
+    context = FitContext(budget, ledger, params, 0, device, protocol, data.kind, progress=progress)
     started = time.perf_counter()
     try:
         card.fit(PrivateData(train, ledger), context)

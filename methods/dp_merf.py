@@ -196,6 +196,18 @@ def rff_features(x: torch.Tensor, frequencies: torch.Tensor) -> torch.Tensor:
 # projection, cos and sin in cache (benchmarks/method_rows.py)
 TILE_ENTRIES = 1 << 18
 
+# On a GPU the CPU's cache-sized tiles leave it idle between launches: DP-MERF census (sound
+# protocol, paper profile: 10,000 features) took 196 ms a training step in 2^18-entry tiles on an
+# H100, 19.5 ms in 2^22-entry ones and 17.6 ms in 2^25-entry ones (alone on the GPU, 20 steps after
+# the first; .gpurun probe, 2026-11-27, docs/performance.md). 2^22 float32 entries are 16 MiB a
+# buffer: within 10% of the largest tiles at an eighth of their memory.
+CUDA_TILE_ENTRIES = 1 << 22
+
+
+def tile_entries(device: torch.device) -> int:
+    """Entries (rows × D/2) of one tile of the projection on ``device``."""
+    return TILE_ENTRIES if device.type == "cpu" else CUDA_TILE_ENTRIES
+
 # Up to this many input coordinates, a tile's projection xΩᵀ is summed coordinate by coordinate
 # (one fused multiply-add pass over the in-cache tile each): BLAS's small-K products take another
 # kernel, rounded differently, for some row counts at 2 threads than at 1, and that made a cell's
@@ -291,7 +303,7 @@ class _CosSinClassSums(torch.autograd.Function):
         half = frequencies.shape[0]
         order = torch.argsort(labels, stable=True)
         rows = x[order]
-        tiles = _class_tiles(labels, n_classes, max(1, TILE_ENTRIES // half))
+        tiles = _class_tiles(labels, n_classes, max(1, tile_entries(x.device) // half))
         keep = ctx.needs_input_grad[0] and len(x) * 2 * half <= keep_entries
         # Buffers are allocated once, not per tile: a fresh tile-sized tensor costs its page
         # faults again and again. [cos | sin] of every row when kept, else one tile's.

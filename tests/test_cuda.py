@@ -21,7 +21,7 @@ from bench.harness.worker import execute
 from datasets.images import ImageArrays, ImageDataset
 from datasets.mnist import MNIST
 from bench.privacy.private_data import ROW_WISE_ATOL, ROW_WISE_RTOL
-from methods.dp_merf import draw_frequencies, rff_features
+from methods.dp_merf import CUDA_TILE_ENTRIES, draw_frequencies, rff_class_sums, rff_features
 from methods.encoders import build_encoder
 from methods.hermite import hermite_features
 
@@ -57,6 +57,28 @@ def test_random_fourier_features_are_the_same_function_on_the_gpu():
     on_gpu = rff_features(x.cuda(), frequencies.cuda())
     assert on_gpu.device.type == "cuda"
     assert relative_error(on_gpu, on_cpu) < 1e-12
+
+
+def test_random_fourier_class_sums_and_their_gradient_are_the_same_on_the_gpu_in_its_larger_tiles():
+    generator = torch.Generator().manual_seed(2)
+    half = 1_000
+    x = torch.randn(40_000, 6, generator=generator, dtype=torch.float64)
+    labels = torch.randint(0, 2, (40_000,), generator=generator)
+    frequencies = draw_frequencies(2 * half, torch.full((6,), 0.8, dtype=torch.float64), generator)  # D = 2 · half features
+    target = torch.randn(2, 2 * half, generator=generator, dtype=torch.float64)
+    assert (labels == 0).sum() > 2 * CUDA_TILE_ENTRIES // half  # several GPU tiles a class
+
+    def loss_and_gradient(device: str):
+        rows = x.to(device).requires_grad_(True)
+        sums = rff_class_sums(rows, labels.to(device), 2, frequencies.to(device))
+        loss = ((sums - target.to(device)) ** 2).sum()
+        (gradient,) = torch.autograd.grad(loss, rows)
+        return sums.detach(), gradient
+
+    cpu_sums, cpu_gradient = loss_and_gradient("cpu")
+    gpu_sums, gpu_gradient = loss_and_gradient("cuda")
+    assert relative_error(gpu_sums, cpu_sums) < 1e-10
+    assert relative_error(gpu_gradient, cpu_gradient) < 1e-10
 
 
 @pytest.mark.parametrize("order", [5, 20, 100])
