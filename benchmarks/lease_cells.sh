@@ -1,0 +1,58 @@
+#!/bin/bash
+# Recorded grid cells on a lent GPU machine (16 cores, one GPU, no MLflow, no network), brought
+# back as MLflow stores for `bench export`.
+#
+#   EXPERIMENT=privacy-utility METHOD=dp-merf DATASET=census CELLS="1:1 1:2 3:0" \
+#     PARALLEL=4 DEADLINE_S=540 bash benchmarks/lease_cells.sh
+#
+# Each cell (ε:seed) runs in a store of its own (/tmp/st/e<ε>-s<seed>/store.db, its artifacts
+# beside it): `bench run` (the preset's evaluators), then `bench evaluate --evaluators
+# privacy,fidelity`; PARALLEL cells at a time, none started after DEADLINE_S − 330 s (a census
+# cell: ≈ 50 s fit with GPU tiles, ≈ 4 min of one-thread scoring), all stopped at DEADLINE_S
+# (SIGTERM: the run is marked FAILED, nothing half-logged). Brought back in $OUT: stores.tgz (the
+# stores and every artifact but the samples) and, for runs not scored there, samples<k>.tar
+# (synthetic.npz, ≤ 4 a file) to score on the development machine.
+#
+# Before the session's FIRST device call (the lease keeps the .git of that call: a run names its
+# commit): commit; put the wheels MLflow's client needs into .whlml/ (benchmarks/lease_wheels.sh)
+# and the dataset's files into .gpudata/<dataset>/ (both git-excluded); move results/runs and
+# results/REPORT.html aside (the tree that travels is ≤ 64 MiB; results/ does not make the tree
+# dirty) and carry .whlml and .gpudata. Back here: `tar xzf stores.tgz -C /tmp/st`, then per store
+# `MLFLOW_TRACKING_URI=sqlite:////tmp/st/<cell>/store.db python -m bench export --experiment E
+# --out DIR` (the artifact paths in the stores are /tmp/st/...).
+set -u
+: "${EXPERIMENT:?}" "${METHOD:?}" "${DATASET:?}" "${CELLS:?}"
+PARALLEL=${PARALLEL:-4}; DEADLINE_S=${DEADLINE_S:-540}; START=$(date +%s); END=$((START + DEADLINE_S))
+REPO=$PWD; OUT=${OUT:-/tmp/lease-out}; mkdir -p "$OUT" /tmp/st
+if ! python3 -c "import mlflow" 2>/dev/null; then  # the lease: no MLflow there
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whlml/*.whl >/dev/null 2>&1 \
+    || { echo "error: installing .whlml/*.whl failed"; exit 2; }
+fi
+export PYTHONPATH=$REPO:/tmp/site DPBENCH_DATA_DIR=$REPO/.gpudata MPLBACKEND=Agg PYTHONWARNINGS=ignore \
+  MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false DPBENCH_OFFLINE=1 DPBENCH_EVAL_JOBS=1 PYTHONUNBUFFERED=1
+echo "HEAD $(git rev-parse HEAD), code changes: $(git status --porcelain --untracked-files=no -- . ':(exclude)results' | wc -l)"
+python3 -c "import mlflow, torch, bench.cli; print('cuda:', torch.cuda.is_available())" || exit 2
+nvidia-cuda-mps-control -d 2>/dev/null && echo "CUDA MPS on"
+
+cell() {  # ε:seed
+  local eps=${1%%:*} seed=${1##*:} dir
+  [ $(( END - $(date +%s) )) -gt 330 ] || { echo "skip $1: too late"; return; }
+  dir=/tmp/st/e$eps-s$seed; mkdir -p "$dir"; cd "$dir" || return
+  export MLFLOW_TRACKING_URI=sqlite:///$dir/store.db
+  timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run --experiment "$EXPERIMENT" --jobs 1 --threads 1 \
+    --no-progress --methods "$METHOD" --datasets "$DATASET" --eps "$eps" --seeds "$seed" > run.log 2>&1
+  echo "run $1 rc=$? at $(( $(date +%s) - START )) s"
+  timeout -s TERM $(( END - $(date +%s) )) python3 -m bench evaluate --experiment "$EXPERIMENT" \
+    --evaluators privacy,fidelity --datasets "$DATASET" > eval.log 2>&1 && touch scored
+  echo "scored $1 rc=$? at $(( $(date +%s) - START )) s"
+}
+export -f cell; export START END EXPERIMENT METHOD DATASET
+printf '%s\n' $CELLS | xargs -P "$PARALLEL" -I{} bash -c 'cell {}'
+cd /tmp/st && tar czf "$OUT/stores.tgz" --exclude=synthetic.npz --exclude=synthetic_sample.csv .
+n=0
+for d in */; do
+  [ -e "$d/scored" ] && continue
+  for f in $(find "$d" -name synthetic.npz); do tar rf "$OUT/samples$(( n / 4 )).tar" "$f"; n=$((n + 1)); done
+  [ $n -ge 24 ] && break
+done
+ls -la "$OUT"
