@@ -197,10 +197,11 @@ def rff_features(x: torch.Tensor, frequencies: torch.Tensor) -> torch.Tensor:
 TILE_ENTRIES = 1 << 18
 
 # On a GPU the CPU's cache-sized tiles leave it idle between launches: DP-MERF census (sound
-# protocol, paper profile: 10,000 features) took 196 ms a training step in 2^18-entry tiles on an
-# H100, 19.5 ms in 2^22-entry ones and 17.6 ms in 2^25-entry ones (alone on the GPU, 20 steps after
-# the first; .gpurun probe, 2026-11-27, docs/performance.md). 2^22 float32 entries are 16 MiB a
-# buffer: within 10% of the largest tiles at an eighth of their memory.
+# protocol, paper profile: 10,000 features) took 242 ms a training step in 2^18-entry tiles on an
+# H100, 21.3 ms in 2^22-entry ones and 18.3 ms in 2^25-entry ones (alone on the GPU, mean of 10
+# steps after the first; `benchmarks/dp_merf_gpu_tiles.py`, 2026-11-27, docs/performance.md).
+# 2^22 float32 entries are 16 MiB a buffer: 16% slower than the largest tiles at an eighth of
+# their memory.
 CUDA_TILE_ENTRIES = 1 << 22
 
 
