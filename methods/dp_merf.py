@@ -31,6 +31,7 @@ import torch
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.threads import one_torch_thread
 from bench.privacy.ledger import BudgetShare
 from methods.mean_embedding import (
     TrainedConditionalGenerator,
@@ -319,7 +320,8 @@ class _CosSinClassSums(torch.autograd.Function):
             tile = features[start:stop] if keep else features[: stop - start]
             torch.cos(projection, out=tile[:, :half])
             torch.sin(projection, out=tile[:, half:])
-            sums[label].addmv_(tile.T, ones[: stop - start])
+            with one_torch_thread():  # MKL's gemv splits the row sum between threads on Intel AVX-512
+                sums[label].addmv_(tile.T, ones[: stop - start])
         ctx.tiles, ctx.keep = tiles, keep
         # saved tensors (not ctx attributes) are freed as soon as the backward pass is done
         ctx.save_for_backward(rows, order, frequencies, features)

@@ -3,7 +3,7 @@
 A cell's fit may use the cores no other cell uses (the README's one-cell grid uses both cores)
 only because its numbers are the same bits at any thread count: these tests compare 1 and 2
 threads on the paper-sized DP-MERF step, on the pieces that used to differ (batch norm, the small-K
-projection, the column softmax), and through the runner."""
+projection, the column softmax, the class sums' gemv), and through the runner."""
 
 from __future__ import annotations
 
@@ -46,6 +46,24 @@ def paper_gmm2d_steps(steps: int = 3) -> list[torch.Tensor]:
 
 def test_the_paper_sized_dp_merf_step_gives_the_same_bits_at_one_and_two_threads():
     one, two = at_threads(1, paper_gmm2d_steps), at_threads(2, paper_gmm2d_steps)
+    assert all(torch.equal(a, b) for a, b in zip(one, two))
+
+
+@pytest.mark.parametrize("rows", [95, 300, 2_097])
+def test_the_class_sums_of_many_rows_a_class_give_the_same_bits_at_one_and_two_threads(rows):
+    """A class's column sum over hundreds of rows (the smoke profile's tiles hold 1,048 rows of
+    250 frequencies): MKL's gemv on an Intel AVX-512 Xeon splits that reduction at 2 threads from
+    257 rows (the conformance kit's gmm2d fit gave other samples), so it runs on one thread."""
+    frequencies = draw_frequencies(500, torch.full((2,), 0.5**0.5), torch.Generator().manual_seed(0)).float()
+
+    def sums_and_gradient():
+        x = (torch.randn(rows, 2) * 3).requires_grad_()
+        labels = torch.randint(0, 3, (rows,))
+        sums = rff_class_sums(x, labels, 3, frequencies)
+        (sums * torch.linspace(-1, 1, sums.shape[1])).pow(2).sum().backward()
+        return sums.detach(), x.grad
+
+    one, two = at_threads(1, sums_and_gradient), at_threads(2, sums_and_gradient)
     assert all(torch.equal(a, b) for a, b in zip(one, two))
 
 

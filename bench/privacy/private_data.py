@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from bench.core.contracts import LabelledData, Schema
+from bench.core.threads import one_torch_thread
 
 T = TypeVar("T")
 from bench.privacy.releases import (
@@ -346,14 +347,9 @@ def _label_sums(vectors: Any, labels: np.ndarray, n_classes: int) -> Any:
             return one_hot.to(vectors.dtype).T @ vectors
         # On one thread: the CPU product splits its reduction over the rows by the thread count,
         # so the released sums (and the whole fit) would change with the cores a cell is lent
-        # (DP-MERF adult, paper protocol: different samples at 1 and 2 threads); one thread gives
-        # the bits of a default (--threads 1) cell.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        # (DP-MERF adult, paper protocol: different samples at 1 and 2 threads).
+        with one_torch_thread():
             return one_hot.to(vectors.dtype).T @ vectors
-        finally:
-            torch.set_num_threads(threads)
     return np.eye(n_classes, dtype=np.asarray(vectors).dtype)[labels].T @ np.asarray(vectors)
 
 
