@@ -3,7 +3,7 @@
 # back as MLflow stores for `bench export`.
 #
 #   EXPERIMENT=privacy-utility METHOD=dp-merf DATASET=census CELLS="1:1 1:2 3:0" \
-#     PARALLEL=4 DEADLINE_S=540 bash benchmarks/lease_cells.sh
+#     PARALLEL=4 STAGGER_S=50 DEADLINE_S=540 bash benchmarks/lease_cells.sh
 #
 # Each cell (ε:seed) runs in a store of its own (/tmp/st/e<ε>-s<seed>/store.db, its artifacts
 # beside it): `bench run` (the preset's evaluators), then `bench evaluate --evaluators
@@ -11,7 +11,10 @@
 # cell: ≈ 50 s fit with GPU tiles, ≈ 4 min of one-thread scoring), all stopped at DEADLINE_S
 # (SIGTERM: the run is marked FAILED, nothing half-logged). Brought back in $OUT: stores.tgz (the
 # stores and every artifact but the samples) and, for runs not scored there, samples<k>.tar
-# (synthetic.npz, ≤ 4 a file) to score on the development machine.
+# (synthetic.npz, ≤ 4 a file) to score on the development machine. STAGGER_S: the k-th cell (from 0)
+# starts no earlier than k × STAGGER_S s after the script, so that GPU-bound fits run one after another and the cells
+# finish one by one, not all at the deadline together (fits started at once share the GPU and end
+# together: the first lease's 24 all missed it).
 #
 # Before the session's FIRST device call (the lease keeps the .git of that call: a run names its
 # commit): commit; put the wheels MLflow's client needs into .whlml/ (benchmarks/lease_wheels.sh)
@@ -22,7 +25,7 @@
 # --out DIR` (the artifact paths in the stores are /tmp/st/...).
 set -u
 : "${EXPERIMENT:?}" "${METHOD:?}" "${DATASET:?}" "${CELLS:?}"
-PARALLEL=${PARALLEL:-4}; DEADLINE_S=${DEADLINE_S:-540}; START=$(date +%s); END=$((START + DEADLINE_S))
+PARALLEL=${PARALLEL:-4}; STAGGER_S=${STAGGER_S:-0}; DEADLINE_S=${DEADLINE_S:-540}; START=$(date +%s); END=$((START + DEADLINE_S))
 REPO=$PWD; OUT=${OUT:-/tmp/lease-out}; mkdir -p "$OUT" /tmp/st
 if ! python3 -c "import mlflow" 2>/dev/null; then  # the lease: no MLflow there
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whlml/*.whl >/dev/null 2>&1 \
@@ -34,7 +37,8 @@ echo "HEAD $(git rev-parse HEAD), code changes: $(git status --porcelain --untra
 python3 -c "import mlflow, torch, bench.cli; print('cuda:', torch.cuda.is_available())" || exit 2
 nvidia-cuda-mps-control -d 2>/dev/null && echo "CUDA MPS on"
 
-cell() {  # ε:seed
+cell() {  # index ε:seed
+  local wait=$(( START + $1 * STAGGER_S - $(date +%s) )); [ $wait -gt 0 ] && sleep $wait; shift
   local eps=${1%%:*} seed=${1##*:} dir
   [ $(( END - $(date +%s) )) -gt 330 ] || { echo "skip $1: too late"; return; }
   dir=/tmp/st/e$eps-s$seed; mkdir -p "$dir"; cd "$dir" || return
@@ -46,8 +50,8 @@ cell() {  # ε:seed
     --evaluators privacy,fidelity --datasets "$DATASET" > eval.log 2>&1 && touch scored
   echo "scored $1 rc=$? at $(( $(date +%s) - START )) s"
 }
-export -f cell; export START END EXPERIMENT METHOD DATASET
-printf '%s\n' $CELLS | xargs -P "$PARALLEL" -I{} bash -c 'cell {}'
+export -f cell; export START END STAGGER_S EXPERIMENT METHOD DATASET
+i=0; for c in $CELLS; do echo "$i $c"; i=$((i + 1)); done | xargs -P "$PARALLEL" -L1 bash -c 'cell "$@"' _
 cd /tmp/st && tar czf "$OUT/stores.tgz" --exclude=synthetic.npz --exclude=synthetic_sample.csv .
 n=0
 for d in */; do
