@@ -7,25 +7,31 @@
 #
 # Each cell (ε:seed) runs in a store of its own (/tmp/st/e<ε>-s<seed>/store.db, its artifacts
 # beside it): `bench run` (the preset's evaluators), then `bench evaluate --evaluators
-# privacy,fidelity`; PARALLEL cells at a time, none started after DEADLINE_S − 330 s (a census
-# cell: ≈ 50 s fit with GPU tiles, ≈ 4 min of one-thread scoring), all stopped at DEADLINE_S
-# (SIGTERM: the run is marked FAILED, nothing half-logged). Brought back in $OUT: stores.tgz (the
-# stores and every artifact but the samples) and, for runs not scored there, samples<k>.tar
-# (synthetic.npz, ≤ 4 a file) to score on the development machine. STAGGER_S: the k-th cell (from 0)
-# starts no earlier than k × STAGGER_S s after the script, so that GPU-bound fits run one after another and the cells
-# finish one by one, not all at the deadline together (fits started at once share the GPU and end
-# together: the first lease's 24 all missed it).
+# privacy,fidelity`; PARALLEL cells at a time, none started after DEADLINE_S − RUN_S (default
+# 360 s: a census DP-MERF cell's `bench run` took 335–357 s on an H200, an ≈ 85 s fit beside other
+# fits and ≈ 4 min of one-thread downstream scoring), all stopped at DEADLINE_S (SIGTERM). Brought back in $OUT: stores.tgz (the stores and every artifact
+# but the samples) and, for at most 6 runs that finished but were not scored there, <cell>.npz
+# (their synthetic.npz, ≈ 2.5 MB for census) to score on the development machine. STAGGER_S: the
+# k-th cell (from 0) starts no earlier than k × STAGGER_S s after the script, so that GPU-bound fits
+# run one after another and cells finish one by one, not all at the deadline together (fits started
+# at once share the GPU and end together: the first lease's 24 all missed it).
 #
-# Before the session's FIRST device call (the lease keeps the .git of that call: a run names its
-# commit): commit; put the wheels MLflow's client needs into .whlml/ (benchmarks/lease_wheels.sh)
-# and the dataset's files into .gpudata/<dataset>/ (both git-excluded); move results/runs and
-# results/REPORT.html aside (the tree that travels is ≤ 64 MiB; results/ does not make the tree
-# dirty) and carry .whlml and .gpudata. Back here: `tar xzf stores.tgz -C /tmp/st`, then per store
-# `MLFLOW_TRACKING_URI=sqlite:////tmp/st/<cell>/store.db python -m bench export --experiment E
-# --out DIR` (the artifact paths in the stores are /tmp/st/...).
+# The lease's .git is the checkout's AS THE SESSION BEGAN (third lease: HEAD there was the commit
+# the session started from, not the one made before its first device call), and a run names that
+# commit: a commit made during the session never reaches it, and any change to a tracked file
+# outside results/ — this script's too — makes every record `-dirty`. So the script refuses to run
+# unless the tree there is clean: run it only from a session that changed no tracked file before the
+# call. Before the call: put the wheels MLflow's client needs into .whlml/
+# (benchmarks/lease_wheels.sh) and the dataset's files into .gpudata/<dataset>/ (both
+# git-excluded); move results/runs and results/REPORT.html aside (the tree that travels is ≤ 64 MiB;
+# results/ does not make the tree dirty) and carry .whlml and .gpudata. Back here: `tar xzf
+# stores.tgz -C /tmp/st`, then per store `MLFLOW_TRACKING_URI=sqlite:////tmp/st/<cell>/store.db
+# python -m bench export --experiment E --out DIR` (the artifact paths in the stores are
+# /tmp/st/...; put a brought-back <cell>.npz where its store's artifact path says before `bench
+# evaluate`).
 set -u
 : "${EXPERIMENT:?}" "${METHOD:?}" "${DATASET:?}" "${CELLS:?}"
-PARALLEL=${PARALLEL:-4}; STAGGER_S=${STAGGER_S:-0}; DEADLINE_S=${DEADLINE_S:-540}; START=$(date +%s); END=$((START + DEADLINE_S))
+PARALLEL=${PARALLEL:-4}; STAGGER_S=${STAGGER_S:-0}; RUN_S=${RUN_S:-360}; DEADLINE_S=${DEADLINE_S:-540}; START=$(date +%s); END=$((START + DEADLINE_S))
 REPO=$PWD; OUT=${OUT:-/tmp/lease-out}; mkdir -p "$OUT" /tmp/st
 if ! python3 -c "import mlflow" 2>/dev/null; then  # the lease: no MLflow there
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whlml/*.whl >/dev/null 2>&1 \
@@ -33,30 +39,34 @@ if ! python3 -c "import mlflow" 2>/dev/null; then  # the lease: no MLflow there
 fi
 export PYTHONPATH=$REPO:/tmp/site DPBENCH_DATA_DIR=$REPO/.gpudata MPLBACKEND=Agg PYTHONWARNINGS=ignore \
   MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false DPBENCH_OFFLINE=1 DPBENCH_EVAL_JOBS=1 PYTHONUNBUFFERED=1
-echo "HEAD $(git rev-parse HEAD), code changes: $(git status --porcelain --untracked-files=no -- . ':(exclude)results' | wc -l)"
+changes=$(git status --porcelain --untracked-files=no -- . ':(exclude)results' | wc -l)
+echo "HEAD $(git rev-parse HEAD), code changes: $changes"
+[ "$changes" -eq 0 ] || { git status --short --untracked-files=no -- . ':(exclude)results'
+  echo "error: tracked files differ from HEAD here, so every record would be -dirty; run from a session that changed none"; exit 2; }
 python3 -c "import mlflow, torch, bench.cli; print('cuda:', torch.cuda.is_available())" || exit 2
 nvidia-cuda-mps-control -d 2>/dev/null && echo "CUDA MPS on"
 
 cell() {  # index ε:seed
   local wait=$(( START + $1 * STAGGER_S - $(date +%s) )); [ $wait -gt 0 ] && sleep $wait; shift
   local eps=${1%%:*} seed=${1##*:} dir
-  [ $(( END - $(date +%s) )) -gt 330 ] || { echo "skip $1: too late"; return; }
+  [ $(( END - $(date +%s) )) -gt "$RUN_S" ] || { echo "skip $1: too late"; return; }
   dir=/tmp/st/e$eps-s$seed; mkdir -p "$dir"; cd "$dir" || return
   export MLFLOW_TRACKING_URI=sqlite:///$dir/store.db
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run --experiment "$EXPERIMENT" --jobs 1 --threads 1 \
     --no-progress --methods "$METHOD" --datasets "$DATASET" --eps "$eps" --seeds "$seed" > run.log 2>&1
   echo "run $1 rc=$? at $(( $(date +%s) - START )) s"
+  [ $(( END - $(date +%s) )) -gt 0 ] || return  # `timeout 0` would mean no limit
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench evaluate --experiment "$EXPERIMENT" \
     --evaluators privacy,fidelity --datasets "$DATASET" > eval.log 2>&1 && touch scored
   echo "scored $1 rc=$? at $(( $(date +%s) - START )) s"
 }
-export -f cell; export START END STAGGER_S EXPERIMENT METHOD DATASET
+export -f cell; export START END STAGGER_S RUN_S EXPERIMENT METHOD DATASET
 i=0; for c in $CELLS; do echo "$i $c"; i=$((i + 1)); done | xargs -P "$PARALLEL" -L1 bash -c 'cell "$@"' _
 cd /tmp/st && tar czf "$OUT/stores.tgz" --exclude=synthetic.npz --exclude=synthetic_sample.csv .
-n=0
+n=0  # one file each: a file back from $OUT is at most 16 MiB, 8 files in all
 for d in */; do
-  [ -e "$d/scored" ] && continue
-  for f in $(find "$d" -name synthetic.npz); do tar rf "$OUT/samples$(( n / 4 )).tar" "$f"; n=$((n + 1)); done
-  [ $n -ge 24 ] && break
+  [ -e "$d/scored" ] || [ $n -ge 6 ] && continue
+  f=$(find "$d" -name synthetic.npz | head -1)
+  [ -n "$f" ] && { cp "$f" "$OUT/${d%/}.npz"; n=$((n + 1)); }
 done
 ls -la "$OUT"
