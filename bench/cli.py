@@ -2,12 +2,13 @@
 
 Exit codes: 0 success, 1 some grid cells failed, 2 usage error (bad names, ε, δ, options, data
 files, an unusable tracking store), 3 an unexpected error (``DPBENCH_DEBUG=1`` shows its traceback),
-130/143 interrupted by SIGINT/SIGTERM.
+4 ``run --deadline`` passed with cells not started (none failed), 130/143 interrupted by SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 import os
 import shlex
@@ -30,6 +31,7 @@ from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Pyth
     add_run_options,
     experiment_name,
     grid_spec_from_args,
+    parse_deadline,
 )
 from bench.report.layouts import PLOT_LAYOUTS, TABLE_FORMATS, TABLE_LAYOUTS
 
@@ -278,7 +280,7 @@ def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
     runs = []
     for grid in preset.grids:
         grid_args = build_parser().parse_args(["run", *grid.arguments(preset.experiment, seeds=args.seeds)])
-        for name in ("jobs", "timeout", "device", "data_dir", "rerun", "no_progress", "threads", "executor",
+        for name in ("jobs", "timeout", "deadline", "device", "data_dir", "rerun", "no_progress", "threads", "executor",
                      "ray_address", "secure_noise"):
             setattr(grid_args, name, getattr(args, name))
         runs.append(grid_args)
@@ -311,6 +313,7 @@ def command_run(args: argparse.Namespace) -> int:
         raise GridError("--threads must be at least 1")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise GridError("--timeout must be a positive number of seconds")
+    deadline = parse_deadline(args.deadline, datetime.datetime.now()) if args.deadline else None
     if args.data_dir and not Path(args.data_dir).is_dir():
         raise GridError(f"--data-dir {args.data_dir} is not a folder; point it at the dataset files")
     if args.ray_address and args.executor != "ray":
@@ -334,14 +337,17 @@ def command_run(args: argparse.Namespace) -> int:
 
         executor = RayExecutor(args.ray_address, args.device, cpus=args.threads)
     jobs = args.jobs or default_jobs(every_cell, args.threads)
-    ok = True
+    if deadline is not None:
+        print(f"--deadline: no cell starts after {deadline:%Y-%m-%d %H:%M:%S}", file=sys.stderr)
+    ok, left = True, 0
     for run_args, cells, notes in grids:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         print(f"{len(cells)} cells → experiment {run_args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
         try:
             report = run_grid(
-                cells, run_args.experiment, min(jobs, len(cells)), args.timeout, args.rerun, not args.no_progress, executor=executor
+                cells, run_args.experiment, min(jobs, len(cells)), args.timeout, args.rerun, not args.no_progress,
+                executor=executor, start_deadline=deadline.timestamp() if deadline else None,
             )
         except GridInterrupted as stop:
             print(stop.report.summary())
@@ -354,8 +360,13 @@ def command_run(args: argparse.Namespace) -> int:
             )
             return stop.exit_code
         print(report.summary())
-        ok = ok and report.ok
-    return 0 if ok else 1
+        ok, left = ok and report.ok, left + len(report.not_started)
+    if not ok:
+        return 1
+    if left:
+        print(f"--deadline passed: {left} cell(s) not started; run the same command again to run them", file=sys.stderr)
+        return 4
+    return 0
 
 
 def command_evaluate(args: argparse.Namespace) -> int:

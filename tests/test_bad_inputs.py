@@ -280,6 +280,9 @@ ROWS = [
     Row("pretrain-encoder: unknown public dataset", ["pretrain-encoder", "--public", "nope"], "error: unknown dataset 'nope'"),
     Row("pretrain-encoder: unknown architecture", ["pretrain-encoder", "--arch", "nope"],
         "error: unknown encoder architecture 'nope'; valid: resnet18-cifar"),
+    Row("deadline not a time", [*RUN, *GMM, "--deadline", "soon"],
+        "error: --deadline 'soon' is neither a duration from now (90m, 2h, 1h30m, 45s) nor a clock time (14:30)"),
+    Row("deadline of no length", [*RUN, *GMM, "--deadline", "0m"], "error: --deadline '0m' is neither a duration"),
 ]
 
 

@@ -8,7 +8,10 @@ imports ``bench.cli``.
 from __future__ import annotations
 
 import argparse
+import datetime
+import math
 import os
+import re
 from pathlib import Path
 
 from bench.core.contracts import PROTOCOLS
@@ -91,6 +94,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--threads each, at most the number of cells; 1 on a GPU)",
     )
     parser.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
+    parser.add_argument(
+        "--deadline", metavar="WHEN",
+        help="start no cell after WHEN: a duration from now (90m, 2h, 1h30m, 45s) or a local clock time "
+        "(14:30, the next one to come); running cells finish (bound them with --timeout), the cells not "
+        "started are counted, the exit code is 4, and the same command run again resumes with them",
+    )
     parser.add_argument("--experiment", type=experiment_name, help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     parser.add_argument(
@@ -99,6 +108,32 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rerun", action="store_true", help="run cells again even if they already finished")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+_CLOCK = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+
+
+def parse_deadline(text: str, now: datetime.datetime) -> datetime.datetime:
+    """The moment ``--deadline`` names: ``now`` plus a duration (``2h``, ``1h30m``, ``90m``, ``45s``), or
+    the next local clock time ``HH:MM`` after ``now`` (tomorrow's when today's has passed: a runner
+    started at 23:00 with ``--deadline 01:00`` means the coming night)."""
+    text = text.strip().lower()
+    clock = _CLOCK.fullmatch(text)
+    if clock:
+        moment = now.replace(hour=int(clock[1]), minute=int(clock[2]), second=0, microsecond=0)
+        return moment if moment > now else moment + datetime.timedelta(days=1)
+    duration = _DURATION.fullmatch(text)
+    if text and duration:
+        hours, minutes, seconds = (float(part or 0) for part in duration.groups())
+        total = 3600 * hours + 60 * minutes + seconds
+        try:
+            if total > 0 and math.isfinite(total):
+                return now + datetime.timedelta(seconds=total)
+        except OverflowError:  # beyond the calendar: not a moment either
+            pass
+    raise GridError(f"--deadline {text!r} is neither a duration from now (90m, 2h, 1h30m, 45s) nor a clock time "
+                    "(14:30); e.g. --deadline 2h")
 
 
 GRID_OPTIONS = ("methods", "datasets", "eps", "delta", "evaluators", "overrides", "evaluator_overrides",

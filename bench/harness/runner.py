@@ -6,7 +6,8 @@ Each cell runs in a fresh ``spawn`` process (``bench.harness.worker``), or a Ray
 - reaps runs left RUNNING by a runner that is gone (kill -9, crash): FAILED, "killed";
 - skips cells that finished (unless ``rerun``) or that a live runner holds (its lease);
 - claims each cell before starting it (a RUNNING run with this runner's lease, refreshed by a
-  heartbeat), keeps up to ``jobs`` workers busy, kills a worker past ``timeout`` seconds;
+  heartbeat), keeps up to ``jobs`` workers busy, kills a worker past ``timeout`` seconds, and
+  starts none after ``start_deadline`` (the cells left are counted: the same command resumes them);
 - logs every cell the moment it ends, into its claimed run; if the tracking server cannot take
   it, into the outbox on disk (``bench.harness.outbox``) — a result is never dropped;
 - on SIGINT/SIGTERM stops the workers, marks their runs FAILED ("interrupted"), removes their
@@ -48,6 +49,7 @@ class GridReport:
     skipped: list[Cell] = field(default_factory=list)
     held_elsewhere: list[tuple[Cell, str]] = field(default_factory=list)
     interrupted: list[Cell] = field(default_factory=list)
+    not_started: list[Cell] = field(default_factory=list)  # left at the start deadline, for a rerun
     run_ids: dict[str, str] = field(default_factory=dict)
     outboxed: int = 0  # results written to the outbox instead of MLflow
     unsaved: list[tuple[Cell, str]] = field(default_factory=list)  # neither logged nor outboxed: (cell, kept folder)
@@ -66,6 +68,8 @@ class GridReport:
             first += f", {len(self.held_elsewhere)} left to another live runner"
         if self.interrupted:
             first += f", {len(self.interrupted)} interrupted"
+        if self.not_started:
+            first += f", {len(self.not_started)} not started (--deadline passed; the same command runs them)"
         lines = [first]
         lines += [f"  FAILED {cell.label}: {error}" for cell, error in self.failed]
         lines += [f"  NOT RUN {cell.label}: {why}" for cell, why in self.held_elsewhere]
@@ -212,11 +216,13 @@ def run_grid(
     executor: Any = None,
     cores: int | None = None,
     foreign_load: Any = None,
+    start_deadline: float | None = None,
 ) -> GridReport:
     """Run ``cells`` with ``jobs`` worker processes; ``cores`` (default: those this process may
     use) bounds the threads lent to lendable cells' fits, less the cores other programs keep busy
     (``foreign_load.cores_taken()``, default ``ForeignLoad``: a lent thread on a shared core slows
-    a fit many times over)."""
+    a fit many times over). From ``start_deadline`` (``time.time()`` seconds) on no cell starts:
+    the running ones finish and the rest go to ``report.not_started``."""
     cores = cores or available_cores()
     foreign_load = foreign_load if foreign_load is not None else ForeignLoad()
     report = GridReport()
@@ -324,11 +330,14 @@ def run_grid(
         queue_index = 0
         shown_status = ""
         last_beat = time.monotonic()
+        def past_deadline() -> bool:
+            return start_deadline is not None and time.time() >= start_deadline
+
         def adopt_orphans() -> bool:
             """At the end of its own cells: take over the cells another runner held when this
             one started but has since abandoned (killed: its lease is dead). Without this, a
             runner killed mid-grid leaves its cell to nobody while a live runner exits 0."""
-            if not online or not report.held_elsewhere:
+            if not online or not report.held_elsewhere or past_deadline():
                 return False
             try:
                 finished = tracking.finished_cell_keys(mlflow_client, experiment_id)
@@ -351,6 +360,10 @@ def run_grid(
             return bool(adopted)
 
         while queue_index < len(pending) or running or adopt_orphans():
+            if queue_index < len(pending) and past_deadline():
+                report.not_started.extend(pending[queue_index:])
+                bar.update(len(pending) - queue_index)
+                queue_index = len(pending)
             while queue_index < len(pending) and len(running) < jobs:
                 cell = pending[queue_index]
                 queue_index += 1
