@@ -303,8 +303,15 @@ def default_jobs(cells: list, threads: int) -> int:
     return max(1, min(available_cores() // threads, len(cells)))
 
 
+def _print_scored(result) -> None:
+    from bench.harness.rescoring import summary_line
+
+    print(summary_line(result), file=sys.stderr)
+
+
 def command_run(args: argparse.Namespace) -> int:
     from bench.harness.preflight import check_data, check_device
+    from bench.harness.rescoring import score_fitted_setups
     from bench.harness.runner import GridInterrupted, run_grid
 
     if args.jobs is not None and args.jobs < 1:
@@ -344,6 +351,13 @@ def command_run(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         print(f"{len(cells)} cells → experiment {run_args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
+        if not args.rerun:
+            cells, scored = score_fitted_setups(cells, run_args.experiment, report=_print_scored)
+            if scored:
+                print(f"{len(scored)} setup(s) already fitted in this experiment: scored from their stored "
+                      "samples, not fitted again", file=sys.stderr)
+            if not cells:
+                continue
         try:
             report = run_grid(
                 cells, run_args.experiment, min(jobs, len(cells)), args.timeout, args.rerun, not args.no_progress,

@@ -5,6 +5,7 @@ on real MNIST training images, at several training-set sizes.
     python benchmarks/bench_image_downstream.py --rows 6000     # one size
     python benchmarks/bench_image_downstream.py --quick         # 600 images, 2,000 test images: a minute
     python benchmarks/bench_image_downstream.py --classifiers LR,Ada --jobs 1
+    python benchmarks/bench_image_downstream.py --versus-sklearn-ada 20   # AdaBoost, ours vs scikit-learn's
 
 Training data: the real training images (what the ``real`` method hands the evaluator), the
 whole set at 60,000, else a class-balanced subset (as ``effective-size``). Test data: the real
@@ -57,6 +58,27 @@ def measure(args: argparse.Namespace, rows: int, train, test) -> dict:
     }
 
 
+def versus_sklearn_ada(rounds: int, train, repeats: int = 3) -> dict:
+    """``rounds`` rounds of Table 10's AdaBoost on all training images, scikit-learn's and ours
+    (evaluators/stump_boost.py) alternating, one thread each: the same stumps, so the same work."""
+    from sklearn.ensemble import AdaBoostClassifier
+    from threadpoolctl import threadpool_limits
+
+    from evaluators.stump_boost import SammeStumpBoost
+
+    seconds: dict[str, list[float]] = {"scikit-learn": [], "histograms": []}
+    with threadpool_limits(1):
+        for _ in range(repeats):
+            for name, make in (("scikit-learn", AdaBoostClassifier), ("histograms", SammeStumpBoost)):
+                started = time.perf_counter()
+                make(n_estimators=rounds, learning_rate=0.7, random_state=0).fit(train.x, train.y)
+                seconds[name].append(time.perf_counter() - started)
+    medians = {name: sorted(values)[len(values) // 2] for name, values in seconds.items()}
+    print(f"AdaBoost, {rounds} rounds on {len(train)} images, median of {repeats}: scikit-learn {medians['scikit-learn']:.1f} s, "
+          f"histograms {medians['histograms']:.1f} s ({medians['scikit-learn'] / medians['histograms']:.1f}× faster)")
+    return {"rounds": rounds, "n_train": len(train), "seconds": seconds, "median_s": medians}
+
+
 def show(report: dict) -> None:
     print(f"\n== {report['n_train']} training images, {report['n_test']} test images, {report['jobs']} jobs: "
           f"wall {report['wall_s']:.1f} s, peak worker {report['peak_worker_mib']:.0f} MiB, "
@@ -79,6 +101,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: $DPBENCH_EVAL_JOBS or 2)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per fit")
     parser.add_argument("--json", type=Path, help="also write the reports to this file")
+    parser.add_argument("--versus-sklearn-ada", type=int, metavar="ROUNDS",
+                        help="instead: time ROUNDS rounds of AdaBoost, scikit-learn's against ours, on the full training set")
     args = parser.parse_args()
 
     from bench.core.contracts import LabelledData
@@ -86,6 +110,11 @@ def main() -> None:
 
     split = DATASETS.get(args.dataset).load(Path(args.data_dir) if args.data_dir else None, seed=0)
     test = split.test
+    if args.versus_sklearn_ada:
+        report = versus_sklearn_ada(args.versus_sklearn_ada, split.train)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+        return
     sizes = [600] if args.quick else [int(size) for size in args.rows.split(",")]
     if args.quick:
         test = LabelledData(test.x[:2000], test.y[:2000], test.schema)

@@ -20,8 +20,8 @@
 # the session started from, not the one made before its first device call), and a run names that
 # commit: a commit made during the session never reaches it, and any change to a tracked file
 # outside results/ — this script's too — makes every record `-dirty`. So the script refuses to run
-# unless the tree there is clean: run it only from a session that changed no tracked file before the
-# call. Before the call: put the wheels MLflow's client needs into .whlml/
+# unless the tree there is clean: carry the session's commits as a bundle (.lease/, below), or run
+# it from a session that changed no tracked file before the call. Before the call: put the wheels MLflow's client needs into .whlml/
 # (benchmarks/lease_wheels.sh) and the dataset's files into .gpudata/<dataset>/ (both
 # git-excluded); move results/runs and results/REPORT.html aside (the tree that travels is ≤ 64 MiB;
 # results/ does not make the tree dirty) and carry .whlml and .gpudata. Back here: `tar xzf
@@ -29,8 +29,24 @@
 # python -m bench export --experiment E --out DIR` (the artifact paths in the stores are
 # /tmp/st/...; put a brought-back <cell>.npz where its store's artifact path says before `bench
 # evaluate`).
+#
+# Fits only (image setups: one fit per setup, scored here): EVALUATORS=none SCORE_AFTER= — the runs
+# are fitted and their samples stored; back here `bench evaluate` (or the preset's `bench run`)
+# scores them. Samples come back xz-compressed (<cell>.npz.xz, split into ≤ 15 MiB parts
+# <cell>.npz.xz.partNN when larger), at most 7 files beside stores.tgz, ≤ 60 MiB in all, in the
+# order of CELLS.
+#
+# A commit made during the session: put `git bundle create .lease/head.bundle <session start>..HEAD`
+# and `git rev-parse HEAD > .lease/HEAD` into .lease/ (git-excluded) and carry it; the script
+# fetches the bundle and moves the lease's HEAD (and index) to that commit before the clean-tree
+# check, so the runs name the commit whose tree they ran.
 set -u
 : "${EXPERIMENT:?}" "${METHOD:?}" "${DATASET:?}" "${CELLS:?}"
+EVALUATORS=${EVALUATORS:-}; SCORE_AFTER=${SCORE_AFTER-privacy,fidelity}
+if [ -s .lease/head.bundle ] && [ -s .lease/HEAD ]; then
+  git fetch -q .lease/head.bundle "$(cat .lease/HEAD)" && git reset -q --mixed "$(cat .lease/HEAD)" \
+    || { echo "error: could not move HEAD to $(cat .lease/HEAD) from .lease/head.bundle"; exit 2; }
+fi
 PARALLEL=${PARALLEL:-4}; STAGGER_S=${STAGGER_S:-0}; RUN_S=${RUN_S:-360}; DEADLINE_S=${DEADLINE_S:-540}; START=$(date +%s); END=$((START + DEADLINE_S))
 REPO=$PWD; OUT=${OUT:-/tmp/lease-out}; mkdir -p "$OUT" /tmp/st
 if ! python3 -c "import mlflow" 2>/dev/null; then  # the lease: no MLflow there
@@ -53,20 +69,29 @@ cell() {  # index ε:seed
   dir=/tmp/st/e$eps-s$seed; mkdir -p "$dir"; cd "$dir" || return
   export MLFLOW_TRACKING_URI=sqlite:///$dir/store.db
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run --experiment "$EXPERIMENT" --jobs 1 --threads 1 \
-    --no-progress --methods "$METHOD" --datasets "$DATASET" --eps "$eps" --seeds "$seed" > run.log 2>&1
+    --no-progress --methods "$METHOD" --datasets "$DATASET" --eps "$eps" --seeds "$seed" \
+    ${EVALUATORS:+--evaluators "$EVALUATORS"} > run.log 2>&1
   echo "run $1 rc=$? at $(( $(date +%s) - START )) s"
+  [ -n "$SCORE_AFTER" ] || return
   [ $(( END - $(date +%s) )) -gt 0 ] || return  # `timeout 0` would mean no limit
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench evaluate --experiment "$EXPERIMENT" \
-    --evaluators privacy,fidelity --datasets "$DATASET" > eval.log 2>&1 && touch scored
+    --evaluators "$SCORE_AFTER" --datasets "$DATASET" > eval.log 2>&1 && touch scored
   echo "scored $1 rc=$? at $(( $(date +%s) - START )) s"
 }
-export -f cell; export START END STAGGER_S RUN_S EXPERIMENT METHOD DATASET
+export -f cell; export START END STAGGER_S RUN_S EXPERIMENT METHOD DATASET EVALUATORS SCORE_AFTER
 i=0; for c in $CELLS; do echo "$i $c"; i=$((i + 1)); done | xargs -P "$PARALLEL" -L1 bash -c 'cell "$@"' _
 cd /tmp/st && tar czf "$OUT/stores.tgz" --exclude=synthetic.npz --exclude=synthetic_sample.csv .
-n=0  # one file each: a file back from $OUT is at most 16 MiB, 8 files in all
-for d in */; do
-  [ -e "$d/scored" ] || [ $n -ge 6 ] && continue
-  f=$(find "$d" -name synthetic.npz | head -1)
-  [ -n "$f" ] && { cp "$f" "$OUT/${d%/}.npz"; n=$((n + 1)); }
+# the unscored runs' samples, xz-compressed, in the order of CELLS: a file back from $OUT is at most
+# 16 MiB, 8 files and 64 MiB in all (stores.tgz is one of them)
+files=1; bytes=$(stat -c %s "$OUT/stores.tgz"); limit=$((60 * 1024 * 1024)); part=$((15 * 1024 * 1024))
+for c in $CELLS; do
+  d=e${c%%:*}-s${c##*:}; [ -d "$d" ] && [ ! -e "$d/scored" ] || continue
+  f=$(find "$d" -name synthetic.npz | head -1); [ -n "$f" ] || continue
+  python3 -c "import numpy as np, sys; a = np.load(sys.argv[1]); np.savez(sys.argv[2], **{k: a[k] for k in a.files})" \
+    "$f" "/tmp/$d.npz" && xz -6 -T0 -f "/tmp/$d.npz" || continue
+  size=$(stat -c %s "/tmp/$d.npz.xz"); parts=$(( (size + part - 1) / part ))
+  if [ $((files + parts)) -gt 8 ] || [ $((bytes + size)) -gt $limit ]; then echo "not brought back: $d ($size bytes)"; continue; fi
+  if [ "$parts" -eq 1 ]; then mv "/tmp/$d.npz.xz" "$OUT/"; else split -b $part -d "/tmp/$d.npz.xz" "$OUT/$d.npz.xz.part"; fi
+  files=$((files + parts)); bytes=$((bytes + size))
 done
 ls -la "$OUT"

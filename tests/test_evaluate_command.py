@@ -97,3 +97,56 @@ def test_a_sample_from_another_schema_is_refused(tmp_path):
     assert np.array_equal(loaded.x, cervical.train.x) and meta["private_rows"]
     with pytest.raises(SampleError, match="not those of dataset 'cervical'"):
         load_synthetic(tmp_path / SAMPLE_FILE, DATASETS.get("gmm2d").schema)
+
+
+def test_one_fit_per_setup_a_second_grid_only_scores_what_its_evaluators_add(workdir):
+    """Two grids of the same setups with other evaluators (as DP-HP Fig. 6 and Fig. 3 are): the
+    second fits nothing, scores the stored samples with its evaluators into the same runs, and a
+    third run of either is skipped whole. A rerun (--rerun) fits again."""
+    (workdir / "plugins" / "counting_plugin.py").write_text(COUNTING_PLUGIN)
+    counter = workdir / "fits.txt"
+    env = {"DPBENCH_PLUGINS": "dpbench_test_plugins,counting_plugin", "FIT_COUNTER": str(counter)}
+    grid = ("run", "--methods", "counting-uniform", "--datasets", "cervical", "--seeds", "0-1", "--experiment", "shared",
+            "--no-progress", "--evaluators")
+    first = run_cli(*grid, "downstream", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert counter.read_text().count("fit") == 2
+    second = run_cli(*grid, "privacy,downstream", env=env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert counter.read_text().count("fit") == 2, "the second grid refitted a fitted setup"
+    assert "2 setup(s) already fitted" in second.stderr
+    runs = _runs("shared")
+    assert len(runs) == 2
+    for run in runs:
+        assert {"privacy.mia_auc", "downstream.roc_auc"} <= set(run.data.metrics)
+        assert run.data.tags["setup_key"] and run.data.tags["evaluated_later"] == "privacy"
+    third = run_cli(*grid, "privacy", env=env)
+    assert third.returncode == 0 and counter.read_text().count("fit") == 2, third.stderr
+    assert "up to date" in third.stderr
+
+    rerun = run_cli(*grid, "privacy", "--rerun", env=env)
+    assert rerun.returncode == 0 and counter.read_text().count("fit") == 4
+
+
+def test_a_preset_cell_is_finished_by_a_run_of_its_setup_that_holds_its_evaluators_metrics():
+    from bench.report.coverage import finished_cell_keys
+    from bench.report.presets import Grid, Preset, grid_cells
+    from bench.report.source import StoredRun
+    from bench.report.tables import runs_frame
+
+    fitted = Grid(("uniform",), ("cervical",), "inf", seeds="0-1", evaluators=("downstream",))
+    scored = Grid(("uniform",), ("cervical",), "inf", seeds="0-2", evaluators=("privacy",))
+    preset = Preset("p", "P", "", "shared", (scored,), (), {}, "")
+    runs = [
+        StoredRun(f"run{cell.seed}", cell.seed, cell.key,
+                  {"method": "uniform", "dataset": "cervical", "epsilon": "inf", "seed": str(cell.seed)},
+                  {"downstream.roc_auc": 0.5, **({"privacy.mia_auc": 0.5} if cell.seed == 0 else {}),
+                   "privacy.epsilon_spent": 0.0},
+                  {"setup_key": cell.setup_key})
+        for cell in grid_cells(fitted, "shared")
+    ]
+    wanted = {cell.seed: cell.key for cell in grid_cells(scored, "shared")}
+    finished = finished_cell_keys(preset, runs_frame(runs))
+    assert wanted[0] in finished  # its setup's run holds privacy's metrics
+    assert wanted[1] not in finished  # fitted, not scored by privacy (the ledger's privacy.* is not it)
+    assert wanted[2] not in finished  # not fitted

@@ -63,6 +63,20 @@ class Cell:
     @property
     def key(self) -> str:
         """Hash of what determines the result (not where it runs or where the data lies)."""
+        return self._hash(self._identity(with_evaluators=True))
+
+    @property
+    def setup_key(self) -> str:
+        """Hash of what determines the fit and its synthetic sample: the key without the
+        evaluators. Cells of one setup share one fit; each adds its evaluators' scores to it."""
+        return self._hash(self._identity(with_evaluators=False))
+
+    @staticmethod
+    def _hash(identity: dict[str, Any]) -> str:
+        blob = json.dumps(identity, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:20]
+
+    def _identity(self, with_evaluators: bool) -> dict[str, Any]:
         identity = {
             "method": self.method,
             "dataset": self.dataset,
@@ -80,8 +94,11 @@ class Cell:
             identity["secure_noise"] = True
         if self.threads != 1:  # likewise: the default keeps the keys of earlier runs
             identity["threads"] = self.threads
-        blob = json.dumps(identity, sort_keys=True, default=str).encode()
-        return hashlib.sha256(blob).hexdigest()[:20]
+        if not with_evaluators:
+            del identity["evaluators"]
+            identity.pop("evaluator_settings", None)
+            identity["kind"] = "setup"  # never equal to a cell key
+        return identity
 
     @property
     def label(self) -> str:
@@ -132,6 +149,9 @@ def seeds_argument(seeds: list[int]) -> str:
     return ",".join(parts)
 
 
+NO_EVALUATORS = "none"  # --evaluators none: fit and store the sample only (one fit per setup: score it later)
+
+
 def split_names(text: str, option: str = "the list") -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
@@ -152,7 +172,7 @@ class GridSpec:
     epsilons: list[float]
     seeds: list[int]
     delta: Delta = DEFAULT_DELTA_TARGET
-    evaluators: list[str] | None = None  # None: every applicable evaluator
+    evaluators: list[str] | None = None  # None: every applicable evaluator; []: none (a fit to score later)
     profile: str = "paper"
     calibrator: Calibrator = Calibrator.TIGHT
     protocol: RunProtocol = RunProtocol.SOUND
@@ -188,8 +208,8 @@ class GridSpec:
                               ("--calibrator", self.calibrator.value), ("--protocol", self.protocol.value)):
             if value != str(getattr(defaults, option[2:])):
                 argv += [option, value]
-        if self.evaluators:
-            argv += ["--evaluators", ",".join(self.evaluators)]
+        if self.evaluators is not None:
+            argv += ["--evaluators", ",".join(self.evaluators) or NO_EVALUATORS]
         for flag, overrides in (("--set", self.overrides), ("--eval-set", self.evaluator_overrides)):
             for owner, values in overrides.items():
                 argv += [a for name, value in values.items() for a in (flag, f"{owner}.{name}={value}")]
@@ -274,7 +294,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     datasets = [DATASETS.get(name) for name in spec.datasets]
     chosen_evaluators = (
         [EVALUATORS.get(name) for name in spec.evaluators]
-        if spec.evaluators
+        if spec.evaluators is not None
         else [e for e in EVALUATORS if getattr(e, "run_by_default", True)]
     )
     settings = evaluator_settings(spec.evaluator_overrides)

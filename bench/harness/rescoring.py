@@ -18,7 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from bench.core.errors import UsageError
 from bench.harness import tracking
@@ -119,6 +119,7 @@ def rescore(
     experiment: str, evaluators: Sequence[str], *, methods: Sequence[str] | None = None,
     datasets: Sequence[str] | None = None, settings: Mapping[str, Mapping[str, Any]] | None = None,
     data_dir: str | None = None, rerun: bool = False, report: Callable[[Rescored], None] = lambda done: None,
+    run_ids: Collection[str] | None = None,
 ) -> list[Rescored]:
     from mlflow.entities import Metric
 
@@ -133,10 +134,11 @@ def rescore(
     for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
         params, tags = run.data.params, run.data.tags
         if "cell_key" not in tags or (methods and params.get("method") not in methods) or (
-                datasets and params.get("dataset") not in datasets):
+                datasets and params.get("dataset") not in datasets) or (
+                run_ids is not None and run.info.run_id not in run_ids):
             continue
         label = tags.get("cell", run.info.run_id)
-        wanted = [name for name in evaluators if rerun or not _has_metrics(run.data.metrics, name)]
+        wanted = [name for name in evaluators if rerun or not tracking.has_evaluator_metrics(run.data.metrics, name)]
         if not wanted:
             done.append(Rescored(run.info.run_id, label, "up to date"))
             report(done[-1])
@@ -182,13 +184,49 @@ def rescore(
     return done
 
 
-def _has_metrics(logged: Mapping[str, float], evaluator: str) -> bool:
-    """Whether a run holds a metric the evaluator declares (``privacy.epsilon_spent``, the ledger's,
-    is not the ``privacy`` evaluator's)."""
-    from bench.core.registry import EVALUATORS
-
-    declared = EVALUATORS.get(evaluator).metrics
-    return any(key.startswith(f"{evaluator}.") and key.rsplit(".", 1)[-1] in declared for key in logged)
+def score_fitted_setups(
+    cells: Sequence[Any], experiment: str, report: Callable[[Rescored], None] = lambda done: None,
+) -> tuple[list[Any], list[Rescored]]:
+    """One fit per setup: of ``cells``, those whose setup (``Cell.setup_key``: the cell without its
+    evaluators) already has a finished run in ``experiment`` are not fitted again — the
+    evaluators that run lacks score its stored sample, into it. Returns the cells left to fit
+    (their own cell key finished — the runner skips those —, their setup not fitted, or its run
+    without a stored sample) and what was scored. A store that cannot be read leaves every cell
+    to the runner, which says why."""
+    try:
+        client = tracking.client()
+        experiment_id = tracking.experiment_id(client, experiment, create=False)
+        if experiment_id is None:
+            return list(cells), []
+        finished = tracking.finished_cell_keys(client, experiment_id)
+        fitted = tracking.fitted_setups(client, experiment_id)
+    except Exception:  # noqa: BLE001 - the runner reports an unreachable or broken store
+        return list(cells), []
+    to_fit: list[Any] = []
+    wanted: dict[str, tuple[list[Any], list[str]]] = {}  # run id → (its cells, the evaluators it lacks)
+    for cell in cells:
+        if cell.key in finished or cell.setup_key not in fitted:
+            to_fit.append(cell)
+            continue
+        run_id, metrics = fitted[cell.setup_key]
+        mine, missing = wanted.setdefault(run_id, ([], []))
+        mine.append(cell)
+        missing += [name for name in cell.evaluators
+                    if name not in missing and not tracking.has_evaluator_metrics(metrics, name)]
+    scored: list[Rescored] = []
+    for run_id, (mine, missing) in wanted.items():
+        if not missing:
+            scored.append(Rescored(run_id, mine[0].label, "up to date"))
+            report(scored[-1])
+            continue
+        settings: dict[str, Mapping[str, Any]] = {}
+        for cell in mine:
+            settings.update(cell.evaluator_settings)
+        result = rescore(experiment, missing, settings=settings, data_dir=mine[0].data_dir, run_ids={run_id}, report=report)
+        scored += result
+        if not result or result[0].status not in ("scored", "up to date"):
+            to_fit += mine  # no stored sample, or scoring failed: the runner fits the cells
+    return to_fit, scored
 
 
 def summary_line(result: Rescored) -> str:

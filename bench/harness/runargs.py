@@ -18,7 +18,7 @@ from bench.core.contracts import PROTOCOLS
 from bench.core.params import PROFILES, parse_overrides
 from bench.core.registry import EVALUATORS
 from bench.harness import tracking
-from bench.harness.grid import GridError, GridSpec, parse_seeds, split_names
+from bench.harness.grid import NO_EVALUATORS, GridError, GridSpec, parse_seeds, split_names
 from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, Delta, DeltaKind, parse_epsilons
 
 DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
@@ -48,7 +48,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--evaluators",
         help="comma-separated evaluators (default: every applicable one, except those marked "
-        "'named only' in `list evaluators`)",
+        "'named only' in `list evaluators`); 'none' fits and stores the sample only, for a later "
+        "run or `evaluate` to score (one fit per setup)",
     )
     parser.add_argument(
         "--set", dest="overrides", action="append", metavar="METHOD.PARAM=VALUE",
@@ -158,7 +159,10 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
     if delta.kind is DeltaKind.NOT_APPLICABLE:
         raise GridError("--delta none: δ is a number in (0, 1) or auto; for a run without privacy use --eps inf")
     methods = split_names(args.methods)
-    evaluator_names = split_names(args.evaluators) if args.evaluators else EVALUATORS.names()
+    chosen = None
+    if args.evaluators is not None:
+        chosen = [] if args.evaluators.strip() == NO_EVALUATORS else split_names(args.evaluators)
+    evaluator_names = chosen if chosen is not None else EVALUATORS.names()
     data_dir = getattr(args, "data_dir", None)
     return GridSpec(
         methods=methods,
@@ -166,7 +170,7 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
         epsilons=epsilons,
         seeds=parse_seeds(args.seeds),
         delta=delta,
-        evaluators=split_names(args.evaluators) if args.evaluators else None,
+        evaluators=chosen,
         profile=args.profile,
         calibrator=args.calibrator,
         secure_noise=getattr(args, "secure_noise", False),

@@ -9,8 +9,15 @@ Such a file is as private as the data folder: it goes only where the run's artif
 ``mlartifacts/`` or the tracking server the user chose), never into a committed store — the
 committed results hold no artifacts, and an export to a committed record must refuse it.
 
-Bounded size: every row up to ``KEPT_ROWS`` (all the mirror's tables), at most ``KEPT_IMAGES``
-images (FID and PRDC use 5,000); the first rows are kept (samples are drawn i.i.d.).
+Bounded size: every row up to ``KEPT_ROWS`` (all the mirror's tables), every image up to
+``KEPT_IMAGES`` (all of MNIST's, FashionMNIST's and CIFAR-10's training-set-sized samples, so that
+``image-downstream`` rescores the 60,000 images a run trained on); the first rows are kept.
+
+Images are scored as they are stored: the run rounds generated images to 8-bit pixels
+(:func:`as_8bit_images`) before any evaluator sees them, so an in-run score and a later rescoring
+of the stored sample are the same number. A generator's output is an image, and an image is 8-bit
+(as the published sample grids and the real data are); the seeds' code scored the float outputs,
+which differ by at most 1/510 a pixel.
 """
 
 from __future__ import annotations
@@ -23,11 +30,20 @@ import numpy as np
 
 SAMPLE_FILE = "synthetic.npz"
 KEPT_ROWS = 200_000
-KEPT_IMAGES = 10_000
+KEPT_IMAGES = 60_000
 
 
 class SampleError(ValueError):
     pass
+
+
+def as_8bit_images(data: Any) -> Any:
+    """Image data with its pixels rounded to the nearest of the 256 8-bit levels (as float32 in
+    [0, 1], the dataset's layout); what ``save_synthetic`` stores and ``load_synthetic`` reads."""
+    from bench.core.contracts import LabelledData
+
+    pixels = np.rint(np.clip(data.x, 0, 1) * 255).astype(np.uint8)
+    return LabelledData(pixels.astype(np.float32) / 255, data.y, data.schema)
 
 
 def save_synthetic(data: Any, path: Path, *, dataset: str, private_rows: bool) -> None:

@@ -14,7 +14,7 @@ import subprocess
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from bench.core.errors import UsageError
 from bench.harness.grid import Cell
@@ -182,6 +182,26 @@ def finished_cell_keys(mlflow_client, experiment: str) -> set[str]:
     }
 
 
+def has_evaluator_metrics(logged: Iterable[str], evaluator: str) -> bool:
+    """Whether the metric names ``logged`` hold one the evaluator declares (``privacy.epsilon_spent``,
+    the ledger's, is not the ``privacy`` evaluator's)."""
+    from bench.core.registry import EVALUATORS
+
+    declared = EVALUATORS.get(evaluator).metrics
+    return any(key.startswith(f"{evaluator}.") and key.rsplit(".", 1)[-1] in declared for key in logged)
+
+
+def fitted_setups(mlflow_client, experiment: str) -> dict[str, tuple[str, set[str]]]:
+    """setup key → (run id, its metric names) of the finished runs that name their setup (runs
+    logged before the setup key was kept are found by their cell key only); the latest wins."""
+    found: dict[str, tuple[int, str, set[str]]] = {}
+    for run in iter_runs(mlflow_client, experiment, "attributes.status = 'FINISHED'"):
+        setup = run.data.tags.get("setup_key")
+        if setup and (setup not in found or run.info.start_time > found[setup][0]):
+            found[setup] = (run.info.start_time, run.info.run_id, set(run.data.metrics))
+    return {setup: (run_id, metrics) for setup, (_, run_id, metrics) in found.items()}
+
+
 def package_versions() -> dict[str, str]:
     found = {}
     for name in PACKAGES:
@@ -276,7 +296,8 @@ def _chunks(items: list, size: int) -> Iterator[list]:
 
 
 def cell_tags(cell: Cell, common_tags: dict[str, str]) -> dict[str, str]:
-    return {**common_tags, "cell_key": cell.key, "cell": cell.label, "method": cell.method, "dataset": cell.dataset}
+    return {**common_tags, "cell_key": cell.key, "setup_key": cell.setup_key, "cell": cell.label, "method": cell.method,
+            "dataset": cell.dataset}
 
 
 def create_cell_run(mlflow_client, experiment: str, cell: Cell, tags: dict[str, str]) -> str:

@@ -261,7 +261,7 @@ def execute(
 
     from bench.privacy.budget import PrivacyBudget
     from bench.harness.grid import Cell, configured
-    from bench.harness.samples import SAMPLE_FILE, save_synthetic
+    from bench.harness.samples import SAMPLE_FILE, as_8bit_images, save_synthetic
     from bench.core.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
     from bench.core.registry import DATASETS, EVALUATORS, METHODS
@@ -339,6 +339,8 @@ def execute(
         outcome.metrics["time.sample_s"] = time.perf_counter() - started
         if synthetic.schema != split.train.schema:
             raise RuntimeError(f"{method.name} returned data in another schema than the training data")
+        if dataset.kind.value == "image":  # scored as stored: 8-bit pixels (bench/harness/samples.py)
+            synthetic = as_8bit_images(synthetic)
 
         eval_context = EvalContext(
             seed=cell.seed,

@@ -23,8 +23,10 @@ no cell of, e.g. Table 7's private columns, which are Table 2's).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bench.core.registry import DATASETS, METHODS, RegistryError
+from bench.harness.tracking import has_evaluator_metrics
 from bench.privacy.budget import epsilon_text
 from bench.report.presets import (
     NOT_IN_MIRROR, CostKey, Preset, approximately, cell_cost_key, duration, grid_cells, seconds_for,
@@ -32,6 +34,9 @@ from bench.report.presets import (
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
 EVIDENCE_SEEDS = 5  # the papers average 5 runs; a setup counts as reproduced at this many seeds
+# "needs a GPU": a setup one seed of which costs more than this on 2 CPU cores (measured); a
+# cheaper or unmeasured setup is "not run", with its cost
+GPU_SECONDS = 2 * 3600
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,24 @@ def _registered(registry, name: str) -> bool:
     return True
 
 
+def finished_cell_keys(preset: Preset, frame: Any) -> set[str]:
+    """The preset's cells that have their result in ``frame`` (``runs_frame``): a run of the cell
+    itself, or a run of its setup (one fit, ``Cell.setup_key``) scored by each of its evaluators."""
+    if not len(frame):
+        return set()
+    finished = set(frame["cell_key"])
+    by_setup = {key: row for key, row in zip(frame["setup_key"], frame.to_dict("records")) if key}
+    for grid in preset.grids:
+        for cell in grid_cells(grid, preset.experiment):
+            row = by_setup.get(cell.setup_key)
+            if cell.key in finished or row is None:
+                continue
+            logged = [name for name, value in row.items() if isinstance(value, float) and value == value]
+            if all(has_evaluator_metrics(logged, name) for name in cell.evaluators):
+                finished.add(cell.key)
+    return finished
+
+
 def setup_coverage(preset: Preset, finished_keys: set[str], timings: dict[CostKey, float] | None = None) -> list[Coverage]:
     """Each published setup's coverage; ``timings``: logged seconds per cost key (for the cost of
     one more seed of a setup short of 5)."""
@@ -104,17 +127,16 @@ def setup_coverage(preset: Preset, finished_keys: set[str], timings: dict[CostKe
             profile = mine[0][0].profile if mine else "paper"
             if not mine and _registered(METHODS, method):
                 continue  # printed beside the table for comparison: counted where its own table is
+            status = None
             if done:
                 status = RUN
             elif not _registered(METHODS, method):
                 status = NOT_IMPLEMENTED
             elif dataset in NOT_IN_MIRROR:
                 status = NO_DATA
-            elif profile == "paper" and _registered(DATASETS, dataset) and "image" in DATASETS.card(dataset).kinds:
-                status = NEEDS_GPU
-            else:
-                status = NOT_RUN
             seconds = seconds_for(cell_cost_key(mine[0][1]), timings or {}) if mine else None
+            if status is None:
+                status = NEEDS_GPU if seconds is not None and seconds > GPU_SECONDS else NOT_RUN
             result.append(Coverage(setup, status, done, profile, seconds))
     return result
 

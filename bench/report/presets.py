@@ -417,7 +417,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "dpmerf-table3", "DP-MERF Table 3", "images: mean accuracy of 12 classifiers, DP-MERF at ε = 1 and 0.2",
-            "dpmerf-images",
+            "images",  # Fig. 6's experiment: its setups are fitted once for both
             (Grid(("real", "dp-merf"), _IMAGES, "1,0.2", evaluators=("image-downstream",)),
              Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("image-downstream",))),
             (("MEAN", "image-downstream.accuracy"),),

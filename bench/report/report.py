@@ -28,7 +28,14 @@ from bench.report.presets import (
     measured_references,
     seconds_for,
 )
-from bench.report.coverage import EVIDENCE_SEEDS, counted_presets, matrix_rows, setup_coverage, totals
+from bench.report.coverage import (
+    EVIDENCE_SEEDS,
+    counted_presets,
+    finished_cell_keys,
+    matrix_rows,
+    setup_coverage,
+    totals,
+)
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
 from bench.privacy.budget import epsilon_argument
@@ -54,7 +61,7 @@ def _runs_or_empty(experiment: str, source: RunSource) -> pd.DataFrame:
     try:
         return load_runs(experiment, source)
     except TableError:  # no such experiment, or no finished run in it yet
-        return pd.DataFrame(columns=["dataset", "method", "method_name", "epsilon", "seed", "cell_key"])
+        return pd.DataFrame(columns=["dataset", "method", "method_name", "epsilon", "seed", "cell_key", "setup_key"])
 
 
 def preset_runs(preset: Preset, frame: pd.DataFrame) -> pd.DataFrame:
@@ -145,7 +152,7 @@ class PresetStatus:
 
 def preset_status(preset: Preset, frame: pd.DataFrame) -> PresetStatus:
     runs = preset_runs(preset, frame)
-    missing = missing_cells(preset, set(runs["cell_key"]) if len(runs) else set())
+    missing = missing_cells(preset, finished_cell_keys(preset, runs))
     return PresetStatus(runs, missing, sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids))
 
 
@@ -481,7 +488,7 @@ def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame],
     found = []
     for preset in counted_presets(presets):
         frame = frames[preset.experiment]
-        found.append((preset, setup_coverage(preset, set(frame["cell_key"]) if len(frame) else set(), timings)))
+        found.append((preset, setup_coverage(preset, finished_cell_keys(preset, frame), timings)))
     if not found:
         return []
     every = [c for _, coverage in found for c in coverage]

@@ -93,6 +93,7 @@ def runs_frame(runs: list[StoredRun]) -> pd.DataFrame:
                 "run_id": run.run_id,
                 "start_time": run.start_time,
                 "cell_key": run.cell_key,
+                "setup_key": run.tags.get("setup_key"),  # runs logged before it was kept: None
                 "method": _method_label(params, epsilon),
                 "method_name": params.get("method"),
                 "dataset": _row_label(params),

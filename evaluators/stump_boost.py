@@ -1,0 +1,216 @@
+"""AdaBoost (discrete SAMME) over decision stumps, with the stumps found from weighted class
+histograms instead of a sort per feature and round: the same classifier as scikit-learn's
+``AdaBoostClassifier(n_estimators, learning_rate)`` on data whose every column takes at most
+:data:`MAX_LEVELS` distinct values — 8-bit pixels, which is what ``image-downstream`` trains on
+(synthetic images are scored as the 8-bit images they are stored as: ``bench/harness/samples.py``).
+
+Why: scikit-learn fits each of the 1,000 stumps of DP-HP Table 10's AdaBoost with a
+``DecisionTreeClassifier(max_depth=1)`` that sorts every feature again, ≈ 1.6 s a stump on 60,000
+MNIST images (≈ 27 min a fit, one core). With at most 256 levels per feature the best Gini split
+of a round follows from one weighted histogram per (feature, level, class): one pass over the
+entries that differ from their column's most frequent level (≈ 19% of MNIST's pixels; the mode's
+bin is the class totals minus the rest), a cumulative sum over levels and the Gini proxy at every
+boundary — ≈ 0.1 s a round.
+
+What is the same as scikit-learn 1.9's SAMME and stump, step by step (``tests/test_stump_boost.py``
+compares predictions against it on real and generated MNIST):
+- the sample weights: 1/n, clipped below at the float64 epsilon each round, multiplied by
+  exp(α) when misclassified, renormalised; α = learning_rate · (log((1 − err)/err) + log(K − 1));
+  the stop rules (err = 0: kept with weight 1 and stop; err ≥ 1 − 1/K: dropped and stop);
+- the stump: inputs as float32 (as scikit-learn's trees), the Gini proxy Σ_k L_k²/w_L +
+  Σ_k R_k²/w_R maximised over every boundary between two consecutive levels of a feature (levels
+  closer than 1e-7 are not split, scikit-learn's FEATURE_THRESHOLD), the threshold the float32
+  midpoint of the two levels (computed as a/2 + b/2 in double), each side predicting its
+  heaviest class; a node whose Gini impurity is ≤ float64 epsilon stays a leaf;
+- the prediction: Σ_t α_t (1 for the stump's class, −1/(K − 1) otherwise), normalised, argmax.
+What can differ: an exact tie between two splits of different features (scikit-learn visits the
+features in a random order and keeps the first strict best; here the lowest feature index wins),
+and the last bits of the histogram sums (another summation order), which can only decide between
+two splits whose proxies agree to ≈ 1e-15.
+
+Columns with more than :data:`MAX_LEVELS` levels (continuous data) are fitted by scikit-learn's
+own ``AdaBoostClassifier`` instead, so the classifier is the same on any input; ``fitted_by``
+says which path ran.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+MAX_LEVELS = 256
+FEATURE_THRESHOLD = 1e-7  # scikit-learn's trees: values closer than this are one level
+EPSILON = np.finfo(np.float64).eps
+
+
+def column_levels(x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """(codes, levels): each column's values as indices into its sorted distinct values, or None
+    when some column has more than :data:`MAX_LEVELS` of them."""
+    codes = np.empty(x.shape, dtype=np.uint8)
+    levels = []
+    for j in range(x.shape[1]):
+        values, inverse = np.unique(x[:, j], return_inverse=True)
+        if len(values) > MAX_LEVELS:
+            return None
+        codes[:, j] = inverse
+        levels.append(values)
+    return codes, levels
+
+
+class StumpHistograms:
+    """Weighted (feature, level, class) histograms of a coded training set, refilled each round
+    from the entries that differ from their column's most frequent level."""
+
+    def __init__(self, codes: np.ndarray, y: np.ndarray, n_classes: int) -> None:
+        n, d = codes.shape
+        self.n_features, self.n_classes = d, n_classes
+        self.modes = np.array([np.bincount(codes[:, j], minlength=MAX_LEVELS).argmax() for j in range(d)])
+        off_mode = codes != self.modes
+        rows, cols = np.nonzero(off_mode)
+        self.rows = rows.astype(np.int32)
+        key = (cols.astype(np.int64) * MAX_LEVELS + codes[rows, cols]) * n_classes + y[rows]
+        self.keys = key.astype(np.int32 if d * MAX_LEVELS * n_classes < 2**31 else np.int64)
+        self.y = y
+
+    def fill(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(H, totals): H[j, v, k], the weight of class-k rows whose feature j has level v, and
+        the class totals."""
+        d, k = self.n_features, self.n_classes
+        totals = np.bincount(self.y, weights=w, minlength=k)
+        h = np.bincount(self.keys, weights=w[self.rows], minlength=d * MAX_LEVELS * k).reshape(d, MAX_LEVELS, k)
+        off_mode = h.sum(axis=1)  # (d, k); the mode's own bin is still empty here
+        h[np.arange(d), self.modes] = totals - off_mode
+        return h, totals
+
+
+def best_stump(h: np.ndarray, totals: np.ndarray, splittable: np.ndarray) -> tuple[int, int] | None:
+    """(feature, level) of the best Gini split "level ≤ v goes left", or None when there is none
+    (every feature constant). ``splittable[j, v]``: a boundary between level v and v + 1 exists."""
+    left = np.cumsum(h, axis=1)
+    right = totals - left
+    w_left, w_right = left.sum(axis=2), right.sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        proxy = (left * left).sum(axis=2) / w_left + (right * right).sum(axis=2) / w_right
+    proxy = np.where(splittable & (w_left > 0) & (w_right > 0), proxy, -np.inf)
+    flat = int(np.argmax(proxy))
+    if not np.isfinite(proxy.flat[flat]):
+        return None
+    return divmod(flat, MAX_LEVELS)
+
+
+class SammeStumpBoost(ClassifierMixin, BaseEstimator):
+    """``AdaBoostClassifier(n_estimators, learning_rate)`` with its default stump, fitted from
+    histograms when every column has at most 256 levels (module docstring)."""
+
+    def __init__(self, n_estimators: int = 50, learning_rate: float = 1.0, random_state: Any = None) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.random_state = random_state  # only scikit-learn's path (continuous columns) draws from it
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> "SammeStumpBoost":
+        x = np.asarray(x, dtype=np.float32)
+        self.classes_, y_codes = np.unique(np.asarray(y), return_inverse=True)
+        coded = column_levels(x)
+        if coded is None:
+            from sklearn.ensemble import AdaBoostClassifier
+
+            self.fallback_ = AdaBoostClassifier(
+                n_estimators=self.n_estimators, learning_rate=self.learning_rate, random_state=self.random_state
+            ).fit(x, y)
+            self.fitted_by = "scikit-learn"
+            return self
+        self.fallback_ = None
+        self.fitted_by = "histograms"
+        codes, levels = coded
+        self._boost(codes, levels, y_codes.astype(np.int64))
+        return self
+
+    def _boost(self, codes: np.ndarray, levels: list[np.ndarray], y: np.ndarray) -> None:
+        n, d = codes.shape
+        k = len(self.classes_)
+        histograms = StumpHistograms(codes, y, k)
+        splittable = np.zeros((d, MAX_LEVELS), dtype=bool)
+        for j, values in enumerate(levels):
+            as_double = values.astype(np.float64)
+            splittable[j, : len(values) - 1] = as_double[1:] > as_double[:-1] + FEATURE_THRESHOLD
+        stumps: list[tuple[int, float, int, int]] = []  # (feature, threshold, left class, right class)
+        weights: list[float] = []
+        w = np.full(n, 1.0 / n)
+        for round_ in range(self.n_estimators):
+            w = np.clip(w, EPSILON, None)
+            h, totals = histograms.fill(w)
+            level, stump = self._stump(h, totals, splittable, levels)
+            feature, _, left_class, right_class = stump
+            predicted = np.where(codes[:, feature] <= level, left_class, right_class) if feature >= 0 else np.full(n, left_class)
+            incorrect = predicted != y
+            error = float(np.average(incorrect, weights=w))
+            if error <= 0:
+                stumps.append(stump)
+                weights.append(1.0)
+                break
+            if error >= 1.0 - 1.0 / k:
+                if not stumps:
+                    raise ValueError("BaseClassifier in AdaBoostClassifier ensemble is worse than random, ensemble can not be fit.")
+                break
+            alpha = self.learning_rate * (math.log((1.0 - error) / error) + math.log(k - 1.0))
+            stumps.append(stump)
+            weights.append(alpha)
+            if round_ == self.n_estimators - 1:
+                break
+            w = np.exp(np.log(w) + alpha * incorrect * (w > 0))
+            total = float(np.sum(w))
+            if not np.isfinite(total) or total <= 0:
+                break
+            w /= total
+        self.stumps_ = stumps
+        self.estimator_weights_ = np.asarray(weights)
+
+    @staticmethod
+    def _stump(
+        h: np.ndarray, totals: np.ndarray, splittable: np.ndarray, levels: list[np.ndarray]
+    ) -> tuple[int, tuple[int, float, int, int]]:
+        """(level, (feature, threshold, left class, right class)): the round's stump; rows whose
+        feature code is ≤ level go left. A leaf has feature −1."""
+        weight = totals.sum()
+        impurity = 1.0 - float(np.sum((totals / weight) ** 2))
+        found = None if impurity <= EPSILON else best_stump(h, totals, splittable)
+        if found is None:  # a leaf: every row gets the heaviest class
+            heaviest = int(np.argmax(totals))
+            return -1, (-1, math.inf, heaviest, heaviest)
+        feature, level = found
+        left = h[feature, : level + 1].sum(axis=0)
+        below, above = float(levels[feature][level]), float(levels[feature][level + 1])
+        threshold = below / 2.0 + above / 2.0
+        if threshold == above or math.isinf(threshold):
+            threshold = below
+        return level, (feature, threshold, int(np.argmax(left)), int(np.argmax(totals - left)))
+
+    def decision_function(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float32)
+        k = len(self.classes_)
+        scores = np.zeros((len(x), k))
+        rows = np.arange(len(x))
+        for (feature, threshold, left_class, right_class), alpha in zip(self.stumps_, self.estimator_weights_):
+            if feature < 0:
+                predicted = np.full(len(x), left_class)
+            else:
+                predicted = np.where(x[:, feature].astype(np.float64) <= threshold, left_class, right_class)
+            vote = np.full((len(x), k), -alpha / (k - 1) if k > 1 else 0.0)
+            vote[rows, predicted] = alpha
+            scores += vote
+        scores /= self.estimator_weights_.sum()
+        if k == 2:
+            scores[:, 0] *= -1
+            return scores.sum(axis=1)
+        return scores
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        if self.fallback_ is not None:
+            return self.fallback_.predict(np.asarray(x, dtype=np.float32))
+        scores = self.decision_function(x)
+        if len(self.classes_) == 2:
+            return self.classes_.take((scores > 0).astype(int))
+        return self.classes_.take(np.argmax(scores, axis=1))

@@ -1,0 +1,129 @@
+"""``SammeStumpBoost`` (evaluators/stump_boost.py) is scikit-learn's ``AdaBoostClassifier``: the
+same stumps round by round, the same estimator weights, and predictions on the real MNIST test
+images that agree — on real MNIST training images and on images a DP generator made (8-bit, as
+every image evaluator sees them). The default suite uses subsets and fewer rounds (scikit-learn's
+side costs ≈ 25 ms a stump at 2,000 images); the slow test runs DP-HP Table 10's 1,000 rounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.ensemble import AdaBoostClassifier
+
+from bench.harness.samples import as_8bit_images, load_synthetic
+from evaluators.stump_boost import SammeStumpBoost, column_levels
+
+N_TEST = 10_000
+
+
+@pytest.fixture(scope="module")
+def mnist(data_dir):
+    from bench.core.registry import DATASETS
+
+    return DATASETS.get("mnist").load(data_dir, seed=0)
+
+
+@pytest.fixture(scope="module")
+def generated(mnist, data_dir, tmp_path_factory):
+    """Images from a DP-MERF fit on MNIST at ε = 1 (smoke profile: a short fit), as the run stores them."""
+    import bench
+    from bench.harness.samples import SAMPLE_FILE
+
+    out = tmp_path_factory.mktemp("generated")
+    result = bench.run_cell("dp-merf", "mnist", epsilon=1.0, evaluators=(), profile="smoke", data_dir=data_dir, out=out)
+    assert result.ok, result.error
+    images, _ = load_synthetic(out / SAMPLE_FILE, mnist.train.schema)
+    return images
+
+
+def compare(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, rounds: int) -> dict:
+    ours = SammeStumpBoost(n_estimators=rounds, learning_rate=0.7, random_state=0).fit(x, y)
+    theirs = AdaBoostClassifier(n_estimators=rounds, learning_rate=0.7, random_state=0).fit(x, y)
+    assert ours.fitted_by == "histograms"
+    ours_pred, their_pred = ours.predict(x_test), theirs.predict(x_test)
+    features = [stump[0] for stump in ours.stumps_]
+    thresholds = [stump[1] for stump in ours.stumps_]
+    return {
+        "agree": float(np.mean(ours_pred == their_pred)),
+        "accuracy_gap": abs(float(np.mean(ours_pred == y_test)) - float(np.mean(their_pred == y_test))),
+        "rounds": (len(ours.stumps_), len(theirs.estimators_)),
+        "same_stumps": features == [int(t.tree_.feature[0]) for t in theirs.estimators_]
+        and thresholds == [float(t.tree_.threshold[0]) for t in theirs.estimators_],
+        "weights": (ours.estimator_weights_, theirs.estimator_weights_[: len(theirs.estimators_)]),
+    }
+
+
+def assert_same_classifier(found: dict) -> None:
+    assert found["agree"] >= 0.995, found["agree"]
+    assert found["accuracy_gap"] <= 0.002, found["accuracy_gap"]
+    assert found["rounds"][0] == found["rounds"][1]
+    np.testing.assert_allclose(*found["weights"], rtol=1e-9)
+
+
+def test_real_digits_give_scikit_learns_stumps_weights_and_predictions(mnist):
+    x, y = mnist.train.x[:2000], mnist.train.y[:2000]
+    found = compare(x, y, mnist.test.x[:N_TEST], mnist.test.y[:N_TEST], rounds=150)
+    assert found["same_stumps"]
+    assert_same_classifier(found)
+
+
+def test_generated_digits_give_scikit_learns_predictions(generated, mnist):
+    x, y = generated.x[:2000], generated.y[:2000]
+    assert column_levels(x) is not None  # 8-bit: the histogram path
+    found = compare(x, y, mnist.test.x[:N_TEST], mnist.test.y[:N_TEST], rounds=150)
+    assert_same_classifier(found)
+
+
+def test_two_classes_and_a_stop_on_a_perfect_stump_are_handled_as_scikit_learn_does():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 5, size=(400, 6)).astype(np.float32) / 4
+    y = (x[:, 2] > 0.5).astype(int)  # one stump separates the classes: error 0, boosting stops
+    for labels in (y, np.where(rng.random(400) < 0.2, 1 - y, y)):  # separable, then 20% label noise
+        ours = SammeStumpBoost(n_estimators=40, learning_rate=0.7).fit(x, labels)
+        theirs = AdaBoostClassifier(n_estimators=40, learning_rate=0.7, random_state=0).fit(x, labels)
+        assert len(ours.stumps_) == len(theirs.estimators_)
+        np.testing.assert_array_equal(ours.predict(x), theirs.predict(x))
+        np.testing.assert_allclose(ours.decision_function(x), theirs.decision_function(x), rtol=1e-9, atol=1e-12)
+
+
+def test_continuous_columns_fall_back_to_scikit_learn():
+    rng = np.random.default_rng(1)
+    x = rng.random((600, 3)).astype(np.float32)  # 600 distinct values a column: over 256 levels
+    y = (x[:, 0] + 0.1 * rng.random(600) > 0.5).astype(int)
+    ours = SammeStumpBoost(n_estimators=10, learning_rate=0.7, random_state=0).fit(x, y)
+    assert ours.fitted_by == "scikit-learn"
+    theirs = AdaBoostClassifier(n_estimators=10, learning_rate=0.7, random_state=0).fit(x, y)
+    np.testing.assert_array_equal(ours.predict(x), theirs.predict(x))
+
+
+def test_a_broken_split_rule_is_caught():
+    """The comparison can fail: a stump searched on every other feature only is not scikit-learn's."""
+    rng = np.random.default_rng(2)
+    x = (rng.integers(0, 8, size=(500, 10)) / 7).astype(np.float32)
+    y = ((x[:, 1] + x[:, 3] > 1.0) ^ (rng.random(500) < 0.1)).astype(int)
+
+    class EveryOtherFeature(SammeStumpBoost):
+        def fit(self, x, y):
+            return super().fit(x * np.array([1, 0] * 5, dtype=np.float32), y)
+
+    found_ok = compare(x, y, x, y, rounds=30)
+    assert found_ok["same_stumps"] and found_ok["agree"] == 1.0
+    broken = EveryOtherFeature(n_estimators=30, learning_rate=0.7).fit(x, y)
+    theirs = AdaBoostClassifier(n_estimators=30, learning_rate=0.7, random_state=0).fit(x, y)
+    assert np.mean(broken.predict(x) == theirs.predict(x)) < 0.995
+
+
+def test_images_are_scored_as_the_8bit_pixels_they_are_stored_as(mnist):
+    from bench.core.contracts import LabelledData
+
+    x = np.zeros((1, mnist.train.schema.n_features), dtype=np.float32)
+    x[0, :6] = [0.5, 1.0, 0.0, 0.0019, 0.0020, 254.4 / 255]  # a generator's output lies in [0, 1]
+    quantized = as_8bit_images(LabelledData(x, np.array([0]), mnist.train.schema))
+    np.testing.assert_array_equal(quantized.x[0, :6] * 255, np.float32([128, 255, 0, 0, 1, 254]))
+    assert quantized.x.dtype == np.float32
+
+
+@pytest.mark.slow
+def test_table_10s_thousand_rounds_on_real_and_generated_digits(mnist, generated):
+    for x, y in ((mnist.train.x[:10_000], mnist.train.y[:10_000]), (generated.x[:10_000], generated.y[:10_000])):
+        assert_same_classifier(compare(x, y, mnist.test.x, mnist.test.y, rounds=1000))
