@@ -42,7 +42,7 @@
 # check, so the runs name the commit whose tree they ran.
 set -u
 : "${EXPERIMENT:?}" "${METHOD:?}" "${DATASET:?}" "${CELLS:?}"
-EVALUATORS=${EVALUATORS:-}; SCORE_AFTER=${SCORE_AFTER-privacy,fidelity}
+EVALUATORS=${EVALUATORS:-}; SCORE_AFTER=${SCORE_AFTER-privacy,fidelity}; PROFILE=${PROFILE:-}  # PROFILE=smoke: a try-out
 if [ -s .lease/head.bundle ] && [ -s .lease/HEAD ]; then
   git fetch -q .lease/head.bundle "$(cat .lease/HEAD)" && git reset -q --mixed "$(cat .lease/HEAD)" \
     || { echo "error: could not move HEAD to $(cat .lease/HEAD) from .lease/head.bundle"; exit 2; }
@@ -70,7 +70,7 @@ cell() {  # index ε:seed
   export MLFLOW_TRACKING_URI=sqlite:///$dir/store.db
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run --experiment "$EXPERIMENT" --jobs 1 --threads 1 \
     --no-progress --methods "$METHOD" --datasets "$DATASET" --eps "$eps" --seeds "$seed" \
-    ${EVALUATORS:+--evaluators "$EVALUATORS"} > run.log 2>&1
+    ${EVALUATORS:+--evaluators "$EVALUATORS"} ${PROFILE:+--profile "$PROFILE"} > run.log 2>&1
   echo "run $1 rc=$? at $(( $(date +%s) - START )) s"
   [ -n "$SCORE_AFTER" ] || return
   [ $(( END - $(date +%s) )) -gt 0 ] || return  # `timeout 0` would mean no limit
@@ -78,7 +78,7 @@ cell() {  # index ε:seed
     --evaluators "$SCORE_AFTER" --datasets "$DATASET" > eval.log 2>&1 && touch scored
   echo "scored $1 rc=$? at $(( $(date +%s) - START )) s"
 }
-export -f cell; export START END STAGGER_S RUN_S EXPERIMENT METHOD DATASET EVALUATORS SCORE_AFTER
+export -f cell; export START END STAGGER_S RUN_S EXPERIMENT METHOD DATASET EVALUATORS SCORE_AFTER PROFILE
 i=0; for c in $CELLS; do echo "$i $c"; i=$((i + 1)); done | xargs -P "$PARALLEL" -L1 bash -c 'cell "$@"' _
 cd /tmp/st && tar czf "$OUT/stores.tgz" --exclude=synthetic.npz --exclude=synthetic_sample.csv .
 # the unscored runs' samples, xz-compressed, in the order of CELLS: a file back from $OUT is at most
