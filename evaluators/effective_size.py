@@ -133,7 +133,7 @@ class EffectiveSize(ImageClassifiers):
     ) -> Evaluation:
         # largest sizes first: the longest fits start early
         sizes = sizes_for(len(synthetic), self.ratios) if len(synthetic) else []
-        names, fits, n_train = self.fit_sizes(synthetic, real_test, sizes)
+        names, fits, n_train = self.fit_sizes(synthetic, real_test, sizes, context.cache_dir)
         y_test = np.asarray(real_test.y, dtype=np.int64)
         accuracy = lambda result: {"acc": float(accuracy_score(y_test, result.pred))}  # noqa: E731
         values: dict[str, float] = {}

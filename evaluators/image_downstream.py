@@ -34,6 +34,7 @@ Cost on 2 cores: see ``benchmarks/bench_image_downstream.py`` (AdaBoost's 1000 r
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from pathlib import Path
 from typing import Any
 from dataclasses import dataclass, field
 
@@ -52,6 +53,7 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
+from evaluators.cache import content_key, load_arrays, save_arrays
 from evaluators.fitpool import Task, TaskResult
 from evaluators.stump_boost import SammeStumpBoost
 from bench.core.contracts import (
@@ -222,6 +224,18 @@ def check_image_inputs(synthetic: LabelledData, real_test: LabelledData) -> None
         raise ValueError("the synthetic set is empty; the classifiers need training images")
 
 
+FIT_CACHE = "image-fits"
+FIT_CACHE_VERSION = "image-fit/1"  # bump when what a fit's predictions depend on changes
+
+
+def fit_key(estimator: Any, data_key: str, rows: np.ndarray | None) -> str:
+    """The cache key of one fit: the data's (training images, labels, test images), the rows of
+    the subset, the estimator's class and every parameter (its seed included)."""
+    settings = repr(sorted((name, repr(value)) for name, value in estimator.get_params(deep=True).items()))
+    return content_key(data_key, type(estimator).__module__, type(estimator).__name__, settings,
+                       np.arange(0) if rows is None else rows)
+
+
 # --------------------------------------------------------------------------------------------
 # The evaluator
 # --------------------------------------------------------------------------------------------
@@ -251,12 +265,17 @@ class ImageClassifiers(PooledClassifiers):
         return is_image_schema(schema) and schema.n_classes >= 2
 
     def fit_sizes(
-        self, synthetic: LabelledData, real_test: LabelledData, sizes: list[int]
+        self, synthetic: LabelledData, real_test: LabelledData, sizes: list[int], cache_dir: Path | None = None
     ) -> tuple[list[str], Fits, dict[int, int]]:
         """Fit every classifier on a subset of each size (:func:`subset_rows`, one subset per
         size shared by the classifiers), all in one pool, in the order given. Returns the
         classifier names, the fits (results keyed (name, size); error keys ``<name>/n<size>``,
-        or ``<name>`` when there is one size) and the images used per size."""
+        or ``<name>`` when there is one size) and the images used per size.
+
+        ``cache_dir`` (the grid's evaluation cache): a fit's test predictions are kept there under
+        a key of everything that decides them (:func:`fit_key`), so a second evaluator that asks
+        for the same fit — ``effective-size`` at the full size after ``image-downstream`` — reads
+        it instead of fitting again; its ``fit_seconds`` is the original fit's."""
         check_image_inputs(synthetic, real_test)
         specs = self.classifiers if self.classifiers is not None else IMAGE_CLASSIFIERS
         names = check_classifier_names(specs)
@@ -265,6 +284,8 @@ class ImageClassifiers(PooledClassifiers):
         tasks: list[Task] = []
         known: dict[Hashable, TaskResult] = {}
         n_train: dict[int, int] = {}
+        keys: dict[Hashable, str] = {}
+        data_key = content_key(FIT_CACHE_VERSION, x_train, y_train, real_test.x) if cache_dir is not None else ""
         for size in sizes:
             rows = subset_rows(y_train, size, n_classes, self.seed)
             used = y_train if rows is None else y_train[rows]
@@ -272,13 +293,24 @@ class ImageClassifiers(PooledClassifiers):
             facts = training_facts(x_train if rows is None else x_train[rows], used, n_classes, self.seed)
             for spec in specs:
                 estimator, failure = build_estimator(spec, facts)
-                if failure is None:
-                    cost = IMAGE_FIT_SECONDS.get(spec.name, estimated_cost(estimator)) * len(used) / len(y_train)
-                    tasks.append(Task((spec.name, size), estimator, want_scores=False, rows=rows, cost=cost))
-                else:
+                if failure is not None:
                     known[(spec.name, size)] = failure
+                    continue
+                if cache_dir is not None:
+                    keys[(spec.name, size)] = fit_key(estimator, data_key, rows)
+                    stored = load_arrays(Path(cache_dir) / FIT_CACHE / f"{keys[(spec.name, size)]}.npz")
+                    if stored is not None:
+                        known[(spec.name, size)] = TaskResult(pred=stored["pred"], fit_seconds=float(stored["fit_seconds"]))
+                        continue
+                cost = IMAGE_FIT_SECONDS.get(spec.name, estimated_cost(estimator)) * len(used) / len(y_train)
+                tasks.append(Task((spec.name, size), estimator, want_scores=False, rows=rows, cost=cost))
         describe = (lambda task_id: task_id[0]) if len(sizes) == 1 else (lambda task_id: f"{task_id[0]}/n{task_id[1]}")
         fits = self.run_fits(tasks, x_train, y_train, real_test.x, known, describe)
+        for task in tasks:
+            result = fits.results[task.id]
+            if cache_dir is not None and result.error is None and result.pred is not None:
+                save_arrays(Path(cache_dir) / FIT_CACHE / f"{keys[task.id]}.npz",
+                            {"pred": result.pred, "fit_seconds": np.float64(result.fit_seconds)})
         return names, fits, n_train
 
 
@@ -303,7 +335,7 @@ class ImageDownstreamClassifiers(ImageClassifiers):
         self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
     ) -> Evaluation:
         size = max(1, int(round(self.sample_fraction * len(synthetic))))
-        names, fits, n_train = self.fit_sizes(synthetic, real_test, [size])
+        names, fits, n_train = self.fit_sizes(synthetic, real_test, [size], context.cache_dir)
         y_test = np.asarray(real_test.y, dtype=np.int64)
         values = summarise_fits(
             names, {name: fits.results[(name, size)] for name in names}, lambda r: accuracy_and_f1(y_test, r), IMAGE_METRICS

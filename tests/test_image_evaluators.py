@@ -137,6 +137,37 @@ def test_effective_size_metrics_and_artifacts(small):
     assert evaluation.artifacts["effective_size.png"][:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_fit_two_evaluators_ask_for_is_made_once_and_read_from_the_cache(small, tmp_path, monkeypatch):
+    """image-downstream then effective-size on the same images: the full-size fits are read back,
+    the smaller ones fitted; the numbers are those of a run without the cache."""
+    from evaluators import image_downstream
+
+    train, test = small
+    context = EvalContext(cache_dir=tmp_path)
+    downstream = ImageDownstreamClassifiers(classifiers=FAST, in_process=True).evaluate(train, train, test, context).metrics
+    assert len(list((tmp_path / image_downstream.FIT_CACHE).glob("*.npz"))) == len(FAST)
+    fitted = []
+    original = image_downstream.ImageClassifiers.run_fits
+
+    def counting(self, tasks, *args, **kwargs):
+        fitted.extend(task.id for task in tasks)
+        return original(self, tasks, *args, **kwargs)
+
+    monkeypatch.setattr(image_downstream.ImageClassifiers, "run_fits", counting)
+    sizes = EffectiveSize(ratios=(1.0, 0.5), classifiers=FAST, in_process=True)
+    cached = sizes.evaluate(train, train, test, context).metrics
+    assert sorted(fitted) == sorted((spec.name, 150) for spec in FAST)  # the 300-image fits came from the cache
+    uncached = sizes.evaluate(train, train, test, CONTEXT).metrics
+    numbers = lambda values: {k: v for k, v in values.items() if "fit_seconds" not in k and "peak" not in k}  # noqa: E731
+    assert numbers(cached) == pytest.approx(numbers(uncached))
+    for spec in FAST:
+        assert cached[f"{spec.name}.acc_n300"] == downstream[f"{spec.name}.accuracy"]
+    other = LabelledData(train.x[::-1].copy(), train.y[::-1].copy(), train.schema)  # other images: other keys
+    fitted.clear()
+    EffectiveSize(ratios=(1.0,), classifiers=FAST, in_process=True).evaluate(other, other, test, context)
+    assert len(fitted) == len(FAST)
+
+
 def test_sized_metric_names_are_declared_for_any_size():
     metrics = EVALUATORS.get("effective-size").metrics
     assert "acc_n60000" in metrics and "acc_n60" in metrics and "acc_n123" in metrics
