@@ -21,6 +21,8 @@ and code_tab/util.py (meddistance)).
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -301,7 +303,7 @@ class _CosSinClassSums(torch.autograd.Function):
     reused instead (no trigonometry at all in the backward pass)."""
 
     @staticmethod
-    def forward(ctx, x, labels, n_classes: int, frequencies, keep_entries: int):
+    def forward(ctx, x, labels, n_classes: int, frequencies, keep_entries: int, row_gradient: bool = False):
         half = frequencies.shape[0]
         order = torch.argsort(labels, stable=True)
         rows = x[order]
@@ -322,7 +324,7 @@ class _CosSinClassSums(torch.autograd.Function):
             torch.sin(projection, out=tile[:, half:])
             with one_torch_thread():  # MKL's gemv splits the row sum between threads on Intel AVX-512
                 sums[label].addmv_(tile.T, ones[: stop - start])
-        ctx.tiles, ctx.keep = tiles, keep
+        ctx.tiles, ctx.keep, ctx.row_gradient = tiles, keep, row_gradient
         # saved tensors (not ctx attributes) are freed as soon as the backward pass is done
         ctx.save_for_backward(rows, order, frequencies, features)
         return sums
@@ -333,7 +335,17 @@ class _CosSinClassSums(torch.autograd.Function):
         half = frequencies.shape[0]
         grad_cos, grad_sin = grad_sums[:, :half], grad_sums[:, half:]
         grad_rows = torch.empty_like(rows)
-        if ctx.keep:
+        if ctx.keep and ctx.row_gradient:
+            # wide rows (images: d = 784): the projection's gradient per row, g_sin·cos(p) −
+            # g_cos·sin(p) (rows × half), times Ω — one product per class block, instead of the
+            # C × 2·half × d class weights below (314 MB a step at MNIST's D = 10,000), whose
+            # making and transposing cost ≈ 10× the products (issue 55). Another summation order:
+            # the same gradient to float rounding.
+            for label, start, stop in _class_blocks(ctx.tiles):
+                block = features[start:stop]
+                projected = block[:, :half] * grad_sin[label] - block[:, half:] * grad_cos[label]
+                grad_rows[start:stop] = projected @ frequencies
+        elif ctx.keep:
             # [cos | sin] @ [g_sin·Ω; −g_cos·Ω]: the projection's gradient times Ω, one product per
             # class, computed transposed (d × 2·half times the class's 2·half × rows): with the
             # long dimension inside, the product streams the features once (the row-major
@@ -358,11 +370,12 @@ class _CosSinClassSums(torch.autograd.Function):
                 grad_rows[start:stop] = (weights_t[label] @ shifted.T).T
         grad_x = torch.empty_like(grad_rows)
         grad_x[order] = grad_rows
-        return grad_x, None, None, None, None
+        return grad_x, None, None, None, None, None
 
 
 def rff_class_sums(
-    x: torch.Tensor, labels: torch.Tensor, n_classes: int, frequencies: torch.Tensor, compiled: bool = False
+    x: torch.Tensor, labels: torch.Tensor, n_classes: int, frequencies: torch.Tensor, compiled: bool = False,
+    row_gradient: bool = False,
 ) -> torch.Tensor:
     """Σ_{j: yⱼ = c} φ(xⱼ) for every class c, as a C × D matrix (differentiable in x). The
     per-row features are never all held: memory is one tile plus, when they fit in
@@ -374,7 +387,8 @@ def rff_class_sums(
     if kernels is not None:
         sums = CompiledCosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), kernels)
     else:
-        sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), KEEP_ENTRIES)  # read at call time
+        sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), KEEP_ENTRIES,  # read at call time
+                                      row_gradient)
     return sums * scale
 
 
@@ -407,6 +421,9 @@ class SumKernelFeatures:
     categorical_scale: float  # 1/√d_cat
     norm_bound: float
     compiled: bool = False  # the training step's class sums through methods.rff_compiled
+    # the training step's backward pass through each row's projection gradient (images: wide rows);
+    # tabular data keeps the class-weights product its committed records were fitted with
+    row_gradient: bool = False
 
     @property
     def width(self) -> int:
@@ -421,7 +438,14 @@ class SumKernelFeatures:
             self.categorical_scale,
             self.norm_bound,
             self.compiled,
+            self.row_gradient,
         )
+
+    @functools.cached_property
+    def frequencies_t(self) -> torch.Tensor:
+        """Ωᵀ (d × D/2), contiguous: made once, not for every chunk of the release (a 15 MB
+        transposing copy at MNIST's 784 × 5,000)."""
+        return self.frequencies.T.contiguous()
 
     def rows(self, z: torch.Tensor) -> torch.Tensor:
         """h(zᵢ) for each row (n × width), the vectors the real-data release sums: [√(2/D) cos,
@@ -431,7 +455,7 @@ class SumKernelFeatures:
         if self.frequencies is not None:
             half = self.frequencies.shape[0]
             numerical = z[:, self.numerical].contiguous()
-            frequencies_t = self.frequencies.T.contiguous()
+            frequencies_t = self.frequencies_t
             scale = 1.0 / math.sqrt(half)
             # A cache-sized block of rows at a time, written in place: the same bits as whole-chunk
             # cos/sin/scale/concatenate (element-wise ops), in about half the time (one pass over
@@ -455,7 +479,8 @@ class SumKernelFeatures:
         columns = z.T
         parts = []
         if self.frequencies is not None:
-            parts.append(rff_class_sums(columns[self.numerical].T, labels, n_classes, self.frequencies, self.compiled))
+            parts.append(rff_class_sums(columns[self.numerical].T, labels, n_classes, self.frequencies, self.compiled,
+                                        self.row_gradient))
         if len(self.categorical):
             # one product over every column, then the categorical ones: cheaper than gathering
             # the B × d_cat block and scattering its gradient back
@@ -593,7 +618,8 @@ class DPMerf:
         net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
         batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
         schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay, p.steps_per_epoch)
-        features = replace(features, compiled=worth_compiling(batch, features))
+        features = replace(features, compiled=worth_compiling(batch, features),
+                           row_gradient=context.data_kind is DataKind.IMAGE)
         label_rng = context.torch_rng("generated-labels")
         weights = proportions.float()
         draw_labels = label_sampler(weights, batch, label_rng, device)

@@ -97,6 +97,24 @@ def test_class_sums_equal_the_one_hot_definition_and_have_correct_gradients():
     assert torch.autograd.gradcheck(lambda inputs: rff_class_sums(inputs, y, 4, w), (x,))
 
 
+def test_the_wide_rows_backward_pass_gives_the_class_weights_gradient_to_rounding():
+    """Images' backward pass (``row_gradient``: each row's projection gradient times Ω) against
+    the tabular one (class weights) and autograd's own, on 784-wide rows as MNIST's."""
+    w = frequencies(96, 784, seed=2)
+    x = torch.rand(30, 784, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 10, (30,), generator=torch.Generator().manual_seed(0))
+    upstream = torch.randn(10, 2 * w.shape[0], dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    gradients = []
+    for row_gradient in (True, False):
+        sums = rff_class_sums(x, y, 10, w, row_gradient=row_gradient)
+        (gradient,) = torch.autograd.grad((sums * upstream).sum(), x)
+        gradients.append(gradient)
+    (reference,) = torch.autograd.grad(
+        ((torch.nn.functional.one_hot(y, 10).double().T @ rff_features(x, w)) * upstream).sum(), x)
+    torch.testing.assert_close(gradients[0], reference, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(gradients[0], gradients[1], rtol=1e-10, atol=1e-12)
+
+
 def compiled_or_skip():
     from methods.rff_compiled import compiled_kernels
 

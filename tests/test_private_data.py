@@ -272,3 +272,79 @@ def test_an_uncharged_statistic_runs_at_infinite_epsilon_only_and_is_recorded():
     open_ledger = PrivacyLedger(PrivacyBudget.non_private())
     assert PrivateData(data, open_ledger).uncharged("the row count", lambda r: len(r)) == 50
     assert open_ledger.trusted_reads == ["ε = ∞, uncharged: the row count"]
+
+
+def _mean_but_first(column: np.ndarray) -> float:
+    """A statistic of every row but row 0 (the audit's kind 2): invisible to a probe of row 0 alone."""
+    return float(column[1:].mean()) if len(column) > 1 else 0.5
+
+
+def test_codes_from_a_statistic_of_the_rows_are_refused_and_move_many_bins_when_one_row_is_replaced():
+    """Issue 56, kind 2: codes standardised by a mean of the rows are not a count query. An
+    independent check of why: replacing one row moves the histogram by far more than a count's L1 2;
+    the handle refuses the query (it probes rows across the table, not only row 0)."""
+    from bench.privacy.private_data import NotRowWiseError
+
+    def codes(data: LabelledData) -> np.ndarray:
+        return (data.x[:, 1] > _mean_but_first(data.x[:, 1])).astype(int)
+
+    def histogram(data: LabelledData) -> np.ndarray:  # computed here, not by the handle
+        return np.bincount(codes(data), minlength=2)
+
+    data = rows(n=2000)
+    shifted = LabelledData(data.x.copy(), data.y, SCHEMA)
+    shifted.x[1, 1] = 1e4  # replace row 1: the mean moves, and with it many rows' codes
+    assert np.abs(histogram(shifted) - histogram(data)).sum() > 100 * 2
+    ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    with pytest.raises(NotRowWiseError, match="codes must map each row on its own"):
+        PrivateData(data, ledger).laplace_counts([CountQuery("centred", codes, 2)], epsilon=1.0,
+                                                  rng=np.random.default_rng(0))
+    assert not ledger.releases
+    # the row-wise version of the same query, with a public threshold, passes
+    PrivateData(data, ledger).laplace_counts([CountQuery("public threshold", lambda r: (r.x[:, 1] > 0.5).astype(int), 2)],
+                                             epsilon=1.0, rng=np.random.default_rng(0))
+    assert len(ledger.releases) == 1
+
+
+def test_codes_must_be_one_per_row():
+    for wrong in (lambda r: r.y[:-1], lambda r: np.c_[r.y, r.y]):
+        with pytest.raises(ValueError, match="one code per row"):
+            clean(rows()).counts([CountQuery("short", wrong, 2)], noise_multiplier=0.0, rng=None)
+
+
+def test_a_feature_map_that_reads_the_batch_except_at_its_ends_is_refused():
+    """Row-wise at the first and last row only (the old probe's rows), batch-normalised elsewhere."""
+    from bench.privacy.private_data import NotRowWiseError
+
+    def sly(data: LabelledData) -> np.ndarray:
+        out = np.c_[data.x[:, 1], data.y.astype(float)]
+        if len(out) > 2:
+            out[1:-1] -= out[1:-1].mean(axis=0)
+        return out
+
+    with pytest.raises(NotRowWiseError, match="map each row on its own"):
+        clean(rows()).sum("sly", sly, norm_bound=1.0, noise_multiplier=0.0, rng=None)
+
+
+def test_a_selection_with_a_negative_weight_charges_its_absolute_value():
+    """The exponential mechanism's score wᵢ·‖countsᵢ − estimateᵢ‖₁ moves by |wᵢ|·2 under replace-one,
+    checked here by replacing rows, independently of the handle's bound."""
+    query = CountQuery("label", lambda r: r.y, 2)
+    weights = [0.5, -3.0]
+    estimates = [np.array([100.0, 100.0]), np.array([0.0, 0.0])]
+
+    def scores(data: LabelledData) -> np.ndarray:
+        counts = np.bincount(data.y, minlength=2).astype(float)
+        return np.array([w * np.abs(counts - e).sum() for w, e in zip(weights, estimates)])
+
+    base = rows()
+    worst = 0.0
+    for i in range(0, 200, 7):
+        moved = LabelledData(base.x, base.y.copy(), SCHEMA)
+        moved.y[i] = 1 - moved.y[i]
+        worst = max(worst, np.abs(scores(moved) - scores(base)).max())
+    ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    PrivateData(base, ledger).select("pick", [query, query], estimates, epsilon=0.5, rng=np.random.default_rng(0),
+                                     weights=weights)
+    (release,) = ledger.releases
+    assert worst <= release.sensitivity == pytest.approx(2 * 3.0)

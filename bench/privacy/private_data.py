@@ -40,8 +40,11 @@ Both ``sum`` and ``pair_distance_counts`` rest on ``features`` mapping each row 
 that normalises by statistics of the batch it is given moves every row's vector when one row is
 replaced, and the derived sensitivity no longer holds). The handle checks it on each call: the
 first and the last row of the first batch, given alone, must come back as they did in the batch
-(:func:`_check_row_wise`). A deterministic probe of two rows, drawing nothing from any generator,
-so no released value moves; a method that wanted to evade it could, but a mistaken one cannot.
+(:func:`_check_row_wise`), and so must the probed rows across the batch: the two extreme ones and a
+fixed spread of others, alone and in sub-batches of 64 (:func:`probe_rows`). Count queries' codes are checked the same way, exactly
+(:func:`_check_codes_row_wise`), and must give one code per row. A deterministic probe, drawing
+nothing from any run's generator, so no released value moves; a method that wanted to evade it
+could, but a mistaken one cannot.
 
 The row count, the schema and the data kind are public (the split's size is a public fact of the
 benchmark; the datasets' caveats say where it is not).
@@ -118,14 +121,15 @@ class PrivateData:
                rng: Any, weights: Sequence[float] | None = None, offsets: Sequence[float] | None = None) -> int:
         """The index of one candidate, drawn by the exponential mechanism (ε-DP) with scores
         wᵢ · (‖countsᵢ − estimateᵢ‖₁ − offsetᵢ): the estimates, weights and offsets are public
-        (the method's model and constants); the score's sensitivity, 2 · max wᵢ, follows."""
+        (the method's model and constants); the score's sensitivity, 2 · max |wᵢ|, follows (a
+        negative weight flips a score, it does not shrink its change)."""
         weights = [1.0] * len(queries) if weights is None else list(weights)
         offsets = [0.0] * len(queries) if offsets is None else list(offsets)
         scores = np.array([
             weight * (np.abs(self._histogram(query) - estimate).sum() - offset)
             for query, estimate, weight, offset in zip(queries, estimates, weights, offsets, strict=True)
         ])
-        return self._ledger.exponential(scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY * max(weights),
+        return self._ledger.exponential(scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY * max(map(abs, weights)),
                                         rng=rng, what=what)
 
     def laplace_counts(self, queries: Sequence[CountQuery], *, epsilon: float, rng: Any,
@@ -311,7 +315,12 @@ class PrivateData:
         ``keep`` (queries asked again, as MST's and AIM's are)."""
         if query in self.__histograms:
             return self.__histograms[query]
-        codes = np.clip(np.asarray(query.codes(self.__rows)), 0, query.size - 1).astype(np.int64)
+        given = np.asarray(query.codes(self.__rows))
+        if given.shape != (self.n_rows,):
+            raise ValueError(f"{query.what}: codes(rows) must give one code per row ({self.n_rows}); got shape "
+                             f"{given.shape}")
+        _check_codes_row_wise(query, self.__rows, given)
+        codes = np.clip(given, 0, query.size - 1).astype(np.int64)
         histogram = np.bincount(codes, minlength=query.size).astype(np.float64)
         if keep:
             self.__histograms[query] = histogram
@@ -366,23 +375,72 @@ class NotRowWiseError(ValueError):
     """A query's ``features`` did not map each row on its own."""
 
 
+PROBED_RANDOM_ROWS = 4  # single rows, besides the first, the last and the two extreme rows
+PROBED_SUBSET_ROWS = 64  # rows of each probed sub-batch: the first, the last and a spread of the batch
+
+
+def probe_rows(batch: np.ndarray) -> list[np.ndarray]:
+    """The row sets a row-wise check maps on their own, as index arrays: single rows — the first,
+    the last, the rows of largest and smallest norm (an extreme row is where a clipping or a batch
+    statistic shows first), ``PROBED_RANDOM_ROWS`` spread over the batch — and three sub-batches
+    of ``PROBED_SUBSET_ROWS`` (the first rows, the last, a spread), whose own statistics differ
+    from the whole batch's, so a map that normalises by its batch moves their rows even where a
+    single row falls back to a default. A fixed draw: nothing is taken from a run's generators, so
+    no released value moves. A map that treats one chosen row apart can still pass; one that
+    reads a statistic of its batch is caught."""
+    n = len(batch)
+    if n <= 1:
+        return []
+    norms = np.linalg.norm(batch.reshape(n, -1).astype(float), axis=1)
+    draw = np.random.default_rng(20261128)
+    singles = {0, n - 1, int(np.argmax(norms)), int(np.argmin(norms)),
+               *(int(i) for i in draw.choice(n, size=min(n, PROBED_RANDOM_ROWS), replace=False))}
+    probes = [np.array([i]) for i in sorted(singles)]
+    size = min(PROBED_SUBSET_ROWS, n // 2)
+    if size >= 2:
+        probes += [np.arange(size), np.arange(n - size, n), np.sort(draw.choice(n, size=size, replace=False))]
+    return probes
+
+
+def _subset(rows: LabelledData, index: np.ndarray) -> LabelledData:
+    return LabelledData(rows.x[index], rows.y[index], rows.schema)
+
+
+def _check_codes_row_wise(query: "CountQuery", rows: LabelledData, codes: np.ndarray) -> None:
+    """Refuses a count query unless the probed rows (:func:`probe_rows`), given on their own, get
+    the codes they got among all rows: a code computed from a statistic of the rows (a mean, a
+    quantile) moves many bins when one row is replaced, and the count's L1 change of 2 is gone."""
+    for index in probe_rows(np.asarray(codes, dtype=float)):
+        alone = np.asarray(query.codes(_subset(rows, index)))
+        if alone.shape != index.shape or np.any(alone != codes[index]):
+            raise NotRowWiseError(
+                f"{query.what}: codes must map each row on its own (rows {_describe_probe(index)} on their own got other "
+                "codes than among all rows): a count's sensitivity holds only for a per-row code, so release any "
+                "statistic of the rows through its own query first")
+
+
+def _describe_probe(index: np.ndarray) -> str:
+    return str(int(index[0])) if len(index) == 1 else f"{int(index[0])}…{int(index[-1])} ({len(index)} rows)"
+
+
 def _check_row_wise(what: str, features: Callable[[LabelledData], Any], rows: LabelledData, vectors: Any) -> None:
-    """Refuses ``features`` unless the first and the last of ``rows``, each given alone, map to the
-    vectors they got within ``rows`` (``vectors``, n × d)."""
+    """Refuses ``features`` unless the probed rows of ``rows`` (:func:`probe_rows`), given on their
+    own, map to the vectors they got within ``rows`` (``vectors``, n × d), each row within
+    round-off of its norm."""
     batch = _as_numpy(vectors)
     if batch.ndim != 2 or len(batch) != len(rows):
         raise NotRowWiseError(f"{what}: features(rows) must give one vector per row ({len(rows)} × d); got shape "
                               f"{tuple(batch.shape)}")
-    for i in sorted({0, len(rows) - 1}) if len(rows) > 1 else ():
-        alone = _as_numpy(features(LabelledData(rows.x[i : i + 1], rows.y[i : i + 1], rows.schema)))
-        within = batch[i : i + 1]
-        if alone.shape != within.shape or not (
-            np.linalg.norm(alone - within) <= ROW_WISE_RTOL * np.linalg.norm(within) + ROW_WISE_ATOL
+    for index in probe_rows(batch):
+        alone = _as_numpy(features(_subset(rows, index)))
+        within = batch[index]
+        if alone.shape != within.shape or np.any(
+            np.linalg.norm(alone - within, axis=1) > ROW_WISE_RTOL * np.linalg.norm(within, axis=1) + ROW_WISE_ATOL
         ):
             raise NotRowWiseError(
-                f"{what}: features must map each row on its own (row {i} alone gave a different vector than "
-                "within the batch): the sensitivity a handle query derives holds only for a per-row map, so compute "
-                "any statistic of the rows through its own query first")
+                f"{what}: features must map each row on its own (rows {_describe_probe(index)} on their own gave other "
+                "vectors than within the batch): the sensitivity a handle query derives holds only for a per-row map, "
+                "so compute any statistic of the rows through its own query first")
 
 
 def _flat_rows(tensors: Sequence[Any]) -> np.ndarray:
