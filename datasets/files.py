@@ -24,7 +24,7 @@ from typing import TextIO
 
 from bench.core.contracts import DataError
 
-DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
+from bench.core.walls import DATA_DIR_VARIABLE, data_folder, refuse_inside_fit
 OFFLINE_VARIABLE = "DPBENCH_OFFLINE"
 DOWNLOAD_TIMEOUT_S = 60
 _CHUNK = 1 << 20
@@ -45,9 +45,7 @@ class DataFile:
 
 
 def resolve_data_dir(data_dir: Path | str | None) -> Path:
-    if data_dir:
-        return Path(data_dir)
-    return Path(os.environ.get(DATA_DIR_VARIABLE) or "data")
+    return data_folder(data_dir)
 
 
 def content_sha256(path: Path, gzipped: bool) -> str:
@@ -95,6 +93,7 @@ def fetch(data_file: DataFile, data_dir: Path | str | None) -> Path:
 
     A file without a pinned checksum (its original was not at hand when the loader was written)
     is used unverified, with a warning, and never downloaded."""
+    refuse_inside_fit(f"reading the dataset file {data_file.filename}")
     target = resolve_data_dir(data_dir) / data_file.folder / data_file.filename
     if target.exists():
         if data_file.sha256 is None:

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from bench.core.contracts import Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.walls import refuse_inside_fit
 
 GRID = 5
 STD = 0.2  # standard deviation per coordinate (covariance 0.04·I), as
@@ -102,4 +103,5 @@ class GaussianMixture2D:
     schema: Schema = SCHEMA
 
     def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+        refuse_inside_fit("loading gmm2d")  # its rows follow from the seed: the wall covers them too
         return draw_split(seed)  # a generated dataset: both protocols draw it the same way

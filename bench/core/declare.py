@@ -41,6 +41,7 @@ from bench.core.contracts import (
 )
 from bench.core.params import HyperParameters, NoParameters
 from bench.core.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+from bench.core.walls import refuse_inside_fit
 
 FitFunction = Callable[[Any, FitContext], Any]
 
@@ -155,6 +156,7 @@ class DeclaredDataset:
     test_share: float = 0.2
 
     def load(self, data_dir: Any, seed: int, protocol: str = "sound") -> Split:
+        refuse_inside_fit(f"loading the dataset {self.name}")
         loaded = self.load_function(data_dir, seed, protocol)
         if isinstance(loaded, Split):
             return loaded

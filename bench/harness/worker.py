@@ -254,12 +254,16 @@ def tuned_preset_caveats(method: Any, cell: Any) -> list[str]:
 
 
 def execute(
-    cell_dict: dict[str, Any], folder: str, report: Callable[[float], None], cores: LentCores | None = None
+    cell_dict: dict[str, Any], folder: str, report: Callable[[float], None], cores: LentCores | None = None,
+    own_process: bool = False,
 ) -> Outcome:
-    """Run the cell and write its artifacts; never raises (errors become a FAILED outcome)."""
+    """Run the cell and write its artifacts; never raises (errors become a FAILED outcome).
+    ``own_process``: this process runs this cell alone and ends with it, so the fit may take the
+    process's read access to the data folder for good (``bench.core.walls.lock_data_folder``)."""
     import torch
 
     from bench.privacy.budget import PrivacyBudget
+    from bench.core.walls import DataWallError, data_folder, fit_wall, lock_data_folder, wall_message
     from bench.harness.grid import Cell, configured
     from bench.harness.samples import SAMPLE_FILE, as_8bit_images, save_synthetic
     from bench.core.contracts import EvalContext, FitContext
@@ -320,7 +324,16 @@ def execute(
         started = time.perf_counter()
         cores.start()
         try:
-            fitted = method.fit(PrivateData(split.train, ledger), context)
+            with fit_wall(method.name):  # no dataset load, no dataset file, while the fit runs
+                if own_process:
+                    locked = lock_data_folder(data_folder(data_dir).resolve())
+                    outcome.tags["wall.data_folder"] = "landlock" if locked else "not available (no Landlock here)"
+                fitted = method.fit(PrivateData(split.train, ledger), context)
+        except PermissionError as error:  # an open() the process-level wall refused: say which wall
+            if own_process and error.filename and Path(str(error.filename)).resolve().is_relative_to(
+                    data_folder(data_dir).resolve()):
+                raise DataWallError(wall_message(method.name, str(error.filename))) from error
+            raise
         finally:
             cores.stop()
         outcome.metrics["time.fit_s"] = time.perf_counter() - started
@@ -451,7 +464,7 @@ def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_thread
             queue.put((folder, "progress", fraction))
 
     try:
-        execute(cell_dict, folder, report, LentCores(torch_threads, offer))
+        execute(cell_dict, folder, report, LentCores(torch_threads, offer), own_process=True)
     except BaseException as error:  # e.g. the folder's disk is full: not even outcome.json fits
         # execute() turns the cell's own errors into a FAILED outcome; what escapes it is a
         # failure to write that outcome. Tell the runner in one line instead of a traceback.
