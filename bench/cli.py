@@ -8,6 +8,7 @@ files, an unusable tracking store), 3 an unexpected error (``DPBENCH_DEBUG=1`` s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import math
 import os
@@ -23,7 +24,7 @@ from bench.core.errors import UsageError
 from bench.core.params import PROFILES, parse_overrides
 from bench.core.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS
 from bench.harness import tracking
-from bench.harness.grid import GridError, expand, settable_fields, split_names
+from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
 from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, BudgetError, Delta, parse_epsilons
 from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
     DATA_DIR_VARIABLE,
@@ -268,8 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Options that define a grid; with --preset the preset defines them (--seeds may narrow it).
-def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
-    """The ``run`` command lines of a preset's grids, with this command's execution options."""
+def _preset_specs(args: argparse.Namespace) -> list[tuple[GridSpec, str]]:
+    """A preset's typed grids, each with its experiment, narrowed to --seeds and run with this
+    command's execution options."""
     from bench.report.presets import get_preset
 
     option = {"overrides": "--set", "evaluator_overrides": "--eval-set"}
@@ -277,14 +279,10 @@ def _preset_runs(args: argparse.Namespace) -> list[argparse.Namespace]:
     if given:
         raise GridError(f"--preset sets the grid itself; drop {', '.join(given)} (only --seeds may narrow a preset)")
     preset = get_preset(args.preset)
-    runs = []
-    for grid in preset.grids:
-        grid_args = build_parser().parse_args(["run", *grid.arguments(preset.experiment, seeds=args.seeds)])
-        for name in ("jobs", "timeout", "deadline", "device", "data_dir", "rerun", "no_progress", "threads", "executor",
-                     "ray_address", "secure_noise"):
-            setattr(grid_args, name, getattr(args, name))
-        runs.append(grid_args)
-    return runs
+    seeds = parse_seeds(args.seeds) if args.seeds else None
+    execution = {"device": args.device, "data_dir": Path(args.data_dir) if args.data_dir else None,
+                 "secure_noise": args.secure_noise, "threads": args.threads}
+    return [(dataclasses.replace(grid.narrowed(seeds=seeds), **execution), preset.experiment) for grid in preset.grids]
 
 
 def default_jobs(cells: list, threads: int) -> int:
@@ -325,11 +323,11 @@ def command_run(args: argparse.Namespace) -> int:
         raise GridError(f"--data-dir {args.data_dir} is not a folder; point it at the dataset files")
     if args.ray_address and args.executor != "ray":
         raise GridError("--ray-address needs --executor ray")
-    runs = _preset_runs(args) if args.preset else [args]
+    runs = _preset_specs(args) if args.preset else [(grid_spec_from_args(args), args.experiment)]
     grids = []
-    for run_args in runs:  # expand every grid first: a bad name fails before anything runs
-        cells, notes = expand(grid_spec_from_args(run_args))
-        grids.append((run_args, cells, notes))
+    for spec, experiment in runs:  # expand every grid first: a bad name fails before anything runs
+        cells, notes = expand(spec)
+        grids.append((experiment, cells, notes))
     every_cell = [cell for _, cells, _ in grids for cell in cells]
     if args.executor == "local":
         check_device(every_cell)  # a Ray cluster's GPUs are checked by the Ray executor
@@ -347,12 +345,12 @@ def command_run(args: argparse.Namespace) -> int:
     if deadline is not None:
         print(f"--deadline: no cell starts after {deadline:%Y-%m-%d %H:%M:%S}", file=sys.stderr)
     ok, left = True, 0
-    for run_args, cells, notes in grids:
+    for experiment, cells, notes in grids:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-        print(f"{len(cells)} cells → experiment {run_args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
+        print(f"{len(cells)} cells → experiment {experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
         if not args.rerun:
-            cells, scored = score_fitted_setups(cells, run_args.experiment, report=_print_scored)
+            cells, scored = score_fitted_setups(cells, experiment, report=_print_scored)
             if scored:
                 print(f"{len(scored)} setup(s) already fitted in this experiment: scored from their stored "
                       "samples, not fitted again", file=sys.stderr)
@@ -360,7 +358,7 @@ def command_run(args: argparse.Namespace) -> int:
                 continue
         try:
             report = run_grid(
-                cells, run_args.experiment, min(jobs, len(cells)), args.timeout, args.rerun, not args.no_progress,
+                cells, experiment, min(jobs, len(cells)), args.timeout, args.rerun, not args.no_progress,
                 executor=executor, start_deadline=deadline.timestamp() if deadline else None,
             )
         except GridInterrupted as stop:

@@ -124,7 +124,6 @@ class Subject:
     def fit(self, train: LabelledData, *, epsilon: float = EPSILON, global_seed: int = GLOBAL_SEEDS[0],
             noise_source: Any = None, replay: ReleaseReplay | None = None) -> Fit:
         """Fit as the worker would (run seed 0, CPU, smoke profile) and sample SAMPLE rows."""
-        import torch
 
         from bench.harness.worker import seed_everything
 
@@ -134,8 +133,7 @@ class Subject:
         budget = PrivacyBudget(epsilon, 1e-5) if private else PrivacyBudget.non_private()
         events: list[ReleaseEvent] = []
         ledger = PrivacyLedger(budget, noise_source=noise_source, replay=replay, observers=[_recorded(events)])
-        context = FitContext(budget=budget, ledger=ledger, params=resolved.params, seed=0, device=torch.device("cpu"),
-                             data_kind=DATASETS.get(self.dataset).kind, dataset=self.dataset)
+        context = FitContext.of(DATASETS.get(self.dataset), resolved.params, 0, ledger)
         fitted = self.adapter.fit(PrivateData(train, ledger), context)
         return Fit(fitted.sample(SAMPLE), events, list(ledger.trusted_reads))
 

@@ -103,15 +103,17 @@ def main(argv: list[str] | None = None) -> None:
     epsilons = {float(e) for e in args.eps.split(",")} if args.eps else None
     splits: dict = {}
     for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
-        params = run.data.params
-        if params.get("dataset") != args.dataset or (methods and params.get("method") not in methods):
+        if "cell_key" not in run.data.tags:
             continue
-        seed = int(params["seed"])
-        if seed not in seeds or (epsilons and float(params["epsilon"]) not in epsilons):
+        cell = tracking.stored_cell(client, run)
+        if cell.dataset != args.dataset or (methods and cell.method not in methods):
+            continue
+        seed = cell.seed
+        if seed not in seeds or (epsilons and cell.epsilon not in epsilons):
             continue
         if seed not in splits:
             folder = Path(args.data_dir) if args.data_dir else None
-            splits[seed] = DATASETS.get(args.dataset).load(folder, seed, params.get("protocol", "sound"))
+            splits[seed] = DATASETS.get(args.dataset).load(folder, seed, cell.protocol)
         split = splits[seed]
         with tempfile.TemporaryDirectory() as work:
             synthetic, _ = load_synthetic(Path(client.download_artifacts(run.info.run_id, SAMPLE_FILE, work)),
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         found = diagnose(synthetic, split.train, split.test, seed)
         columns = "; ".join(f"{name} {auc:.3f} (on atoms: real {r:.2f}, synthetic {s:.2f})"
                             for name, auc, r, s in found["best_columns"])
-        print(f"{params['method']:>12} ε={params['epsilon']:<5} seed {seed}: detection {found['detection_auc']:.3f}, "
+        print(f"{cell.method:>12} ε={cell.mlflow_params()['epsilon']:<5} seed {seed}: detection {found['detection_auc']:.3f}, "
               f"logistic {found['logistic_auc']:.3f}, one column median {found['median_one_column_auc']:.3f}; "
               f"best alone: {columns}", flush=True)
 

@@ -96,7 +96,7 @@ def one_setup(key: str, args: argparse.Namespace) -> dict:
             raise _Enough
 
     with tempfile.TemporaryDirectory() as folder:
-        outcome = execute(cell.to_dict(), folder, report)
+        outcome = execute(cell.to_json(), folder, report)
         ledger = json.loads((Path(folder) / "ledger.json").read_text()) if (Path(folder) / "ledger.json").exists() else {}
         grid = Path(folder) / "samples.png"
         if grid.exists() and args.grids:

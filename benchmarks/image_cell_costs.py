@@ -84,7 +84,7 @@ def measure(method: str, dataset: str, epsilon: float, profile: str, sets: tuple
             raise _Enough
 
     with tempfile.TemporaryDirectory() as folder:
-        outcome = execute(cell.to_dict(), folder, report)
+        outcome = execute(cell.to_json(), folder, report)
     if len(reports) < 2:
         raise SystemExit(f"{method}/{dataset}: fewer than two progress reports ({outcome.status}: {outcome.error})")
     (t0, f0), (t1, f1) = reports[0], reports[-1]

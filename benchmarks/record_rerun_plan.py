@@ -11,22 +11,19 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import shlex
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.cli import build_parser  # noqa: E402
 from bench.harness.grid import expand  # noqa: E402
-from bench.harness.runargs import grid_spec_from_args  # noqa: E402
 from bench.report.presets import PRESETS  # noqa: E402
 
 
 def wanted(record: dict, kind: str) -> bool:
     if kind == "dirty":
         return bool(record["code"].get("dirty"))
-    return not record.get("ledger") and record["params"].get("method") not in ("real", "uniform")
+    return not record.get("ledger") and record["cell"]["method"] not in ("real", "uniform")
 
 
 def main() -> None:
@@ -40,18 +37,17 @@ def main() -> None:
         if wanted(record, args.kind):
             records[(record["experiment"], record["key"])] = record["label"]
     seeds_of = collections.defaultdict(set)
+    grids = {}
     for preset in PRESETS.values():
         for grid in preset.grids:
-            argv = grid.arguments(preset.experiment, seeds=None)
-            cells, _ = expand(grid_spec_from_args(build_parser().parse_args(["run", *argv])))
+            cells, _ = expand(grid)
             for cell in cells:
                 if records.pop((preset.experiment, cell.key), None) is not None:
-                    seeds_of[tuple(argv)].add(cell.seed)
-    for argv, seeds in seeds_of.items():
-        argv = list(argv)
-        if "--seeds" in argv:
-            del argv[argv.index("--seeds") : argv.index("--seeds") + 2]
-        print("python -m bench run " + shlex.join(argv) + " --seeds " + ",".join(map(str, sorted(seeds))))
+                    seeds_of[(preset.name, id(grid))].add(cell.seed)
+                    grids[(preset.name, id(grid))] = (grid, preset.experiment)
+    for name, seeds in seeds_of.items():
+        grid, experiment = grids[name]
+        print(grid.narrowed(seeds=sorted(seeds)).command(experiment))
     if records:
         print(f"# {len(records)} record(s) match no preset cell: {sorted(records.values())[:10]}", file=sys.stderr)
 

@@ -271,3 +271,29 @@ class MlflowServer:
         client = MlflowClient(tracking_uri=self.url)
         found = client.get_experiment_by_name(experiment)
         return [] if found is None else client.search_runs([found.experiment_id])
+
+
+def cell_record(cell, metrics: dict, run_id: str | None = None, start_time: int = 0, n_train: int = 1000):
+    """A finished run's record of ``cell`` with ``metrics``, as `bench export` writes one (for tables'
+    tests that need no store)."""
+    from bench.harness.record import Code, Record, SplitFacts
+
+    return Record(experiment="test", run_id=run_id or cell.key, key=cell.key, kind="cell", label=cell.label,
+                  status="FINISHED", start_time=start_time, end_time=start_time + 1, cell=cell,
+                  split=SplitFacts(n_train, n_train // 4, cell.delta.resolve(n_train)), params=cell.mlflow_params(), metrics=dict(metrics),
+                  timings={}, tags={}, code=Code("0" * 40, False), machine={}, ledger=None)
+
+
+def plain_cell(method: str = "real", dataset: str = "cervical", epsilon: float = float("inf"), seed: int = 0,
+               params: dict | None = None, **fields):
+    """A cell of ``method`` on ``dataset`` with the given parameters (none: a method without any)."""
+    import math
+
+    from bench.harness.grid import Cell
+
+    fields.setdefault("delta", "1e-05" if math.isfinite(epsilon) else "none")
+    fields.setdefault("evaluators", ())
+    fields.setdefault("profile", "paper")
+    fields.setdefault("calibrator", "tight")
+    return Cell(method=method, dataset=dataset, epsilon=epsilon, seed=seed, params=dict(params or {}),
+                param_sources={}, **fields)

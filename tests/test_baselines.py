@@ -39,7 +39,7 @@ def run_cell(tmp_path, method, dataset, data_dir, epsilon=1.0, seed=0):
     (cell,), _ = expand(spec)
     folder = tmp_path / f"{method}-{dataset}-{epsilon}-{seed}"
     folder.mkdir()
-    outcome = execute(cell.to_dict(), str(folder), lambda fraction: None)
+    outcome = execute(cell.to_json(), str(folder), lambda fraction: None)
     assert outcome.status == "FINISHED", outcome.error
     return outcome, json.loads((folder / "ledger.json").read_text())
 

@@ -119,7 +119,7 @@ def run_cell(method: str, dataset: str, epsilon: float, device: str, folder) -> 
                     device=device, evaluators=[], threads=1)
     (cell,), _ = expand(spec)
     folder.mkdir()
-    outcome = execute(dataclasses.replace(cell, evaluators=(), evaluator_settings={}).to_dict(), str(folder),
+    outcome = execute(dataclasses.replace(cell, evaluators=(), evaluator_settings={}).to_json(), str(folder),
                       lambda fraction: None)
     return outcome, json.loads((folder / "ledger.json").read_text())
 

@@ -392,7 +392,7 @@ def test_a_grid_cell_runs_end_to_end(data_dir, tmp_path):
                         evaluators=["fid"], overrides={"dp-mepf": {"moments": "1"}})
         (cell,), _ = expand(spec)
         cell = dataclasses.replace(cell, evaluators=())  # FID's Inception pass is tested elsewhere
-        outcome = execute(cell.to_dict(), str(tmp_path), lambda fraction: None)
+        outcome = execute(cell.to_json(), str(tmp_path), lambda fraction: None)
     finally:
         DATASETS.unregister(name)
     assert outcome.status == "FINISHED", outcome.error

@@ -130,19 +130,19 @@ def test_one_fit_per_setup_a_second_grid_only_scores_what_its_evaluators_add(wor
 
 def test_a_preset_cell_is_finished_by_a_run_of_its_setup_that_holds_its_evaluators_metrics():
     from bench.report.coverage import finished_cell_keys
-    from bench.report.presets import Grid, Preset, grid_cells
-    from bench.report.source import StoredRun
-    from bench.report.tables import runs_frame
+    import math
 
-    fitted = Grid(("uniform",), ("cervical",), "inf", seeds="0-1", evaluators=("downstream",))
-    scored = Grid(("uniform",), ("cervical",), "inf", seeds="0-2", evaluators=("privacy",))
+    from bench.harness.grid import GridSpec
+    from bench.report.presets import Preset, grid_cells
+    from bench.report.tables import runs_frame
+    from tests.conftest import cell_record
+
+    fitted = GridSpec(("uniform",), ("cervical",), [math.inf], [0, 1], evaluators=("downstream",))
+    scored = GridSpec(("uniform",), ("cervical",), [math.inf], [0, 1, 2], evaluators=("privacy",))
     preset = Preset("p", "P", "", "shared", (scored,), (), {}, "")
     runs = [
-        StoredRun(f"run{cell.seed}", cell.seed, cell.key,
-                  {"method": "uniform", "dataset": "cervical", "epsilon": "inf", "seed": str(cell.seed)},
-                  {"downstream.roc_auc": 0.5, **({"privacy.mia_auc": 0.5} if cell.seed == 0 else {}),
-                   "privacy.epsilon_spent": 0.0},
-                  {"setup_key": cell.setup_key})
+        cell_record(cell, {"downstream.roc_auc": 0.5, **({"privacy.mia_auc": 0.5} if cell.seed == 0 else {}),
+                           "privacy.epsilon_spent": 0.0}, f"run{cell.seed}", cell.seed)
         for cell in grid_cells(fitted, "shared")
     ]
     wanted = {cell.seed: cell.key for cell in grid_cells(scored, "shared")}

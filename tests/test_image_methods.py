@@ -17,7 +17,6 @@ from bench.harness.grid import GridError, GridSpec, expand
 from bench.core.contracts import DataKind, Evaluation, FitContext, LabelledData
 from bench.privacy.ledger import PrivacyLedger
 from bench.core.registry import DATASETS, METHODS
-from bench.harness.tracking import cell_params
 from bench.harness.worker import execute
 from datasets.images import ImageArrays, ImageDataset
 from datasets.mnist import MNIST
@@ -146,7 +145,7 @@ def test_image_cell_runs_and_writes_a_sample_grid(tiny_mnist, tmp_path, method):
     )
     (cell,), _ = expand(spec)
     cell = dataclasses.replace(cell, evaluators=())  # FID's Inception pass is tested in test_images.py
-    outcome = execute(cell.to_dict(), str(tmp_path), lambda fraction: None)
+    outcome = execute(cell.to_json(), str(tmp_path), lambda fraction: None)
     assert outcome.status == "FINISHED", outcome.error
     assert (tmp_path / "samples.png").stat().st_size > 1000
     stored = np.load(tmp_path / "synthetic_sample.npz")
@@ -163,7 +162,7 @@ def test_eval_set_changes_an_evaluator_setting_and_is_recorded():
     )
     (cell,), _ = expand(spec)
     assert cell.evaluator_settings == {"fid": {"n_samples": 1000}}
-    assert cell_params(cell)["eval.fid.n_samples"] == "1000"
+    assert cell.mlflow_params()["eval.fid.n_samples"] == "1000"
     (plain,), _ = expand(dataclasses.replace(spec, evaluator_overrides={}))
     assert plain.evaluator_settings == {} and plain.key != cell.key
     (sized,), _ = expand(
@@ -203,7 +202,7 @@ def test_eval_set_settings_reach_the_evaluator(tmp_path, monkeypatch):
             evaluator_overrides={"recording-test": {"level": "7"}}, data_dir=str(tmp_path / "data"),
         )
         (cell,), _ = expand(spec)
-        outcome = execute(cell.to_dict(), str(tmp_path), lambda fraction: None)
+        outcome = execute(cell.to_json(), str(tmp_path), lambda fraction: None)
     finally:
         EVALUATORS.unregister("recording-test")
     assert outcome.status == "FINISHED", outcome.error

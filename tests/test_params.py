@@ -247,27 +247,6 @@ def test_no_method_reads_the_old_seed_arithmetic():
     assert offenders == []
 
 
-def test_a_parameter_added_later_keeps_earlier_cell_keys_only_at_its_old_value():
-    """dp-hp.prod_target_scale came after runs were logged: at 1 (the old behaviour) it is left
-    out of the cell key, so those runs still count; any other value is a different cell."""
-    from dataclasses import replace
-
-    from bench.harness.grid import GridSpec, expand
-
-    def cell(sets):
-        spec = GridSpec(methods=["dp-hp"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0], overrides={"dp-hp": sets})
-        (only,), _ = expand(spec)
-        return only
-
-    default, explicit_one, changed = cell({}), cell({"prod_target_scale": "1"}), cell({"prod_target_scale": "180"})
-    assert default.params["prod_target_scale"] == 1.0
-    assert default.unkeyed_params == ("kernel_inputs", "length_scale_rule", "numerical_outputs", "prod_target_rule", "prod_target_scale")
-    assert default.key == explicit_one.key != changed.key
-    without = {name: value for name, value in default.params.items() if name not in default.unkeyed_params}
-    assert replace(default, params=without, unkeyed_params=()).key == default.key  # the key before the parameter
-    assert "prod_target_scale" in changed.params and changed.unkeyed_params == ("kernel_inputs", "length_scale_rule", "numerical_outputs", "prod_target_rule")
-
-
 def test_a_profile_a_method_does_not_declare_is_said_not_silently_swapped_for_paper():
     """Issue 31: --profile cpu silently meant the paper settings for methods without a cpu profile."""
     from bench.harness.grid import GridSpec, expand

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from pathlib import Path
@@ -11,13 +12,14 @@ import pytest
 from bench.cli import build_parser, grid_spec_from_args, main
 from bench.harness.grid import expand
 from bench.harness import tracking
-from bench.report.presets import PRESETS, Grid, Preset, estimate_cost, grid_cells, logged_seconds
+from bench.harness.grid import GridSpec
+from bench.report.presets import FIVE_SEEDS, PRESETS, Preset, estimate_cost, grid_cells, logged_seconds
 from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_preset_expands_and_its_printed_commands_give_the_same_cells(name, monkeypatch):
-    from bench.harness.runargs import DATA_DIR_VARIABLE, grid_spec_from_argv
+    from bench.harness.runargs import DATA_DIR_VARIABLE
 
     monkeypatch.delenv(DATA_DIR_VARIABLE, raising=False)
     preset = PRESETS[name]
@@ -28,8 +30,8 @@ def test_every_preset_expands_and_its_printed_commands_give_the_same_cells(name,
         argv = shlex.split(grid.command(preset.experiment))[3:]  # after "python -m bench"
         again, _ = expand(grid_spec_from_args(build_parser().parse_args(argv)))
         assert [c.key for c in again] == [c.key for c in cells]
-        # the typed spec survives its printed arguments unchanged (one codec, both ways)
-        assert grid_spec_from_argv(grid.spec().to_argv()) == grid.spec()
+        # the typed spec survives its printed arguments unchanged
+        assert grid_spec_from_args(build_parser().parse_args(["run", *grid.to_argv()])) == grid
     # every published setup names a column of this preset
     headers = {header for header, _ in preset.columns}
     for setups in preset.published.values():
@@ -44,18 +46,18 @@ def test_tabular_presets_carry_the_trivial_baselines():
 
 
 def test_narrowed_commands_keep_only_their_methods_settings():
-    grid = Grid(("dp-hp", "mst"), ("adult-discrete",), "0.1", sets=("dp-hp.prod_order=5",))
+    grid = GridSpec(("dp-hp", "mst"), ("adult-discrete",), [0.1], FIVE_SEEDS, overrides={'dp-hp': {'prod_order': '5'}})
     assert "--set dp-hp.prod_order=5" in grid.command("x")
-    assert "--set" not in grid.command("x", methods=["mst"], seeds="3")
-    assert grid.command("x", methods=["mst"], seeds="3").endswith("--seeds 3 --experiment x")
+    assert "--set" not in grid.narrowed(methods=["mst"], seeds=[3]).command("x")
+    assert grid.narrowed(methods=["mst"], seeds=[3]).command("x").endswith("--seeds 3 --experiment x")
 
 
 def _fig2_key(method: str, profile: str = "paper"):
-    from bench.report.presets import cell_cost_key
+    from bench.report.presets import cost_key
 
     grid = PRESETS["dphp-fig2"].grids[0]
-    cells = grid_cells(Grid((method,), grid.datasets, grid.eps, seeds="0", profile=profile), "x")
-    return cell_cost_key(cells[0])
+    cells = grid_cells(GridSpec((method,), grid.datasets, grid.epsilons, [0], profile=profile), "x")
+    return cost_key(cells[0])
 
 
 def test_cost_counts_cells_and_never_guesses_unmeasured_ones():
@@ -79,18 +81,19 @@ def test_a_smoke_run_never_prices_a_paper_cell():
 
 
 def test_gpu_cost_comes_only_from_runs_logged_on_a_gpu(tmp_path, monkeypatch):
+    from bench.harness.grid import CELL_FILE
+
     """Two runs of the same cell in a real store, one on the CPU and one tagged with a GPU: each
     feeds only its own estimate."""
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     client = tracking.client()
     experiment = client.create_experiment("timings", artifact_location=str(tmp_path / "artifacts"))
-    from bench.harness.tracking import cell_params
-
-    (cell,) = grid_cells(Grid(("dp-merf",), ("gmm2d",), "1", seeds="0"), "x")
+    (cell,) = grid_cells(GridSpec(("dp-merf",), ("gmm2d",), [1.0], [0]), "x")
     for device, fit_seconds in (("cpu", 400.0), ("NVIDIA H100 80GB HBM3", 30.0)):
-        run = client.create_run(experiment, tags={"device": device})
-        for name, value in cell_params(cell).items():
+        run = client.create_run(experiment, tags={"device": device, "cell_key": cell.key})
+        for name, value in cell.mlflow_params().items():
             client.log_param(run.info.run_id, name, value)
+        client.log_dict(run.info.run_id, cell.to_json(), CELL_FILE)
         client.log_metric(run.info.run_id, "time.fit_s", fit_seconds)
         client.log_metric(run.info.run_id, "time.eval_nll_s", 20.0)
         client.set_terminated(run.info.run_id, "FINISHED")
@@ -130,7 +133,7 @@ def test_list_presets_shows_each_with_its_cost(workdir, capsys):
 
 def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkeypatch, capsys):
     tiny = Preset("tiny", "a test", "uniform and real on cervical", "tiny-exp",
-                  (Grid(("uniform",), ("cervical",), "1"), Grid(("real",), ("cervical",), "inf")),
+                  (GridSpec(("uniform",), ("cervical",), [1.0], FIVE_SEEDS), GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS)),
                   (("ROC", "downstream.roc_auc"),))
     monkeypatch.setitem(PRESETS, "tiny", tiny)
     code = main(["run", "--preset", "tiny", "--seeds", "0", "--no-progress", "--data-dir", str(data_dir)])

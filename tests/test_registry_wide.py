@@ -60,7 +60,7 @@ def test_method_runs_and_is_evaluated(tmp_path, method, dataset, protocol):
         protocol=protocol, overrides={k: v for k, v in FAST.items() if k == method},
     )
     (cell,), _ = expand(spec)
-    outcome = execute(cell.to_dict(), str(tmp_path), lambda fraction: None)
+    outcome = execute(cell.to_json(), str(tmp_path), lambda fraction: None)
     assert outcome.status == "FINISHED", outcome.error
     for name in cell.evaluators:
         evaluator = EVALUATORS.get(name)

@@ -18,12 +18,13 @@ from bench.cli import build_parser, grid_spec_from_args, main
 from bench.harness import tracking
 from bench.harness.grid import expand
 from bench.harness.worker import Outcome
-from bench.report.presets import PRESETS, Grid, Preset, grid_cells
+from bench.harness.grid import GridSpec
+from bench.report.presets import PRESETS, Preset, grid_cells
 from tests.conftest import REPO
 
 TINY = Preset(
     "tiny", "a test table", "real, uniform and independent on cervical", "tiny-exp",
-    (Grid(("real", "uniform", "independent"), ("cervical",), "0.5,1", seeds="0-1"),),
+    (GridSpec(("real", "uniform", "independent"), ("cervical",), [0.5, 1.0], [0, 1]),),
     (("ROC", "downstream.roc_auc"),),
     {"cervical": {("real", math.inf): {"ROC": 0.959}, ("independent", 1.0): {"ROC": 0.5}}},
     "a made-up source for the test", plot_metrics=("downstream.roc_auc",),
@@ -99,7 +100,7 @@ def test_every_table_starts_with_a_real_data_calibration_row_that_flags_a_miss(t
     assert "MISS" not in section
 
     client = tracking.client()
-    third = next(c for c in grid_cells(TINY.grids[0], TINY.experiment, seeds="0-2") if c.method == "real" and c.seed == 2)
+    third = next(c for c in grid_cells(TINY.grids[0], TINY.experiment, seeds=[0, 1, 2]) if c.method == "real" and c.seed == 2)
     (tmp_path / "third").mkdir()
     tracking.log_cell(client, tracking.experiment_id(client, TINY.experiment), third,
                       Outcome("FINISHED", metrics={"downstream.roc_auc": 0.94, "time.fit_s": 1.0}), tmp_path / "third", {})
@@ -185,7 +186,7 @@ def test_sample_grids_come_from_the_runs_artifacts_and_survive_on_a_machine_with
     a setup whose run left none is listed by run id, never drawn from another run. A regenerated
     report on a machine without the artifacts keeps the file an earlier report wrote for that run."""
     preset = Preset("tiny-samples", "a sample table", "real and uniform on cervical", "tiny-samples-exp",
-                    (Grid(("real", "uniform"), ("cervical",), "1", seeds="0-1"),), (("ROC", "downstream.roc_auc"),),
+                    (GridSpec(("real", "uniform"), ("cervical",), [1.0], [0, 1]),), (("ROC", "downstream.roc_auc"),),
                     sample_grids=True)
     monkeypatch.setitem(PRESETS, preset.name, preset)
     client = tracking.client()
@@ -298,12 +299,12 @@ def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
 def test_every_image_setup_of_the_presets_has_a_measured_cost():
     """The coverage matrix's promise for images (issue 32): every image setup of a preset is priced
     from a logged run or a committed measurement — never "not timed"."""
-    from bench.report.presets import PRESETS, grid_cells, seconds_for, cell_cost_key
+    from bench.report.presets import PRESETS, grid_cells, seconds_for, cost_key
     from bench.core.registry import DATASETS
 
     untimed = sorted({(c.method, c.dataset, c.profile) for preset in PRESETS.values() for grid in preset.grids
                       for c in grid_cells(grid, preset.experiment) if DATASETS.get(c.dataset).kind.name == "IMAGE"
-                      and seconds_for(cell_cost_key(c), {}) is None})
+                      and seconds_for(cost_key(c), {}) is None})
     assert untimed == []
 
 
@@ -340,13 +341,13 @@ def test_the_summary_and_the_sections_count_the_same_finished_cells():
 def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or_says_not_timed(monkeypatch):
     """Issue 32: an image setup not run shows its measured CPU cost; none is guessed."""
     from bench.report.coverage import setup_coverage
-    from bench.report.presets import PRESETS, cell_cost_key, grid_cells
+    from bench.report.presets import PRESETS, cost_key, grid_cells
 
     preset = PRESETS["dpmepf-table2"]
     cells = [cell for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
     fashion = next(c for c in cells if c.method == "dp-mepf" and c.dataset == "fashion-mnist" and c.epsilon == 1.0)
     done = [c.key for c in cells if c.method == "dp-mepf" and c.dataset == "mnist" and c.epsilon == 1.0][:1]
-    timings = {cell_cost_key(fashion): 1800.0}
+    timings = {cost_key(fashion): 1800.0}
     coverage = {(c.setup.dataset, c.setup.epsilon): c for c in setup_coverage(preset, set(done), timings)}
     assert coverage[("fashion-mnist", 1.0)].text() == "not run (cpu profile; ≈ 30 min a seed)"  # logged
     assert coverage[("mnist", 1.0)].text() == "1 (cpu profile; ≈ 1.3 h a seed)"  # documented (docs/data.md)

@@ -90,10 +90,10 @@ def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir, gr
     summary = export_store(client, ["rec"], out, allow_dirty=True)
     assert summary.written == 4 and summary.without_ledger == 0
     records = load_records(out, "rec")
-    merf = next(r for r in records if r.params["method"] == "dp-merf")
+    merf = next(r for r in records if r.cell.method == "dp-merf")
     assert ledger_problem(merf) is None and merf.ledger["releases"]
     assert merf.ledger["independent"]["epsilon"] == pytest.approx(1.0, rel=1e-3)
-    assert merf.config["cell"]["method"] == "dp-merf"
+    assert merf.cell.key == merf.key and merf.split.n_train > 0 and merf.cell.param_sources
     assert merf.code.commit == tracking.git_commit().removesuffix("-dirty")
     assert merf.machine["cpu"] != "not recorded" and merf.machine["versions"]["torch"]
     assert merf.machine["platform"] != "not recorded"

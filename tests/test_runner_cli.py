@@ -46,7 +46,7 @@ def test_grid_logs_failures_without_stopping_and_resumes(workdir):
     assert {"git_commit", "version.torch", "device", "cell_key"} <= set(merf.data.tags)
     assert merf.data.tags["cpu"].strip()  # the processor: float results may differ between machines
     artifacts = {a.path for a in tracking.client().list_artifacts(merf.info.run_id)}
-    assert {"ledger.json", "config.json", "synthetic_sample.csv", "samples.png"} <= artifacts
+    assert {"ledger.json", "cell.json", "synthetic_sample.csv", "samples.png"} <= artifacts
 
     marker.unlink()
     second = run_cli("run", "--methods", methods, *SMOKE, *FAST_MERF, "--jobs", "2", env={"FLAKY_MARKER": str(marker)})

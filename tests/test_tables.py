@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import math
 
 import numpy as np
@@ -59,9 +58,13 @@ def test_combined_cells_join_metrics():
 
 
 def test_non_default_conventions_get_their_own_rows():
-    assert _row_label({"dataset": "adult"}) == "adult"
-    assert _row_label({"dataset": "adult", "protocol": "paper"}) == "adult [protocol paper]"
-    assert _row_label({"dataset": "adult", "protocol": "sound", "calibrator": "paper"}) == "adult [calibrator paper]"
+    from tests.conftest import plain_cell
+
+    assert _row_label(plain_cell("real", "adult")) == "adult"
+    assert _row_label(plain_cell("real", "adult", protocol="paper")) == "adult [protocol paper]"
+    assert _row_label(plain_cell("real", "adult", calibrator="paper")) == "adult [calibrator paper]"
+    assert _row_label(plain_cell("dp-merf", "adult", 1.0, delta="1e-06", evaluator_settings={"fid": {"n_samples": 10}})
+                      ) == "adult [delta 1e-06, fid.n_samples=10]"
 
 
 def test_non_private_variant_of_a_private_method_gets_its_own_row():
@@ -184,20 +187,16 @@ def test_cells_read_mean_std_and_seed_count_and_one_seed_has_no_std():
 # Grouping: a table aggregates over seeds only, never over runs whose settings differ
 # --------------------------------------------------------------------------------------------
 
-def record(seed, method="dp-merf", dataset="gmm2d", epsilon="1.0", value=1.0, **params):
+def record(seed, method="dp-merf", dataset="gmm2d", epsilon=1.0, value=1.0, profile="paper", overrides=None,
+           delta=None, extra_params=None):
     from bench.core.registry import METHODS
-    from bench.report.tables import RunRecord
+    from tests.conftest import cell_record, plain_cell
 
-    profile = params.pop("profile", "paper")
-    overrides = params.pop("overrides", {})
-    private = epsilon != "inf"
-    resolved = METHODS.get(method).hyperparameters.resolve(dataset, profile, overrides, private=private).values
-    logged = {"method": method, "dataset": dataset, "epsilon": epsilon, "seed": str(seed), "profile": profile,
-              "delta": "1e-05" if private else "none", "calibrator": "tight", "protocol": "sound",
-              "evaluators": "nll", "n_train": str(1000 + seed), **{f"hp.{k}": str(v) for k, v in resolved.items()},
-              **params}
-    key = json.dumps(sorted(logged.items()))
-    return RunRecord(run_id=key, start_time=seed, cell_key=key, params=logged, metrics={"marginals.tv_3": value})
+    private = math.isfinite(epsilon)
+    resolved = METHODS.get(method).hyperparameters.resolve(dataset, profile, overrides or {}, private=private).values
+    cell = plain_cell(method, dataset, epsilon, seed, {**resolved, **(extra_params or {})}, profile=profile,
+                      evaluators=("nll",), **({"delta": delta} if delta else {}))
+    return cell_record(cell, {"marginals.tv_3": value}, start_time=seed, n_train=1000 + seed)
 
 
 def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_averaged():
@@ -207,7 +206,7 @@ def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_ave
     runs += [record(s, value=9.0 + s, profile="smoke") for s in (0, 1)]
     runs += [record(s, value=5.0, overrides={"epochs": "1"}) for s in (0, 1, 2)]
     runs += [record(s, value=7.0, delta="1e-06") for s in (0,)]
-    runs += [record(s, method="real", epsilon="inf", value=2.0, profile="smoke") for s in (0, 1)]
+    runs += [record(s, method="real", epsilon=math.inf, value=2.0, profile="smoke") for s in (0, 1)]
     data = runs_frame(runs)
     text, means = summarise(data, "marginals.tv_3")
     assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.50 ± 0.707 (2)◦"
@@ -222,32 +221,20 @@ def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_ave
 def test_a_setting_the_labels_do_not_name_is_still_never_averaged():
     from bench.report.tables import runs_frame
 
-    runs = [record(s, value=1.0, **{"hp.retired_option": "a"}) for s in (0, 1)]
-    runs += [record(s, value=5.0, **{"hp.retired_option": "b"}) for s in (0, 1)]
+    runs = [record(s, value=1.0, extra_params={"retired_option": "a"}) for s in (0, 1)]
+    runs += [record(s, value=5.0, extra_params={"retired_option": "b"}) for s in (0, 1)]
     text, _ = summarise(runs_frame(runs), "marginals.tv_3")
     assert list(text.columns) == ["dp-merf [retired_option=a]", "dp-merf [retired_option=b]"]
     assert text.iloc[0].tolist() == ["1.00 ± 0 (2)◦", "5.00 ± 0 (2)◦"]
 
 
-def test_a_run_logged_before_a_parameter_existed_shares_the_row_of_its_old_value():
-    """dp-merf.length_scale_rule came after runs were logged (HyperParameters.added_later): a run
-    without it behaved as 'public-range', so it averages with runs that log that value (their
-    cell keys are the same), and never with another value."""
+def test_a_rerun_cell_replaces_the_earlier_run():
+    from dataclasses import replace
+
     from bench.report.tables import runs_frame
 
-    before = record(0, value=1.0)
-    del before.params["hp.length_scale_rule"]
-    runs = [before, record(1, value=3.0), record(2, value=9.0, overrides={"length_scale_rule": "dp-median"})]
-    text, _ = summarise(runs_frame(runs), "marginals.tv_3")
-    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "2.00 ± 1.41 (2)◦"
-    assert text.loc[("gmm2d", 1.0), "dp-merf [length_scale_rule=dp-median]"] == "9.00 (1)◦"
-
-
-def test_a_rerun_cell_replaces_the_earlier_run():
-    from bench.report.tables import RunRecord, runs_frame
-
     first, = [record(0, value=1.0)]
-    again = RunRecord("rerun", first.start_time + 10, first.cell_key, first.params, {"marginals.tv_3": 3.0})
+    again = replace(first, run_id="rerun", start_time=first.start_time + 10, metrics={"marginals.tv_3": 3.0})
     text, _ = summarise(runs_frame([first, again]), "marginals.tv_3")
     assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.00 (1)◦"
 
@@ -300,8 +287,10 @@ def test_a_method_can_ask_for_a_parameter_in_every_label():
     """dp-mepf declares label_params = ("encoder",): the encoder is named even at its default."""
     from bench.report.tables import _method_label
 
-    params = {"method": "dp-mepf", "dataset": "mnist", "profile": "paper", "hp.encoder": "efficientnet-lite0-imagenet"}
-    assert _method_label(params, 1.0) == "dp-mepf [encoder=efficientnet-lite0-imagenet]"
+    from tests.conftest import plain_cell
+
+    cell = plain_cell("dp-mepf", "mnist", 1.0, params={"encoder": "efficientnet-lite0-imagenet"})
+    assert _method_label(cell) == "dp-mepf [encoder=efficientnet-lite0-imagenet]"
 
 
 def test_a_table_title_names_the_median_where_its_cells_are_medians():
@@ -331,4 +320,4 @@ def test_a_reference_row_follows_the_paper_row_and_our_rows_are_tested_against_i
     assert rows[2][3] == f"{np.mean(theirs):.3f} ± {np.std(theirs, ddof=1):.3f} (6)"
     (welch,) = [t for t in tests if t[3] == "authors' code"]
     expected = stats.ttest_ind(ours, theirs, equal_var=False)
-    assert f"t(" in welch[4] and f"{expected.statistic:.2f}" in welch[4] and f"p = {expected.pvalue:.2g}" in welch[4]
+    assert "t(" in welch[4] and f"{expected.statistic:.2f}" in welch[4] and f"p = {expected.pvalue:.2g}" in welch[4]

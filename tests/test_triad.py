@@ -7,18 +7,17 @@ import math
 
 import pytest
 
-from bench.report.tables import RunRecord, TableError, runs_frame
+from bench.report.tables import TableError, runs_frame
+from tests.conftest import cell_record, plain_cell
 from bench.report.triad import render_triad, triad_rows
 
 
-def record(method: str, epsilon: float, seed: int, auc: float, **metrics: float) -> RunRecord:
-    params = {"method": method, "dataset": "cervical", "epsilon": "inf" if math.isinf(epsilon) else str(epsilon),
-              "seed": str(seed), "delta": "1e-05", "profile": "paper", "protocol": "sound", "calibrator": "tight"}
+def record(method: str, epsilon: float, seed: int, auc: float, **metrics: float):
     values = {"privacy.mia_auc": auc, "privacy.mia_auc_low": auc - 0.05, "privacy.mia_auc_high": auc + 0.05,
               "privacy.dcr_share": 0.5, "downstream.roc_auc": 0.7, **metrics}
     if math.isfinite(epsilon):
         values |= {"privacy.epsilon_spent": epsilon, "privacy.epsilon_independent": epsilon * 0.999}
-    return RunRecord(f"{method}-{epsilon}-{seed}", seed, f"{method}|{epsilon}|{seed}", params, values)
+    return cell_record(plain_cell(method, "cervical", epsilon, seed), values, f"{method}-{epsilon}-{seed}", seed)
 
 
 def test_each_method_and_epsilon_gets_its_claim_audit_and_attack_side_by_side():
@@ -48,8 +47,7 @@ def test_the_shadow_model_attack_gets_a_column_only_where_runs_have_it():
 
 
 def test_runs_without_the_privacy_evaluator_say_how_to_add_it():
-    frame = runs_frame([RunRecord("r", 0, "k", {"method": "real", "dataset": "cervical", "epsilon": "inf", "seed": "0"},
-                                  {"downstream.roc_auc": 0.8})])
+    frame = runs_frame([cell_record(plain_cell(), {"downstream.roc_auc": 0.8})])
     with pytest.raises(TableError, match="python -m bench evaluate --evaluators privacy,fidelity"):
         triad_rows(frame, {})
 
@@ -65,7 +63,6 @@ def test_the_privacy_utility_section_of_the_report_shows_the_triad_once_its_runs
     scored = runs_frame([record("dp-merf", 1.0, seed, 0.5 + seed / 100) for seed in range(3)])
     blocks = _triad_blocks(preset, scored, source)
     assert [b.kind for b in blocks] == ["p", "table"] and blocks[1].rows[0][2] == "dp-merf"
-    unscored = runs_frame([RunRecord("r", 0, "k", {"method": "real", "dataset": "cervical", "epsilon": "inf", "seed": "0"},
-                                     {"downstream.roc_auc": 0.8})])
+    unscored = runs_frame([cell_record(plain_cell(), {"downstream.roc_auc": 0.8})])
     assert _triad_blocks(preset, unscored, source) == []  # nothing to show, nothing claimed
     assert _triad_blocks(PRESETS["dphp-table2"], scored, source) == []  # only where the preset asks for it

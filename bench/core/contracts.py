@@ -224,6 +224,18 @@ class FitContext(Generic[P]):
     dataset: str = ""
     data_dir: Path | None = None
 
+    @staticmethod
+    def of(dataset: Any, params: P, seed: int, ledger: "PrivacyLedger", *, device: Any = "cpu",
+           protocol: str = "sound", progress: Callable[[int, int], None] | None = None,
+           data_dir: Path | None = None) -> "FitContext[P]":
+        """The one factory of a fit's context (the worker, `bench evaluate`'s shadow fits, the
+        audits, the kit): ``dataset`` is the registered dataset (its name and kind); the budget is
+        the ledger's, so the two never disagree."""
+        import torch  # lazily: importing the contracts must not import torch
+
+        return FitContext(ledger.budget, ledger, params, seed, torch.device(device), protocol, dataset.kind,
+                          progress or (lambda done, total: None), dataset.name, data_dir)
+
     @property
     def neighbouring(self) -> str:
         """The neighbouring relation every sensitivity is stated under (one place:

@@ -178,9 +178,6 @@ class HyperParameters(Generic[P]):
     per_dataset: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
     per_dataset_non_private: Mapping[str, Mapping[str, Setting]] = field(default_factory=dict)
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # parameters added after runs were logged, each with the value that behaves as the code did
-    # before it: at that value a parameter is left out of the cell key, so earlier runs still count
-    added_later: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (dataclasses.is_dataclass(self.params) and self.params.__dataclass_params__.frozen):
@@ -192,9 +189,6 @@ class HyperParameters(Generic[P]):
             ("defaults", self.defaults), *self.per_dataset.items(), *self.per_dataset_non_private.items(),
             *(((f"profile {name}"), values) for name, values in self.profiles.items()),
         ]
-        unknown = set(self.added_later) - set(self.types)
-        if unknown:
-            raise HyperParameterError(f"added_later: parameters {sorted(unknown)} have no default")
         for where, values in tables:
             unknown = set(values) - set(self.types)
             if unknown:
@@ -381,9 +375,3 @@ def parse_overrides(
             raise HyperParameterError(f"{option} {item!r}: {name!r} is not in {listed_in} ({', '.join(names)})")
         by_name.setdefault(name, {})[param] = value
     return by_name
-
-
-def unkeyed_parameters(hyperparameters: HyperParameters, values: Mapping[str, Any]) -> tuple[str, ...]:
-    """The parameters of ``values`` left out of a cell's key: those added later, at the value
-    that behaves as the code did before them."""
-    return tuple(sorted(name for name, old in hyperparameters.added_later.items() if values.get(name) == old))

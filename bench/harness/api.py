@@ -67,7 +67,7 @@ def run_cell(
     folder.mkdir(parents=True, exist_ok=True)
     from bench.harness.worker import execute  # imports torch
 
-    outcome = execute(cell.to_dict(), str(folder), lambda fraction: None)
+    outcome = execute(cell.to_json(), str(folder), lambda fraction: None)
     ledger_file = folder / "ledger.json"
     return CellResult(
         status=outcome.status,

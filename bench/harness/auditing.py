@@ -48,7 +48,6 @@ def audit_method(
     calibrator: str = "tight", candidates: int = 8, ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> AuditResult:
-    import torch
 
     from bench.core.contracts import FitContext
 
@@ -70,8 +69,7 @@ def audit_method(
             if spec.stop_after_events is None and any(getattr(o, "seen", False) for o in ledger.observers):
                 raise StopAudit
 
-        return FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind, progress=stop,
-                          dataset=dataset.name, data_dir=data_dir)
+        return FitContext.of(dataset, params, seed, ledger, progress=stop, data_dir=data_dir)
 
     factory = functools.partial(ledger_factory, calibrator=calibrator)
 
@@ -118,7 +116,6 @@ def audit_dp_sgd(
     per-row gradients, and a gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
     import math as _math
 
-    import torch
 
     from bench.core.contracts import FitContext
     from bench.core.params import batch_rows
@@ -138,8 +135,7 @@ def audit_dp_sgd(
     steps = params.epochs * _math.ceil(rows / batch)
     clip = params.max_grad_norm
     phase = ledger.subsampled_phase("DP-SGD step (audited)", clip, sampling_rate, steps)
-    context = FitContext(budget, ledger, params, seed, torch.device("cpu"), "sound", dataset.kind,
-                         dataset=dataset.name, data_dir=data_dir)
+    context = FitContext.of(dataset, params, seed, ledger, data_dir=data_dir)
     gradients = method.real_gradients(train, context)
     result = audit_dp_sgd_step(gradients, phase.release, clip, budget, runs, seed, ledger_factory)
     return dataclasses.replace(result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)")

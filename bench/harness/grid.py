@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from bench.core.contracts import RunProtocol
 from bench.core.errors import UsageError
-from bench.core.params import PROFILES, HyperParameterError, ResolvedParams, parse_like, unkeyed_parameters
+from bench.core.params import PROFILES, HyperParameterError, ResolvedParams, parse_like
 from bench.core.registry import DATASETS, EVALUATORS, METHODS
 from bench.privacy.budget import DEFAULT_DELTA_TARGET, Calibrator, Delta, epsilon_argument, epsilon_key, epsilon_text
 
@@ -22,9 +23,22 @@ class GridError(UsageError, ValueError):
     pass
 
 
+# The version of a cell's identity and of its JSON form. Version 1 (keys before the one-run-record
+# redesign) kept earlier keys by leaving defaults out of the hash; `bench.harness.legacy` reads
+# its stored cells once, and `benchmarks/rekey_records.py` re-keyed the committed record with it.
+KEY_VERSION = 2
+CELL_FILE = "cell.json"  # a run's artifact holding ``Cell.to_json()``: the run's stored form
+
+
+class CellCodecError(UsageError, ValueError):
+    """A stored cell that is not a version-2 cell (see ``bench.harness.legacy`` for version 1)."""
+
+
 @dataclass(frozen=True)
 class Cell:
-    """One (method, dataset, ε, seed) run with everything needed to reproduce it."""
+    """One (method, dataset, ε, seed) run with everything needed to reproduce it. Its one codec:
+    ``to_json``/``from_json`` (the worker's argument, the outbox, ``cell.json`` beside every run,
+    the results record); its identity: ``key`` (versioned, ``KEY_VERSION``)."""
 
     method: str
     dataset: str
@@ -48,17 +62,16 @@ class Cell:
     # results independent of torch's thread count on this dataset's kind (``thread_invariant_kinds``,
     # checked by the kit's ``thread_invariance``); so it is not in the key
     lendable: bool = False
-    # parameters logged but left out of the key (HyperParameters.added_later at their old value)
-    unkeyed_params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # typed once here, whichever edge built the cell (grid expansion, a stored config, the outbox)
-        object.__setattr__(self, "epsilon", float(self.epsilon))  # a stored config holds ∞ as "inf"
+        # typed once here, whichever edge built the cell (grid expansion, cell.json, the outbox)
+        object.__setattr__(self, "epsilon", float(self.epsilon))  # JSON holds ∞ as "inf"
         object.__setattr__(self, "delta", Delta.parse(self.delta))
         object.__setattr__(self, "calibrator", Calibrator(self.calibrator))
         object.__setattr__(self, "protocol", RunProtocol(self.protocol))
         object.__setattr__(self, "evaluators", tuple(self.evaluators))
-        object.__setattr__(self, "unkeyed_params", tuple(self.unkeyed_params))
+        object.__setattr__(self, "seed", int(self.seed))
+        object.__setattr__(self, "threads", int(self.threads))
 
     @property
     def key(self) -> str:
@@ -77,26 +90,22 @@ class Cell:
         return hashlib.sha256(blob).hexdigest()[:20]
 
     def _identity(self, with_evaluators: bool) -> dict[str, Any]:
-        identity = {
+        identity: dict[str, Any] = {
+            "key_version": KEY_VERSION,
             "method": self.method,
             "dataset": self.dataset,
             "epsilon": epsilon_key(self.epsilon),
             "delta": self.delta.text,
             "seed": self.seed,
-            "params": {name: value for name, value in self.params.items() if name not in self.unkeyed_params},
-            "evaluators": list(self.evaluators),
+            "params": self.params,
             "calibrator": self.calibrator.value,
             "protocol": self.protocol.value,
+            "secure_noise": self.secure_noise,
+            "threads": self.threads,
         }
-        if self.evaluator_settings:  # only when given, so the keys of earlier runs stay the same
-            identity["evaluator_settings"] = self.evaluator_settings
-        if self.secure_noise:
-            identity["secure_noise"] = True
-        if self.threads != 1:  # likewise: the default keeps the keys of earlier runs
-            identity["threads"] = self.threads
-        if not with_evaluators:
-            del identity["evaluators"]
-            identity.pop("evaluator_settings", None)
+        if with_evaluators:
+            identity |= {"evaluators": list(self.evaluators), "evaluator_settings": self.evaluator_settings}
+        else:
             identity["kind"] = "setup"  # never equal to a cell key
         return identity
 
@@ -104,14 +113,49 @@ class Cell:
     def label(self) -> str:
         return f"{self.method}/{self.dataset}/ε={epsilon_text(self.epsilon)}/seed={self.seed}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON values (δ as its text, the enums as their values); ``from_dict`` reads it back."""
-        return {**asdict(self), "delta": self.delta.text, "calibrator": self.calibrator.value,
-                "protocol": self.protocol.value}
+    def to_json(self) -> dict[str, Any]:
+        """The cell as JSON values (ε as a number or "inf", δ as its text, the enums as their
+        values), with ``key_version``; ``from_json`` reads it back to an equal cell."""
+        plain = {**asdict(self), "delta": self.delta.text, "calibrator": self.calibrator.value,
+                 "protocol": self.protocol.value, "evaluators": list(self.evaluators)}
+        if not math.isfinite(self.epsilon):
+            plain["epsilon"] = epsilon_key(self.epsilon)
+        return {"key_version": KEY_VERSION, **plain}
 
     @staticmethod
-    def from_dict(data: dict[str, Any]) -> "Cell":
-        return Cell(**data)
+    def from_json(data: dict[str, Any]) -> "Cell":
+        version = data.get("key_version")
+        if version != KEY_VERSION:
+            raise CellCodecError(
+                f"a stored cell of key version {version!r}, not {KEY_VERSION}: a run logged before the one-run-record "
+                "redesign; read it with bench.harness.legacy.cell_from_v1 (benchmarks/rekey_records.py does a record folder)"
+            )
+        fields = {name: value for name, value in data.items() if name != "key_version"}
+        try:
+            return Cell(**fields)
+        except TypeError as error:
+            raise CellCodecError(f"not a stored cell: {error}") from None
+
+    def mlflow_params(self) -> dict[str, str]:
+        """The cell as MLflow params, text for the tracking UI's columns (``hp.*`` the method's
+        parameters, ``eval.<evaluator>.*`` --eval-set values); nothing reads a cell back from
+        them: ``cell.json`` beside the run is its stored form."""
+        params = {
+            "method": self.method,
+            "dataset": self.dataset,
+            "epsilon": epsilon_key(self.epsilon),
+            "delta": self.delta.text,
+            "seed": str(self.seed),
+            "profile": self.profile,
+            "calibrator": self.calibrator.value,
+            "protocol": self.protocol.value,
+            "evaluators": ",".join(self.evaluators),
+            "threads": str(self.threads),
+        }
+        params.update({f"hp.{name}": str(value) for name, value in self.params.items()})
+        for evaluator, settings in self.evaluator_settings.items():
+            params.update({f"eval.{evaluator}.{name}": str(value) for name, value in settings.items()})
+        return params
 
 
 # More seeds than any table needs, and few enough to list the grid at once (a typo such as
@@ -196,11 +240,35 @@ class GridSpec:
             raise GridError(f"unknown protocol {self.protocol!r}; choose one of {', '.join(RunProtocol)}") from None
         object.__setattr__(self, "delta", Delta.parse(self.delta))
         object.__setattr__(self, "epsilons", [float(e) for e in self.epsilons])
+        object.__setattr__(self, "methods", list(self.methods))  # a literal may give tuples
+        object.__setattr__(self, "datasets", list(self.datasets))
+        object.__setattr__(self, "seeds", sorted(set(self.seeds)))
+        if self.evaluators is not None:
+            object.__setattr__(self, "evaluators", list(self.evaluators))
         object.__setattr__(self, "data_dir", Path(self.data_dir).resolve() if self.data_dir else None)
+
+    def narrowed(self, *, methods: list[str] | None = None, datasets: list[str] | None = None,
+                 epsilons: list[float] | None = None, seeds: list[int] | None = None) -> "GridSpec":
+        """This spec on fewer cells (e.g. a report's missing ones); the --set values of methods
+        left out are dropped."""
+        methods = list(methods or self.methods)
+        return dataclasses.replace(
+            self, methods=methods, datasets=list(datasets or self.datasets), epsilons=list(epsilons or self.epsilons),
+            seeds=list(seeds or self.seeds), overrides={m: v for m, v in self.overrides.items() if m in methods},
+        )
+
+    def set_items(self) -> tuple[str, ...]:
+        """The spec's method settings as ``--set`` items, ``METHOD.PARAM=VALUE``."""
+        return tuple(f"{owner}.{name}={value}" for owner, values in self.overrides.items() for name, value in values.items())
+
+    def command(self, experiment: str) -> str:
+        """The ``python -m bench run`` command line of this spec into ``experiment`` (printed, e.g.
+        for the report's missing cells; never parsed back by the harness)."""
+        return "python -m bench run " + shlex.join([*self.to_argv(), "--experiment", experiment])
 
     def to_argv(self) -> list[str]:
         """``python -m bench run``'s arguments for this spec (without --experiment and the execution
-        options); ``grid_spec_from_argv`` reads them back into an equal spec."""
+        options), as a user would type them to build the same spec."""
         argv = ["--methods", ",".join(self.methods), "--datasets", ",".join(self.datasets),
                 "--eps", epsilon_argument(self.epsilons), "--seeds", seeds_argument(self.seeds)]
         defaults = GridSpec([], [], [], [])
@@ -210,9 +278,9 @@ class GridSpec:
                 argv += [option, value]
         if self.evaluators is not None:
             argv += ["--evaluators", ",".join(self.evaluators) or NO_EVALUATORS]
-        for flag, overrides in (("--set", self.overrides), ("--eval-set", self.evaluator_overrides)):
-            for owner, values in overrides.items():
-                argv += [a for name, value in values.items() for a in (flag, f"{owner}.{name}={value}")]
+        argv += [a for item in self.set_items() for a in ("--set", item)]
+        for owner, values in self.evaluator_overrides.items():
+            argv += [a for name, value in values.items() for a in ("--eval-set", f"{owner}.{name}={value}")]
         if self.secure_noise:
             argv.append("--secure-noise")
         if self.threads != 1:
@@ -341,7 +409,6 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             evaluator_settings=_cell_evaluator_settings(chosen_evaluators, evaluators, spec.profile, settings),
                             threads=spec.threads,
                             lendable=dataset.kind in getattr(method, "thread_invariant_kinds", frozenset()),
-                            unkeyed_params=unkeyed_parameters(method.hyperparameters, resolved.values),
                         )
                     )
     if not cells:

@@ -59,7 +59,7 @@ class Entry:
         return Entry(
             folder,
             data["experiment"],
-            Cell.from_dict(data["cell"]),
+            Cell.from_json(data["cell"]),
             Outcome(**data["outcome"]),
             data["common_tags"],
             data.get("claim_run_id"),
@@ -70,7 +70,7 @@ class Entry:
     def write(self) -> None:
         data: dict[str, Any] = {
             "experiment": self.experiment,
-            "cell": self.cell.to_dict(),
+            "cell": self.cell.to_json(),
             "outcome": self.outcome.__dict__,
             "common_tags": self.common_tags,
             "claim_run_id": self.claim_run_id,

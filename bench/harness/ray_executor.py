@@ -26,15 +26,15 @@ from bench.harness.worker import Outcome
 INSTALL_HINT = "pip install 'dpbench[ray]' (or pip install 'ray[default]')"
 
 
-def _run_cell(cell_dict: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
+def _run_cell(cell_json: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The task: run one cell in a temporary folder, return its outcome and files."""
     import torch
 
     from bench.harness.worker import execute
 
-    torch.set_num_threads(int(cell_dict.get("threads", 1)))  # as the local executor: fixed per cell
+    torch.set_num_threads(int(cell_json.get("threads", 1)))  # as the local executor: fixed per cell
     with tempfile.TemporaryDirectory(prefix="dpbench-ray-") as folder:
-        outcome = execute(cell_dict, folder, lambda fraction: None)
+        outcome = execute(cell_json, folder, lambda fraction: None)
         files = {
             str(path.relative_to(folder)): path.read_bytes() for path in Path(folder).rglob("*") if path.is_file()
         }
@@ -99,7 +99,7 @@ class RayExecutor:
         self.task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_calls=1, max_retries=0)(_run_cell)
 
     def start(self, job) -> None:
-        job.handle = self.task.remote(job.cell.to_dict())
+        job.handle = self.task.remote(job.cell.to_json())
 
     def poll(self, job) -> Outcome | None:
         ready, _ = self.ray.wait([job.handle], timeout=0)

@@ -2,7 +2,8 @@
 committed, reviewable text form of an MLflow store.
 
 A record holds everything needed to check a number without the machine that produced it: the
-cell's full resolved spec (parameters and the ``config.json`` the worker wrote), its metrics,
+typed cell (``Cell``, its one codec; the source of every setting a table reads), the split's
+sizes, the params as MLflow shows them (text for the UI: nothing reads a setting from them), its metrics,
 its privacy ledger (releases, public facts, caveats and the independent accountant's ε), the code
 that ran (commit, whether the tree was dirty and the diff's hash) and the machine (CPU, platform,
 package versions, device). ``python -m bench export`` writes records from a store;
@@ -19,15 +20,15 @@ import json
 import math
 import re
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
 from bench.core.errors import UsageError
+from bench.harness.grid import CELL_FILE, Cell
 
-SCHEMA = "dpbench.run-record/1"
+SCHEMA = "dpbench.run-record/2"  # /1: before key version 2 (benchmarks/rekey_records.py reads it)
 DEFAULT_FOLDER = Path("results") / "runs"
-ARTIFACTS = ("ledger.json", "config.json")
 # tags that belong to a run's bookkeeping on one machine, not to its result
 _TRANSIENT_TAGS = ("lease.", "mlflow.")
 LEGACY_LEDGER = ("not recorded: the run was logged before records kept ledgers, and its artifacts stayed on the "
@@ -51,6 +52,25 @@ class Code:
 
 
 @dataclass(frozen=True)
+class SplitFacts:
+    """What the worker learned of the cell's split: its sizes and the δ it resolved against them
+    (0 for a non-private run; None when not logged)."""
+
+    n_train: int
+    n_test: int
+    delta: float | None
+
+    @staticmethod
+    def from_logged(params: dict[str, str]) -> "SplitFacts | None":
+        """From the outcome's params as MLflow stores them (text); None for a run that failed
+        before its split was loaded."""
+        if "n_train" not in params:
+            return None
+        delta = params.get("delta_resolved")
+        return SplitFacts(int(params["n_train"]), int(params["n_test"]), None if delta is None else float(delta))
+
+
+@dataclass(frozen=True)
 class Record:
     experiment: str
     run_id: str
@@ -60,13 +80,14 @@ class Record:
     status: str
     start_time: int  # ms since the epoch, as MLflow keeps it
     end_time: int | None
-    params: dict[str, str]
+    cell: Cell | None  # None for an audit
+    split: SplitFacts | None
+    params: dict[str, str]  # as MLflow shows them (text for the UI and `import`)
     metrics: dict[str, float]
     timings: dict[str, float]  # time.* seconds and peak memory: diagnostics of this machine
     tags: dict[str, str]
     code: Code
     machine: dict[str, Any]
-    config: dict[str, Any] | None
     ledger: dict[str, Any] | None
     ledger_missing: str | None = None
     schema: str = SCHEMA
@@ -77,7 +98,9 @@ class Record:
         return f"{readable}__{self.key}.json"
 
     def to_json(self) -> str:
-        return json.dumps(_strict(asdict(self)), indent=1, sort_keys=True, ensure_ascii=False, default=str,
+        plain = {**{f.name: getattr(self, f.name) for f in fields(self)}, "code": asdict(self.code),
+                 "cell": self.cell.to_json() if self.cell else None, "split": asdict(self.split) if self.split else None}
+        return json.dumps(_strict(plain), indent=1, sort_keys=True, ensure_ascii=False, default=str,
                           allow_nan=False) + "\n"
 
     @staticmethod
@@ -88,6 +111,8 @@ class Record:
                 raise RecordError(f"{where} is not a {SCHEMA} record (schema {data.get('schema')!r})")
             data = _loose(data)
             data["code"] = Code(**data["code"])
+            data["cell"] = Cell.from_json(data["cell"]) if data["cell"] is not None else None
+            data["split"] = SplitFacts(**data["split"]) if data["split"] is not None else None
             data["metrics"] = {k: float(v) for k, v in data["metrics"].items()}
             data["timings"] = {k: float(v) for k, v in data["timings"].items()}
             return Record(**data)
@@ -113,11 +138,12 @@ def _strict(value: Any) -> Any:
 
 
 def _loose(value: Any) -> Any:
-    """The inverse of :func:`_strict` (params stay strings: they are logged as text)."""
+    """The inverse of :func:`_strict` (params stay strings: they are logged as text; the cell
+    has its own codec)."""
     if isinstance(value, str) and value in _NON_FINITE:
         return _NON_FINITE[value]
     if isinstance(value, dict):
-        return {k: (v if k in ("params", "tags") else _loose(v)) for k, v in value.items()}
+        return {k: (v if k in ("params", "tags", "cell") else _loose(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [_loose(v) for v in value]
     return value
@@ -138,31 +164,44 @@ def machine_of(tags: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def record_of(experiment: str, run: Any, artifacts: dict[str, dict | None]) -> Record:
-    """The record of an MLflow run (``mlflow.entities.Run``) and its JSON artifacts by name."""
+def record_of(experiment: str, run: Any, cell: Cell | None, ledger: dict | None) -> Record:
+    """The record of an MLflow run (``mlflow.entities.Run``), its typed cell (None: an audit) and
+    its ledger. A run logged before key version 2 gets its cell's version-2 key (its logged
+    ``cell_key``/``setup_key`` tags kept as ``….v1``)."""
     tags = {k: v for k, v in run.data.tags.items() if not k.startswith(_TRANSIENT_TAGS)}
-    cell_key = tags.get("cell_key")
+    if cell is not None:
+        tags = rekeyed_tags(tags, cell)
     metrics = dict(run.data.metrics)
-    ledger = artifacts.get("ledger.json")
     return Record(
         experiment=experiment,
         run_id=run.info.run_id,
-        key=cell_key or run.info.run_id,
-        kind="cell" if cell_key else "audit",
+        key=cell.key if cell is not None else run.info.run_id,
+        kind="cell" if cell is not None else "audit",
         label=tags.get("cell") or run.data.tags.get("mlflow.runName", run.info.run_id),
         status=run.info.status,
         start_time=int(run.info.start_time),
         end_time=int(run.info.end_time) if run.info.end_time else None,
+        cell=cell,
+        split=SplitFacts.from_logged(dict(run.data.params)) if cell is not None else None,
         params=dict(run.data.params),
         metrics={k: v for k, v in metrics.items() if not _is_timing(k)},
         timings={k: v for k, v in metrics.items() if _is_timing(k)},
         tags=tags,
         code=Code.from_tags(tags),
         machine=machine_of(tags),
-        config=artifacts.get("config.json"),
         ledger=ledger,
-        ledger_missing=None if ledger is not None or not cell_key else LEGACY_LEDGER,
+        ledger_missing=None if ledger is not None or cell is None else LEGACY_LEDGER,
     )
+
+
+def rekeyed_tags(tags: dict[str, str], cell: Cell) -> dict[str, str]:
+    """The run's tags with its cell's keys; keys logged under key version 1 are kept as ``….v1``."""
+    tags = dict(tags)
+    for name, key in (("cell_key", cell.key), ("setup_key", cell.setup_key)):
+        if name in tags and tags[name] != key:
+            tags[f"{name}.v1"] = tags[name]
+        tags[name] = key
+    return tags
 
 
 # --- the folder ---------------------------------------------------------------------------------
@@ -228,14 +267,6 @@ class ExportSummary:
         return "; ".join(parts)
 
 
-def _json_artifact(mlflow_client: Any, run_id: str, name: str) -> dict | None:
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            return json.loads(Path(mlflow_client.download_artifacts(run_id, name, tmp)).read_text())
-    except Exception:  # an artifact store elsewhere, or none was logged
-        return None
-
-
 def exportable_runs(mlflow_client: Any, experiment: str) -> list[Any]:
     """The finished cell runs (the latest of each cell) and the audits of an experiment."""
     from bench.harness import tracking
@@ -267,8 +298,10 @@ def export_store(mlflow_client: Any, experiments: list[str] | None, folder: Path
                 summary.dirty.append(run.data.tags.get("cell", run.info.run_id))
                 if not allow_dirty:
                     continue
-            artifacts = {name: _json_artifact(mlflow_client, run.info.run_id, name) for name in ARTIFACTS}
-            record = record_of(experiment, run, artifacts)
+            from bench.harness import tracking
+
+            cell = tracking.stored_cell(mlflow_client, run) if "cell_key" in run.data.tags else None
+            record = record_of(experiment, run, cell, tracking.json_artifact(mlflow_client, run.info.run_id, "ledger.json"))
             summary.without_ledger += record.ledger_missing is not None
             if write_record(folder, record) is None:
                 summary.kept_later += 1
@@ -284,7 +317,7 @@ IMPORTED_TAG = "record.run_id"
 
 def import_records(mlflow_client: Any, folder: Path, experiment: str | None = None) -> tuple[int, int]:
     """Log each record as a finished run of its experiment in the store (tags, params, metrics,
-    its ledger and config as artifacts); a record already imported (tag ``record.run_id``) is
+    its ledger and cell as artifacts); a record already imported (tag ``record.run_id``) is
     skipped. Returns (imported, skipped)."""
     from mlflow.entities import Metric, Param
 
@@ -306,7 +339,7 @@ def import_records(mlflow_client: Any, folder: Path, experiment: str | None = No
         for start in range(0, len(metrics), 1000):
             mlflow_client.log_batch(run_id, metrics=metrics[start:start + 1000])
         with tempfile.TemporaryDirectory() as tmp:
-            for name, content in (("ledger.json", record.ledger), ("config.json", record.config)):
+            for name, content in (("ledger.json", record.ledger), (CELL_FILE, record.cell and record.cell.to_json())):
                 if content is not None:
                     (Path(tmp) / name).write_text(json.dumps(content, indent=2))
             if any(Path(tmp).iterdir()):
@@ -326,14 +359,14 @@ def ledger_problem(record: Record) -> str | None:
     from bench.privacy.releases import release_from_dict
 
     ledger = record.ledger
-    if ledger is None:
+    if ledger is None or record.cell is None:
         return None
     target, spent = ledger["target"], ledger["spent"]
-    epsilon = float(record.params.get("epsilon", "nan"))
+    epsilon = record.cell.epsilon
     if float(target["epsilon"]) != epsilon and not (math.isinf(epsilon) and math.isinf(float(target["epsilon"]))):
         return f"the ledger's target ε = {target['epsilon']} is not the run's ε = {epsilon}"
-    delta = record.params.get("delta_resolved", record.params.get("delta"))
-    if delta not in (None, "none") and not math.isclose(float(target["delta"]), float(delta), rel_tol=1e-9):
+    delta = record.split.delta if record.split is not None else None
+    if delta is not None and not math.isclose(float(target["delta"]), delta, rel_tol=1e-9):
         return f"the ledger's target δ = {target['delta']} is not the run's δ = {delta}"
     if math.isinf(float(target["epsilon"])):
         return None  # a non-private run claims nothing

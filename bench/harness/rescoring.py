@@ -23,6 +23,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from bench.core.errors import UsageError
 from bench.harness import tracking
 from bench.harness.cpuload import ForeignLoad
+from bench.harness.record import SplitFacts
 from bench.harness.runner import available_cores
 from bench.harness.samples import SAMPLE_FILE
 
@@ -40,29 +41,30 @@ class Rescored:
 
 
 def evaluate_stored_sample(
-    sample_path: str, dataset: str, seed: int, protocol: str, data_dir: str | None,
+    sample_path: str, cell_json: dict[str, Any], data_dir: str | None,
     evaluators: Sequence[str], settings: Mapping[str, Mapping[str, Any]], out: str,
-    config: str | None = None, delta_resolved: str | None = None, threads: int = 1,
+    delta_resolved: float | None = None, threads: int = 1,
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """In the child: load the run's real splits and stored sample, evaluate, write the evaluations'
-    artifacts to ``out``; the metrics (with ``time.eval_<name>_s``) and tags. ``config``: the
-    run's ``config.json`` (its cell), from which an evaluator that refits the method
-    (``EvalContext.shadow_fit``) gets it; ``delta_resolved``: the δ the run's fit used;
-    ``threads``: the cores the evaluators' thread pools may use (torch's and BLAS/OpenMP)."""
+    """In the child: load the run's real splits (its cell's dataset, seed and protocol) and stored
+    sample, evaluate, write the evaluations' artifacts to ``out``; the metrics (with
+    ``time.eval_<name>_s``) and tags. The cell also serves an evaluator that refits the method
+    (``EvalContext.shadow_fit``); ``delta_resolved``: the δ the run's fit used; ``threads``: the
+    cores the evaluators' thread pools may use (torch's and BLAS/OpenMP)."""
     import torch
 
     torch.set_num_threads(max(1, threads))
     from bench.core.contracts import EvalContext
     from bench.core.registry import DATASETS, EVALUATORS
-    from bench.harness.grid import configured
+    from bench.harness.grid import Cell, configured
     from bench.harness.samples import load_synthetic
     from bench.harness.worker import Outcome, eval_cache_dir, pools_held_to, record_evaluation
 
+    cell = Cell.from_json(cell_json)
     folder = Path(data_dir) if data_dir else None
-    split = DATASETS.get(dataset).load(folder, seed, protocol)
+    split = DATASETS.get(cell.dataset).load(folder, cell.seed, cell.protocol)
     synthetic, _ = load_synthetic(Path(sample_path), split.train.schema)
-    context = EvalContext(seed=seed, data_dir=folder, protocol=protocol, cache_dir=eval_cache_dir(),
-                          shadow_fit=_run_shadow_fit(config, delta_resolved, folder))
+    context = EvalContext(seed=cell.seed, data_dir=folder, protocol=cell.protocol, cache_dir=eval_cache_dir(),
+                          shadow_fit=_run_shadow_fit(cell, delta_resolved, folder))
     outcome = Outcome(status="FINISHED")
     for name in evaluators:
         evaluator = configured(EVALUATORS.get(name), dict(settings.get(name, {})))
@@ -74,25 +76,21 @@ def evaluate_stored_sample(
     return outcome.metrics, outcome.tags
 
 
-def _run_shadow_fit(config: str | None, delta_resolved: str | None, data_dir: Path | None) -> Any:
+def _run_shadow_fit(cell: Any, delta_resolved: float | None, data_dir: Path | None) -> Any:
     """The run's method refitted as its cell did (``bench.harness.worker.shadow_fitter``), built on
-    first use from its ``config.json``; None without one (runs logged before it was kept)."""
-    if not config:
-        return None
+    first use."""
     built: list[Any] = []
 
     def fit_and_sample(rows: Any, seed: int, n: int) -> Any:
         if not built:
-            built.append(_shadow_fitter_of(json.loads(config)["cell"], delta_resolved, data_dir))
+            built.append(_shadow_fitter_of(cell, delta_resolved, data_dir))
         return built[0](rows, seed, n)
 
     return fit_and_sample
 
 
-def _shadow_fitter_of(cell: Mapping[str, Any], delta_resolved: str | None, data_dir: Path | None) -> Any:
+def _shadow_fitter_of(cell: Any, delta_resolved: float | None, data_dir: Path | None) -> Any:
     import math
-
-    import torch
 
     from bench.core.contracts import FitContext
     from bench.core.registry import DATASETS, METHODS
@@ -100,19 +98,16 @@ def _shadow_fitter_of(cell: Mapping[str, Any], delta_resolved: str | None, data_
     from bench.privacy.budget import PrivacyBudget
     from bench.privacy.ledger import PrivacyLedger
 
-    method = METHODS.get(cell["method"])
-    epsilon = float(cell["epsilon"])
-    if math.isfinite(epsilon):
+    method = METHODS.get(cell.method)
+    if math.isfinite(cell.epsilon):
         if delta_resolved is None:
             raise RescoreError("the run logged no delta_resolved: its shadow fits cannot use its δ")
-        budget = PrivacyBudget(epsilon, float(delta_resolved))
+        budget = PrivacyBudget(cell.epsilon, delta_resolved)
     else:
         budget = PrivacyBudget.non_private()
-    template = FitContext(budget, PrivacyLedger(budget), method.hyperparameters.build(cell["params"]), int(cell["seed"]),
-                          torch.device("cpu"), cell.get("protocol", "sound"), DATASETS.get(cell["dataset"]).kind,
-                          dataset=cell["dataset"], data_dir=data_dir)
-    return shadow_fitter(method, template, calibrator=cell.get("calibrator", "tight"),
-                         secure_noise=bool(cell.get("secure_noise", False)))
+    template = FitContext.of(DATASETS.get(cell.dataset), method.hyperparameters.build(cell.params), cell.seed,
+                             PrivacyLedger(budget), protocol=cell.protocol, data_dir=data_dir)
+    return shadow_fitter(method, template, calibrator=cell.calibrator, secure_noise=cell.secure_noise)
 
 
 def rescore(
@@ -132,10 +127,11 @@ def rescore(
     # the cores no other program keeps busy, read before each run (see pools_held_to)
     foreign, cores = ForeignLoad(), available_cores()
     for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):
-        params, tags = run.data.params, run.data.tags
-        if "cell_key" not in tags or (methods and params.get("method") not in methods) or (
-                datasets and params.get("dataset") not in datasets) or (
-                run_ids is not None and run.info.run_id not in run_ids):
+        tags = run.data.tags
+        if "cell_key" not in tags or (run_ids is not None and run.info.run_id not in run_ids):
+            continue
+        cell = tracking.stored_cell(client, run)
+        if (methods and cell.method not in methods) or (datasets and cell.dataset not in datasets):
             continue
         label = tags.get("cell", run.info.run_id)
         wanted = [name for name in evaluators if rerun or not tracking.has_evaluator_metrics(run.data.metrics, name)]
@@ -150,18 +146,13 @@ def rescore(
                 done.append(Rescored(run.info.run_id, label, "no stored sample (fitted before samples were kept: rerun the cell)"))
                 report(done[-1])
                 continue
-            try:  # the run's cell, for an evaluator that refits its method (shadow-mia)
-                config = Path(client.download_artifacts(run.info.run_id, "config.json", work)).read_text()
-            except Exception:  # noqa: BLE001 - absent in runs logged before it was kept
-                config = None
             out = Path(work) / "out"
             out.mkdir()
             try:
                 with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
                     metrics, new_tags = pool.submit(
-                        evaluate_stored_sample, sample, params["dataset"], int(params["seed"]),
-                        params.get("protocol", "sound"), data_dir or params.get("data_dir") or None,
-                        list(wanted), dict(settings or {}), str(out), config, params.get("delta_resolved"),
+                        evaluate_stored_sample, sample, cell.to_json(), data_dir or cell.data_dir,
+                        list(wanted), dict(settings or {}), str(out), SplitFacts.from_logged(run.data.params).delta,
                         max(1, cores - foreign.cores_taken()),
                     ).result()
             except BrokenProcessPool:

@@ -1,8 +1,7 @@
 """The ``run`` command's grid options in one place: declared (``add_run_options``), defaulted and
-turned into a ``GridSpec`` (``grid_spec_from_args``), or read from an argument list
-(``grid_spec_from_argv``). The command line and the presets (the report layer) both use it, so a
-printed command and the cells it is said to run cannot disagree, and nothing below the command line
-imports ``bench.cli``.
+turned into a ``GridSpec`` (``grid_spec_from_args``) — the command line's edge. Presets are typed
+``GridSpec`` literals and never pass through here; ``GridSpec.to_argv`` prints the arguments that
+build a spec again (tested), and nothing below the command line imports ``bench.cli``.
 """
 
 from __future__ import annotations
@@ -181,15 +180,3 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
         data_dir=Path(data_dir) if data_dir else None,
         threads=getattr(args, "threads", 1),
     )
-
-
-class _RaisingParser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
-        raise GridError(message)
-
-
-def grid_spec_from_argv(argv: list[str]) -> GridSpec:
-    """The grid of ``run``'s arguments ``argv`` (without the word ``run``), as the command line reads them."""
-    parser = _RaisingParser(prog="run", add_help=False)
-    add_run_options(parser)
-    return grid_spec_from_args(parser.parse_args(argv))

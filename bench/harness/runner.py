@@ -127,7 +127,7 @@ class LocalExecutor:
     def start(self, job: Job) -> None:
         job.offer = self.context.Value("i", job.cell.threads, lock=False)
         process = self.context.Process(
-            target=worker_main, args=(job.cell.to_dict(), str(job.folder), self.queue, job.cell.threads, job.offer),
+            target=worker_main, args=(job.cell.to_json(), str(job.folder), self.queue, job.cell.threads, job.offer),
             daemon=True,
         )
         # Block SIGINT/SIGTERM while the child is created: it inherits the mask, so a Ctrl-C

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from bench.core.errors import UsageError
-from bench.harness.grid import Cell
+from bench.harness.grid import CELL_FILE, Cell
 from bench.harness.worker import Outcome
-from bench.privacy.budget import epsilon_key
 
 DEFAULT_EXPERIMENT = "dpbench"
 PACKAGES = ("torch", "numpy", "autodp", "opacus", "scikit-learn", "xgboost", "pandas", "mlflow", "pytorch-fid")
@@ -271,23 +270,28 @@ def run_context_tags() -> dict[str, str]:
     return tags
 
 
-def cell_params(cell: Cell) -> dict[str, str]:
-    params = {
-        "method": cell.method,
-        "dataset": cell.dataset,
-        "epsilon": epsilon_key(cell.epsilon),
-        "delta": cell.delta.text,
-        "seed": str(cell.seed),
-        "profile": cell.profile,
-        "calibrator": cell.calibrator.value,
-        "protocol": cell.protocol.value,
-        "evaluators": ",".join(cell.evaluators),
-        "threads": str(cell.threads),
-    }
-    params.update({f"hp.{name}": str(value) for name, value in cell.params.items()})
-    for evaluator, settings in cell.evaluator_settings.items():
-        params.update({f"eval.{evaluator}.{name}": str(value) for name, value in settings.items()})
-    return params
+def json_artifact(mlflow_client, run_id: str, name: str) -> Any:
+    """A run's JSON artifact, or None when it has none (or its artifacts stay on another machine)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            return json.loads(Path(mlflow_client.download_artifacts(run_id, name, tmp)).read_text())
+    except Exception:  # noqa: BLE001 - MLflow raises several types for a missing artifact
+        return None
+
+
+def stored_cell(mlflow_client, run: Any) -> Cell:
+    """A cell run's typed cell: its ``cell.json``; a run logged before key version 2 is read once
+    by ``bench.harness.legacy`` (from its ``config.json``, else its params)."""
+    stored = json_artifact(mlflow_client, run.info.run_id, CELL_FILE)
+    if stored is not None:
+        return Cell.from_json(stored)
+    from bench.harness.legacy import cell_from_v1
+
+    config = json_artifact(mlflow_client, run.info.run_id, "config.json")
+    ledger = None if config else json_artifact(mlflow_client, run.info.run_id, "ledger.json")  # its noise source
+    return cell_from_v1(config, run.data.params, run.data.tags, ledger)
 
 
 def _chunks(items: list, size: int) -> Iterator[list]:
@@ -314,7 +318,7 @@ def fill_cell_run(mlflow_client, run_id: str, cell: Cell, outcome: Outcome, fold
     if outcome.error:
         tags["error"] = outcome.error[:4000]
     now = int(time.time() * 1000)
-    params = {**cell_params(cell), **{k: str(v) for k, v in outcome.params.items()}}
+    params = {**cell.mlflow_params(), **{k: str(v) for k, v in outcome.params.items()}}
     metrics = [Metric(k, float(v), now, 0) for k, v in outcome.metrics.items() if not math.isnan(float(v))]
     if tags:
         mlflow_client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
@@ -322,12 +326,8 @@ def fill_cell_run(mlflow_client, run_id: str, cell: Cell, outcome: Outcome, fold
         mlflow_client.log_batch(run_id, params=chunk)
     for chunk in _chunks(metrics, 1000):
         mlflow_client.log_batch(run_id, metrics=chunk)
-    (folder / "config.json").write_text(
-        json.dumps(
-            {"cell": cell.to_dict(), "key": cell.key, "param_sources": cell.param_sources},
-            indent=2, default=str,
-        )
-    )
+    # the run's stored form: what the record, the report and `bench evaluate` read (not the params)
+    (folder / CELL_FILE).write_text(json.dumps(cell.to_json(), indent=2, ensure_ascii=False))
     mlflow_client.log_artifacts(run_id, str(folder))
     mlflow_client.set_terminated(run_id, status=outcome.status)
 

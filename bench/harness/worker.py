@@ -254,7 +254,7 @@ def tuned_preset_caveats(method: Any, cell: Any) -> list[str]:
 
 
 def execute(
-    cell_dict: dict[str, Any], folder: str, report: Callable[[float], None], cores: LentCores | None = None,
+    cell_json: dict[str, Any], folder: str, report: Callable[[float], None], cores: LentCores | None = None,
     own_process: bool = False,
 ) -> Outcome:
     """Run the cell and write its artifacts; never raises (errors become a FAILED outcome).
@@ -271,7 +271,7 @@ def execute(
     from bench.core.registry import DATASETS, EVALUATORS, METHODS
 
     out = Path(folder)
-    cell = Cell(**{**cell_dict, "evaluators": tuple(cell_dict["evaluators"])})
+    cell = Cell.from_json(cell_json)
     cores = cores if cores is not None and cell.lendable and cell.device != "cuda" else LentCores(cell.threads)
     outcome = Outcome(status="FAILED")
     ledger: PrivacyLedger | None = None
@@ -306,17 +306,9 @@ def execute(
             "n_train", len(split.train),
             "the training row count: under replace-one, neighbouring datasets have the same size",
         )
-        context = FitContext(
-            budget=budget,
-            ledger=ledger,
-            params=method.hyperparameters.build(cell.params),  # the method's typed dataclass
-            seed=cell.seed,
-            device=torch.device(device_name),
-            protocol=cell.protocol,
-            data_kind=dataset.kind,
-            progress=_progress(report, cores),
-            dataset=dataset.name,
-            data_dir=data_dir,
+        context = FitContext.of(
+            dataset, method.hyperparameters.build(cell.params), cell.seed, ledger, device=device_name,
+            protocol=cell.protocol, progress=_progress(report, cores), data_dir=data_dir,
         )
 
         from bench.privacy.private_data import PrivateData
@@ -441,7 +433,7 @@ def pools_held_to(threads: int) -> Any:
     return threadpool_limits(limits=max(1, threads))
 
 
-def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_threads: int, offer: Any = None) -> None:
+def worker_main(cell_json: dict[str, Any], folder: str, queue: Any, torch_threads: int, offer: Any = None) -> None:
     """Entry point of the child process."""
     import warnings
 
@@ -464,7 +456,7 @@ def worker_main(cell_dict: dict[str, Any], folder: str, queue: Any, torch_thread
             queue.put((folder, "progress", fraction))
 
     try:
-        execute(cell_dict, folder, report, LentCores(torch_threads, offer), own_process=True)
+        execute(cell_json, folder, report, LentCores(torch_threads, offer), own_process=True)
     except BaseException as error:  # e.g. the folder's disk is full: not even outcome.json fits
         # execute() turns the cell's own errors into a FAILED outcome; what escapes it is a
         # failure to write that outcome. Tell the runner in one line instead of a traceback.

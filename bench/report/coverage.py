@@ -29,7 +29,7 @@ from bench.core.registry import DATASETS, METHODS, RegistryError
 from bench.harness.tracking import has_evaluator_metrics
 from bench.privacy.budget import epsilon_text
 from bench.report.presets import (
-    NOT_IN_MIRROR, CostKey, Preset, approximately, cell_cost_key, duration, grid_cells, seconds_for,
+    NOT_IN_MIRROR, CostKey, Preset, approximately, cost_key, duration, grid_cells, seconds_for,
 )
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
@@ -122,7 +122,7 @@ def setup_coverage(preset: Preset, finished_keys: set[str], timings: dict[CostKe
             mine = paper or mine
             required = preset.paper_settings.get(dataset, {}).get((method, setup.epsilon), ())
             if required:
-                mine = [(grid, cell) for grid, cell in mine if set(required) <= set(grid.sets)]
+                mine = [(grid, cell) for grid, cell in mine if set(required) <= set(grid.set_items())]
             done = sum(cell.key in finished_keys for _, cell in mine)
             profile = mine[0][0].profile if mine else "paper"
             if not mine and _registered(METHODS, method):
@@ -134,7 +134,7 @@ def setup_coverage(preset: Preset, finished_keys: set[str], timings: dict[CostKe
                 status = NOT_IMPLEMENTED
             elif dataset in NOT_IN_MIRROR:
                 status = NO_DATA
-            seconds = seconds_for(cell_cost_key(mine[0][1]), timings or {}) if mine else None
+            seconds = seconds_for(cost_key(mine[0][1]), timings or {}) if mine else None
             if status is None:
                 status = NEEDS_GPU if seconds is not None and seconds > GPU_SECONDS else NOT_RUN
             result.append(Coverage(setup, status, done, profile, seconds))

@@ -4,7 +4,7 @@
 shows them with their size and an estimated cost; ``python -m bench report`` puts our numbers
 beside each preset's published values and lists the cells not run yet with the exact command.
 
-A preset is one or more :class:`Grid` (a grid is one ``bench run`` command; a table whose
+A preset is one or more typed run specs (:class:`~bench.harness.grid.GridSpec` literals; a grid is one ``bench run`` command; a table whose
 columns need different settings, like DP-HP's Table 1 ε = 0.1 row, has several), the MLflow
 experiment they log to, and the paper's published values as {dataset: {(method, ε): {column:
 value}}}, each column naming the metric of ours that is its like-for-like counterpart. Published
@@ -16,57 +16,26 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.core.errors import UsageError
+from bench.harness.grid import GridSpec
 from bench.report.tables import SEEDS_FIG3, SEEDS_FIG6, FIG3_SIZES, FIG6_CLASSIFIERS, SEEDS_TABLE1
 
 INF = math.inf
 
 
-@dataclass(frozen=True)
-class Grid:
-    """One ``python -m bench run`` command (without --experiment, which the preset sets)."""
+FIVE_SEEDS = [0, 1, 2, 3, 4]  # the seeds' tables average 5 runs
 
-    methods: tuple[str, ...]
-    datasets: tuple[str, ...]
-    eps: str  # as on the command line: "1", "0.3,0.1", "inf"
-    seeds: str = "0-4"
-    protocol: str = "sound"
-    profile: str = "paper"
-    calibrator: str = "tight"
-    delta: str = "1e-05"
-    evaluators: tuple[str, ...] | None = None  # None: every applicable default evaluator
-    sets: tuple[str, ...] = ()  # --set METHOD.PARAM=VALUE
-    eval_sets: tuple[str, ...] = ()  # --eval-set EVALUATOR.SETTING=VALUE
 
-    def spec(self, *, methods=None, datasets=None, eps=None, seeds=None) -> Any:
-        """This grid as the typed run spec (``bench.harness.grid.GridSpec``), optionally narrowed
-        (one missing cell). ``--set`` items of methods not in the grid are dropped."""
-        from bench.core.params import parse_overrides
-        from bench.harness.grid import GridSpec, parse_seeds
-        from bench.privacy.budget import parse_epsilons
+def overrides_of(items: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``("METHOD.PARAM=VALUE", …)`` as a spec's overrides (the notation ``paper_settings`` names
+    a published setup's settings in)."""
+    from bench.core.params import parse_overrides
 
-        methods = list(methods or self.methods)
-        return GridSpec(
-            methods=methods, datasets=list(datasets or self.datasets), epsilons=parse_epsilons(eps or self.eps),
-            seeds=parse_seeds(seeds or self.seeds), delta=self.delta, profile=self.profile,
-            calibrator=self.calibrator, protocol=self.protocol,
-            evaluators=list(self.evaluators) if self.evaluators else None,
-            overrides=parse_overrides([s for s in self.sets if s.split(".", 1)[0] in methods], methods),
-            evaluator_overrides=parse_overrides(list(self.eval_sets), [s.split(".", 1)[0] for s in self.eval_sets],
-                                                "--eval-set", "--evaluators"),
-        )
-
-    def arguments(self, experiment: str, **narrow: Any) -> list[str]:
-        """The ``run`` arguments of this grid (``spec(**narrow).to_argv()``) and its experiment."""
-        return [*self.spec(**narrow).to_argv(), "--experiment", experiment]
-
-    def command(self, experiment: str, **narrow: Any) -> str:
-        return "python -m bench run " + " ".join(shlex.quote(a) for a in self.arguments(experiment, **narrow))
+    return parse_overrides(list(items), [item.split(".", 1)[0] for item in items])
 
 
 MEASUREMENTS = Path(__file__).resolve().parents[2] / "docs" / "measurements"
@@ -99,7 +68,7 @@ class Preset:
     reproduces: str  # the paper's table or figure
     description: str
     experiment: str
-    grids: tuple[Grid, ...]
+    grids: tuple[GridSpec, ...]
     columns: tuple[tuple[str, str], ...]  # (header, our metric) of the comparison table
     published: dict[str, dict[tuple[str, float], dict[str, Any]]] = field(default_factory=dict)
     source: str = ""  # where the published values are transcribed from
@@ -347,7 +316,7 @@ PRESETS: dict[str, Preset] = {
     for preset in (
         Preset(
             "dphp-fig2", "DP-HP Fig. 2", "2-D Gaussian mixture, NLL of generated samples at (1, 1e-5)", "gmm2d-paper",
-            (Grid(("real", "dp-merf", "dp-hp", "dp-gan", "dp-cgan"), ("gmm2d",), "1"),),
+            (GridSpec(("real", "dp-merf", "dp-hp", "dp-gan", "dp-cgan"), ("gmm2d",), [1.0], FIVE_SEEDS),),
             (("NLL sum (seeds' convention)", "nll.paper_sum"), ("NLL per sample", "nll.mean")),
             {"gmm2d": {("real", INF): {"NLL sum (seeds' convention)": "≈ 3.1×10⁵"},
                        ("dp-cgan", 1.0): {"NLL sum (seeds' convention)": "≈ 4.7×10⁵"},
@@ -360,12 +329,10 @@ PRESETS: dict[str, Preset] = {
             "dphp-table1", "DP-HP Table 1", "α-way marginals on the discretized Adult and Census tables, ε ∈ {0.3, 0.1}",
             "table1",
             (
-                Grid(("privbayes", "mst", "aim", "dp-merf", *BASELINES), ("adult-discrete", "census-discrete"), "0.3,0.1",
-                     protocol="paper"),
-                Grid(("dp-hp",), ("adult-discrete",), "0.3", protocol="paper"),
-                Grid(("dp-hp",), ("adult-discrete",), "0.1", protocol="paper",
-                     sets=_TABLE1_SETTINGS["adult-discrete"][("dp-hp", 0.1)]),
-                Grid(("dp-hp",), ("census-discrete",), "0.3,0.1", protocol="paper"),
+                GridSpec(("privbayes", "mst", "aim", "dp-merf", *BASELINES), ("adult-discrete", "census-discrete"), [0.3, 0.1], FIVE_SEEDS, protocol="paper"),
+                GridSpec(("dp-hp",), ("adult-discrete",), [0.3], FIVE_SEEDS, protocol="paper"),
+                GridSpec(("dp-hp",), ("adult-discrete",), [0.1], FIVE_SEEDS, protocol="paper", overrides=overrides_of(_TABLE1_SETTINGS["adult-discrete"][("dp-hp", 0.1)])),
+                GridSpec(("dp-hp",), ("census-discrete",), [0.3, 0.1], FIVE_SEEDS, protocol="paper"),
             ),
             _TABLE1_COLUMNS, _TABLE1_PUBLISHED, "DP-HP (arXiv:2106.05042) Table 1", plot_metrics=("marginals.tv_3",),
             paper_settings=_TABLE1_SETTINGS,
@@ -373,16 +340,16 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dphp-table2", "DP-HP Table 2",
             "train on synthetic, test on real, (1, 1e-5), both protocols, with the trivial baselines", "table2",
-            (Grid(_TABLE2_METHODS, TABULAR_DATASETS, "1", protocol="paper"), Grid(_TABLE2_METHODS, TABULAR_DATASETS, "1"),
+            (GridSpec(_TABLE2_METHODS, TABULAR_DATASETS, [1.0], FIVE_SEEDS, protocol="paper"), GridSpec(_TABLE2_METHODS, TABULAR_DATASETS, [1.0], FIVE_SEEDS),
              # the data mirror holds only samples of these three (shared/data/README.md): labelled as samples, no paper row
-             Grid(_TABLE2_METHODS, MIRROR_SAMPLES, "1", protocol="paper"), Grid(_TABLE2_METHODS, MIRROR_SAMPLES, "1")),
+             GridSpec(_TABLE2_METHODS, MIRROR_SAMPLES, [1.0], FIVE_SEEDS, protocol="paper"), GridSpec(_TABLE2_METHODS, MIRROR_SAMPLES, [1.0], FIVE_SEEDS)),
             _TABLE2_COLUMNS, _table2_values(_DPHP_TABLE2), "DP-HP (arXiv:2106.05042) Table 2", plot_metrics=("downstream.roc_auc",),
             selection_gain=_TABLE2_SELECTION_GAIN, calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
         ),
         Preset(
             "dphp-table7", "DP-HP Table 7", "Table 2's non-private DP-MERF and DP-HP columns (--eps inf, paper protocol)",
             "table2",
-            (Grid(("dp-merf", "dp-hp"), TABULAR_DATASETS, "inf", protocol="paper"),),
+            (GridSpec(("dp-merf", "dp-hp"), TABULAR_DATASETS, [INF], FIVE_SEEDS, protocol="paper"),),
             _TABLE2_COLUMNS[:3], _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)), "DP-HP (arXiv:2106.05042) Table 7",
             calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
         ),
@@ -390,8 +357,8 @@ PRESETS: dict[str, Preset] = {
             "dphp-fig6", "DP-HP Fig. 6",
             "images: accuracy of 12 classifiers trained on 60,000 synthetic images, and FID; ε = 1 and non-private",
             "images",
-            (Grid(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, "1,inf", evaluators=("image-downstream", "fid")),
-             Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("image-downstream", "fid"))),
+            (GridSpec(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, [1.0, INF], FIVE_SEEDS, evaluators=("image-downstream", "fid")),
+             GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream", "fid"))),
             _FIG6_COLUMNS, _FIG6_PUBLISHED, "DP-HP (arXiv:2106.05042) Fig. 6 (values from "
             "github.com/ParkLabML/DP-HP code_balanced/plots/may17_*_mehp_by_model_values.npz)",
             digits=".4g", plot_metrics=("image-downstream.accuracy",), sample_grids=True,
@@ -399,8 +366,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dphp-fig3", "DP-HP Fig. 3", "images: mean accuracy of the 12 classifiers vs training-set size (effective size)",
             "images",
-            (Grid(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, "1,inf", evaluators=("effective-size",)),
-             Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("effective-size",))),
+            (GridSpec(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, [1.0, INF], FIVE_SEEDS, evaluators=("effective-size",)),
+             GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("effective-size",))),
             _FIG3_COLUMNS, _FIG3_PUBLISHED, "DP-HP (arXiv:2106.05042) Fig. 3 (values from "
             "github.com/ParkLabML/DP-HP code_balanced/plots/may27_order100_var_*_mehp_values.npz)",
             digits=".4f",
@@ -408,8 +375,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dpmerf-table1", "DP-MERF Table 1", "tabular, (1, 1e-5) and non-private DP-MERF, hard-label metrics",
             "table2",  # the same cells as Table 2's paper-protocol grid: one run serves both tables
-            (Grid(("real", "dp-merf", "dp-gan", "dp-cgan", *BASELINES), TABULAR_DATASETS, "1", protocol="paper"),
-             Grid(("dp-merf",), TABULAR_DATASETS, "inf", protocol="paper")),
+            (GridSpec(("real", "dp-merf", "dp-gan", "dp-cgan", *BASELINES), TABULAR_DATASETS, [1.0], FIVE_SEEDS, protocol="paper"),
+             GridSpec(("dp-merf",), TABULAR_DATASETS, [INF], FIVE_SEEDS, protocol="paper")),
             (("ROC (hard labels)", "downstream.paper.roc_auc"), ("PRC (hard labels)", "downstream.paper.pr_auc"),
              ("F1 (hard labels)", "downstream.paper.f1_weighted")),
             _hard_label_headers(_table2_values(_DPMERF_TABLE1)), "DP-MERF (arXiv:2002.11603) Table 1",
@@ -418,8 +385,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "dpmerf-table3", "DP-MERF Table 3", "images: mean accuracy of 12 classifiers, DP-MERF at ε = 1 and 0.2",
             "images",  # Fig. 6's experiment: its setups are fitted once for both
-            (Grid(("real", "dp-merf"), _IMAGES, "1,0.2", evaluators=("image-downstream",)),
-             Grid(("dp-gan", "dp-cgan"), _IMAGES, "9.6", evaluators=("image-downstream",))),
+            (GridSpec(("real", "dp-merf"), _IMAGES, [1.0, 0.2], FIVE_SEEDS, evaluators=("image-downstream",)),
+             GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream",))),
             (("MEAN", "image-downstream.accuracy"),),
             {"mnist": {("real", INF): {"MEAN": 0.87}, ("dp-cgan", 9.6): {"MEAN": 0.50}, ("dp-gan", 9.6): {"MEAN": 0.48},
                        ("dp-merf", 1.0): {"MEAN": 0.65}, ("dp-merf", 0.2): {"MEAN": 0.61}},
@@ -433,8 +400,8 @@ PRESETS: dict[str, Preset] = {
             f"images: MLP and LogReg accuracy after training on generated MNIST / FashionMNIST, (φ1, φ2), at {_DPMEPF_CPU}; "
             "DP-MERF and DP-HP beside it at ε = 1",
             "dpmepf-table2",
-            (Grid(("dp-mepf",), _IMAGES, "0.2,1,10,inf", seeds="0-2", profile="cpu"),
-             Grid(("dp-merf", "dp-hp"), ("mnist",), "1", seeds="0-2", profile="cpu")),
+            (GridSpec(("dp-mepf",), _IMAGES, [0.2, 1.0, 10.0, INF], [0, 1, 2], profile="cpu"),
+             GridSpec(("dp-merf", "dp-hp"), ("mnist",), [1.0], [0, 1, 2], profile="cpu")),
             _DPMEPF_COLUMNS, _dpmepf_published("phi1phi2", with_others=True),
             "DP-MEPF (arXiv:2205.12900) Tables 10 and 11 (DP-MEPF rows, mean ± std over 3 runs) and Table 1 "
             "(DP-MERF and DP-HP at ε = 10, as DP-MEPF prints them)",
@@ -444,7 +411,7 @@ PRESETS: dict[str, Preset] = {
             "dpmepf-table2-phi1", "DP-MEPF Tables 2, 10, 11 (φ1)",
             f"as dpmepf-table2 with the first moment only (--set dp-mepf.moments=1), at {_DPMEPF_CPU}",
             "dpmepf-table2-phi1",
-            (Grid(("dp-mepf",), _IMAGES, "0.2,1,10,inf", seeds="0-2", profile="cpu", sets=("dp-mepf.moments=1",)),),
+            (GridSpec(("dp-mepf",), _IMAGES, [0.2, 1.0, 10.0, INF], [0, 1, 2], profile="cpu", overrides={'dp-mepf': {'moments': '1'}}),),
             _DPMEPF_COLUMNS, _dpmepf_published("phi1", with_others=False),
             "DP-MEPF (arXiv:2205.12900) Tables 10 and 11, (φ1) rows, mean ± std over 3 runs",
             plot_metrics=("image-downstream.MLP.accuracy",), sample_grids=True,
@@ -454,8 +421,7 @@ PRESETS: dict[str, Preset] = {
             f"unlabelled CIFAR-10 (the data mirror's JPEG copy), (φ1, φ2), FID at 5,000 samples, at {_DPMEPF_CPU}, "
             "with precision / recall / density / coverage on the same Inception features",
             "dpmepf-table5",
-            (Grid(("dp-mepf",), ("cifar10-jpeg",), "1,10", seeds="0-2", profile="cpu", evaluators=("fid", "prdc"),
-                  sets=("dp-mepf.labelled=false",)),),
+            (GridSpec(("dp-mepf",), ("cifar10-jpeg",), [1.0, 10.0], [0, 1, 2], profile="cpu", evaluators=("fid", "prdc"), overrides={'dp-mepf': {'labelled': 'false'}}),),
             (("FID", "fid.fid"), ("precision", "prdc.precision"), ("recall", "prdc.recall"),
              ("density", "prdc.density"), ("coverage", "prdc.coverage")),
             {"cifar10-jpeg": {("dp-mepf", eps): {"FID": value} for eps, value in _DPMEPF_TABLE16["phi1phi2"].items()}},
@@ -473,37 +439,31 @@ PRESETS: dict[str, Preset] = {
             "gmm2d DP-HP vs DP-MERF at ε = 1 and ∞ (3 seeds), and DP-HP with the 2-D script's product target (n/B = 180 × "
             "the released mean embedding)",
             "dphp-gaps",
-            (Grid(("dp-hp",), ("adult",), "1,inf", protocol="paper"),
-             Grid(("dp-hp",), ("adult",), "1", protocol="paper", sets=("dp-hp.epochs=60",)),
+            (GridSpec(("dp-hp",), ("adult",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+             GridSpec(("dp-hp",), ("adult",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'epochs': '60'}}),
              # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
-             Grid(("dp-hp",), ("adult",), "inf", protocol="paper", sets=("dp-hp.length_scale_rule=median-heuristic",)),
+             GridSpec(("dp-hp",), ("adult",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'length_scale_rule': 'median-heuristic'}}),
              # the seeds' tabular code's product target: every class's row sums all of X_train (non-private only)
-             Grid(("dp-hp",), ("adult",), "inf", protocol="paper", sets=("dp-hp.prod_target_rule=unconditional",)),
+             GridSpec(("dp-hp",), ("adult",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'prod_target_rule': 'unconditional'}}),
              # the data as DP-HP's Table 2 reads it: all 48,842 rows (DP-HP (arXiv:2106.05042) Table 3), education categorical
-             Grid(("dp-hp",), ("adult-dphp",), "1,inf", protocol="paper"),
+             GridSpec(("dp-hp",), ("adult-dphp",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
              # ... with the codes in sorted-name order (LabelEncoder's), on which the authors' code scores 0.589
-             Grid(("dp-hp",), ("adult-dphp-sorted",), "1,inf", protocol="paper"),
+             GridSpec(("dp-hp",), ("adult-dphp-sorted",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
              # ... and both with the seeds' tabular kernel set-up (both rules above; non-private only): the authors' code
-             Grid(("dp-hp",), ("adult-dphp", "adult-dphp-sorted"), "inf", protocol="paper",
-                  sets=("dp-hp.length_scale_rule=median-heuristic", "dp-hp.prod_target_rule=unconditional")),
-             Grid(("dp-hp",), ("adult-discrete",), "0.1,0.3,1,inf", seeds="0-2", protocol="paper", evaluators=("marginals",),
-                  sets=("dp-hp.epochs=8",)),
+             GridSpec(("dp-hp",), ("adult-dphp", "adult-dphp-sorted"), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'length_scale_rule': 'median-heuristic', 'prod_target_rule': 'unconditional'}}),
+             GridSpec(("dp-hp",), ("adult-discrete",), [0.1, 0.3, 1.0, INF], [0, 1, 2], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '8'}}),
              # ... and with 20 (Table 4's default here): does utility now move with ε?
-             Grid(("dp-hp",), ("adult-discrete",), "0.03,0.1,0.3,1,inf", seeds="0-2", protocol="paper",
-                  evaluators=("marginals",), sets=("dp-hp.epochs=20",)),
-             Grid(("dp-hp",), ("adult-discrete",), "0.3", seeds="0-1", protocol="paper", evaluators=("marginals",),
-                  sets=("dp-hp.epochs=50",)),
+             GridSpec(("dp-hp",), ("adult-discrete",), [0.03, 0.1, 0.3, 1.0, INF], [0, 1, 2], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '20'}}),
+             GridSpec(("dp-hp",), ("adult-discrete",), [0.3], [0, 1], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '50'}}),
              # Table 1's code (github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py, --hyperparam 0) also takes
              # the median heuristic on the private rows, uncharged: non-private only
-             Grid(("dp-hp",), ("adult-discrete",), "inf", seeds="0-1", protocol="paper", evaluators=("marginals",),
-                  sets=("dp-hp.epochs=20", "dp-hp.length_scale_rule=median-heuristic")),
+             GridSpec(("dp-hp",), ("adult-discrete",), [INF], [0, 1], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '20', 'length_scale_rule': 'median-heuristic'}}),
              # ... and with a 10× learning rate (the code's 1e-4 may be slow for 20 epochs): does training set the floor?
-             Grid(("dp-hp",), ("adult-discrete",), "inf", seeds="0-1", protocol="paper", evaluators=("marginals",),
-                  sets=("dp-hp.epochs=20", "dp-hp.lr=0.001")),
-             Grid(("dp-hp",), ("gmm2d",), "1,inf", seeds="0-2"),
-             Grid(("dp-merf",), ("gmm2d",), "1,inf", seeds="0-2"),
+             GridSpec(("dp-hp",), ("adult-discrete",), [INF], [0, 1], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '20', 'lr': '0.001'}}),
+             GridSpec(("dp-hp",), ("gmm2d",), [1.0, INF], [0, 1, 2]),
+             GridSpec(("dp-merf",), ("gmm2d",), [1.0, INF], [0, 1, 2]),
              # the 2-D script's product target, n/B = 180 × the mean embedding (methods/dp_hp.py prod_target_scale)
-             Grid(("dp-hp",), ("gmm2d",), "1,inf", seeds="0-1", sets=("dp-hp.prod_target_scale=180",))),
+             GridSpec(("dp-hp",), ("gmm2d",), [1.0, INF], [0, 1], overrides={'dp-hp': {'prod_target_scale': '180'}})),
             (("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
              ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc"),
              ("3-way (seeds' code)", "marginals.paper.tv_3"), ("4-way (seeds' code)", "marginals.paper.tv_4"),
@@ -531,40 +491,34 @@ PRESETS: dict[str, Preset] = {
             "midpoints; real data and DP-HP on adult-dphp-logs with every classifier z-scoring its training rows "
             "(the authors' file was z-scored)",
             "faithfulness",
-            (Grid(("real", "dp-merf"), ("adult-sdgym",), "1,inf", protocol="paper"),
-             Grid(("dp-merf",), ("adult-sdgym",), "12.9", protocol="paper"),
+            (GridSpec(("real", "dp-merf"), ("adult-sdgym",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+             GridSpec(("dp-merf",), ("adult-sdgym",), [12.9], FIVE_SEEDS, protocol="paper"),
              # the authors' length scale (median heuristic on private rows, uncharged): non-private only
-             Grid(("dp-merf",), ("adult-sdgym",), "inf", protocol="paper", sets=("dp-merf.length_scale_rule=median-heuristic",)),
+             GridSpec(("dp-merf",), ("adult-sdgym",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-merf': {'length_scale_rule': 'median-heuristic'}}),
              # ... and that median estimated privately, charged through the ledger (ours)
-             Grid(("dp-merf",), ("adult-sdgym",), "1", protocol="paper", sets=("dp-merf.length_scale_rule=dp-median",)),
+             GridSpec(("dp-merf",), ("adult-sdgym",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-merf': {'length_scale_rule': 'dp-median'}}),
              # ... at 13.8, where that rule's embedding noise equals the authors' at their claimed ε = 1: like for like
-             Grid(("dp-merf",), ("adult-sdgym",), "13.8", protocol="paper", sets=("dp-merf.length_scale_rule=dp-median",)),
+             GridSpec(("dp-merf",), ("adult-sdgym",), [13.8], FIVE_SEEDS, protocol="paper", overrides={'dp-merf': {'length_scale_rule': 'dp-median'}}),
              # cervical as DP-MERF's code keeps it: every row (DP-HP's grid undersamples to 0.3)
-             Grid(("real", "dp-merf"), ("cervical-dpmerf",), "1,inf", protocol="paper"),
-             Grid(("real", "dp-hp"), ("adult-dphp-logs",), "1,inf", protocol="paper"),
+             GridSpec(("real", "dp-merf"), ("cervical-dpmerf",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+             GridSpec(("real", "dp-hp"), ("adult-dphp-logs",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
              # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
-             Grid(("dp-hp",), ("adult-dphp-logs", "cervical"), "inf", protocol="paper",
-                  sets=("dp-hp.length_scale_rule=median-heuristic",)),
+             GridSpec(("dp-hp",), ("adult-dphp-logs", "cervical"), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'length_scale_rule': 'median-heuristic'}}),
              # each coordinate centred on its public midpoint before the HP features (public, no privacy cost)
-             Grid(("dp-hp",), ("adult-dphp-logs", "cervical"), "1,inf", protocol="paper", sets=("dp-hp.kernel_inputs=centred",)),
+             GridSpec(("dp-hp",), ("adult-dphp-logs", "cervical"), [1.0, INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred'}}),
              # the authors' z-scored input file, as a classifier-side step: each classifier z-scores its
              # training rows (the synthetic ones) first
-             Grid(("real", "dp-hp"), ("adult-dphp-logs",), "1", protocol="paper", eval_sets=("downstream.scaling=standard",)),
-             Grid(("dp-hp",), ("adult-dphp-logs",), "1", protocol="paper", sets=("dp-hp.kernel_inputs=centred",),
-                  eval_sets=("downstream.scaling=standard",)),
+             GridSpec(("real", "dp-hp"), ("adult-dphp-logs",), [1.0], FIVE_SEEDS, protocol="paper", evaluator_overrides={'downstream': {'scaling': 'standard'}}),
+             GridSpec(("dp-hp",), ("adult-dphp-logs",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred'}}, evaluator_overrides={'downstream': {'scaling': 'standard'}}),
              # ... and with the authors' own length scales too (median heuristic, uncharged: ε = ∞ only): their
              # kernel set-up on their file, as near as a typed model space gets
-             Grid(("dp-hp",), ("adult-dphp-logs",), "inf", protocol="paper",
-                  sets=("dp-hp.kernel_inputs=centred", "dp-hp.length_scale_rule=median-heuristic"),
-                  eval_sets=("downstream.scaling=standard",)),
+             GridSpec(("dp-hp",), ("adult-dphp-logs",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred', 'length_scale_rule': 'median-heuristic'}}, evaluator_overrides={'downstream': {'scaling': 'standard'}}),
              # the authors' file itself: every column z-scored (uncharged statistics of the rows, an ablation);
              # their kernel, generator and classifiers all saw these z-scores
-             Grid(("real", "dp-hp"), ("adult-dphp-zscored",), "1", protocol="paper"),
+             GridSpec(("real", "dp-hp"), ("adult-dphp-zscored",), [1.0], FIVE_SEEDS, protocol="paper"),
              # ... and a generator that emits numerical columns within their public ranges (O(1) units, as on the
              # authors' z-scored file) instead of raw units that 200 Adam steps cannot reach
-             Grid(("dp-hp",), ("adult-dphp-logs",), "1", protocol="paper",
-                  sets=("dp-hp.kernel_inputs=centred", "dp-hp.numerical_outputs=public-range"),
-                  eval_sets=("downstream.scaling=standard",))),
+             GridSpec(("dp-hp",), ("adult-dphp-logs",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred', 'numerical_outputs': 'public-range'}}, evaluator_overrides={'downstream': {'scaling': 'standard'}})),
             (("ROC (hard labels)", "downstream.paper.roc_auc"), ("PRC (hard labels)", "downstream.paper.pr_auc"),
              ("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
              ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc")),
@@ -606,13 +560,12 @@ PRESETS: dict[str, Preset] = {
             "--experiment privacy-utility --evaluators privacy,fidelity` (and, on cervical, the shadow-model attack: "
             "`--datasets cervical --evaluators shadow-mia`, which refits each run's method on shadow sets)",
             "privacy-utility",
-            (Grid(("real", "dp-merf", "dp-hp", *BASELINES), ("cervical",), "0.1,0.3,1,3,10", seeds="0-4"),
-             Grid(("real", "dp-merf", "dp-hp", *BASELINES), ("credit-sample",), "0.1,0.3,1,3,10", seeds="0-4"),
-             Grid(("real", "dp-merf", "dp-hp", *BASELINES), ("isolet-subset",), "0.1,0.3,1,3,10", seeds="0-4"),
-             Grid(("real", "dp-merf", "mst", *BASELINES), ("adult-discrete",), "0.1,0.3,1,3,10", seeds="0-4"),
-             Grid(("real", "dp-merf", "dp-hp", *BASELINES), ("adult",), "0.1,0.3,1,3,10", seeds="0-4"),
-             Grid(("real", "dp-merf", "dp-hp", *BASELINES), ("census", "intrusion", "covtype-subset"), "0.1,0.3,1,3,10",
-                  seeds="0-4")),
+            (GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("cervical",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
+             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("credit-sample",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
+             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("isolet-subset",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
+             GridSpec(("real", "dp-merf", "mst", *BASELINES), ("adult-discrete",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
+             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("adult",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
+             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("census", "intrusion", "covtype-subset"), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS)),
             (("ROC (scores)", "downstream.roc_auc"), ("PRC (scores)", "downstream.pr_auc"),
              ("F1 (weighted; multi-class)", "downstream.f1_weighted"), ("3-way TV", "marginals.tv_3")),
             # utility (ROC on the binary tables, weighted F1 on intrusion's 5 classes) and the attack's AUC
@@ -634,12 +587,12 @@ def get_preset(name: str) -> Preset:
         raise PresetError(f"unknown preset {name!r}; valid: {', '.join(PRESETS)} (see `python -m bench list presets`)") from None
 
 
-def grid_cells(grid: Grid, experiment: str, seeds: str | None = None) -> list:
-    """The cells of one grid, expanded by the same code as ``bench run`` itself from the same typed
-    spec its printed command reads back into (tests/test_presets.py), so the two cannot disagree."""
+def grid_cells(grid: GridSpec, experiment: str, seeds: list[int] | None = None) -> list:
+    """The cells of one grid (narrowed to ``seeds``), expanded by the same code as ``bench run``
+    itself from the same typed spec, so the two cannot disagree."""
     from bench.harness.grid import expand
 
-    cells, _ = expand(grid.spec(seeds=seeds))
+    cells, _ = expand(grid.narrowed(seeds=seeds))
     return cells
 
 
@@ -701,23 +654,14 @@ DOCUMENTED_SECONDS.update({key: seconds for key, seconds in _measured_fit_costs(
 CostKey = tuple[str, str, str]  # (method, dataset, the setting as JSON)
 
 
-def cost_key(params: dict[str, str]) -> CostKey:
-    """What decides a cell's time, from its logged parameters: the method, the dataset and the
-    setting — profile, protocol, evaluators with their --eval-set values and every hyperparameter
-    — so that a smoke run never prices a paper cell. ε, δ, seed and calibrator are left out."""
-    from bench.report.tables import with_added_later
-
-    params = with_added_later(params)
-    setting = {"profile": params.get("profile", "paper"), "protocol": params.get("protocol", "sound"),
-               "evaluators": params.get("evaluators", "")}
+def cost_key(cell: Any) -> CostKey:
+    """What decides a cell's time: the method, the dataset and the setting — profile, protocol,
+    evaluators with their --eval-set values and every hyperparameter — so that a smoke run never
+    prices a paper cell. ε, δ, seed and calibrator are left out."""
+    params = cell.mlflow_params()
+    setting = {"profile": cell.profile, "protocol": cell.protocol.value, "evaluators": params["evaluators"]}
     setting.update({k: v for k, v in params.items() if k.startswith(("hp.", "eval."))})
-    return params.get("method"), params.get("dataset"), json.dumps(setting, sort_keys=True)
-
-
-def cell_cost_key(cell: Any) -> CostKey:
-    from bench.harness.tracking import cell_params
-
-    return cost_key(cell_params(cell))
+    return cell.method, cell.dataset, json.dumps(setting, sort_keys=True)
 
 
 def seconds_for(key: CostKey, timings: dict[CostKey, float]) -> float | None:
@@ -741,11 +685,11 @@ def logged_seconds(gpu: bool = False, source: Any = None) -> dict[CostKey, float
     seconds: dict[CostKey, list[float]] = {}
     for experiment in source.experiments():
         for run in source.finished_runs(experiment) or []:
-            if (run.tags.get("device", "cpu") != "cpu") != gpu:
+            if run.cell is None or (run.tags.get("device", "cpu") != "cpu") != gpu:
                 continue
-            times = [v for k, v in run.metrics.items() if k.startswith("time.") and k.endswith("_s")]
-            key = cost_key(dict(run.params))
-            if times and None not in key[:2]:
+            times = [v for k, v in run.all_metrics().items() if k.startswith("time.") and k.endswith("_s")]
+            key = cost_key(run.cell)
+            if times:
                 seconds.setdefault(key, []).append(sum(times))
     return {key: statistics.median(values) for key, values in seconds.items()}
 
@@ -779,7 +723,7 @@ def estimate_cost(preset: Preset, timings: dict[CostKey, float] | None = None,
     experiment), else the documented CPU measurement; cells with neither are counted apart, never
     guessed. GPU cost comes only from runs logged on a GPU."""
     timings, gpu_timings = timings or {}, gpu_timings or {}
-    keys = [cell_cost_key(cell) for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
+    keys = [cost_key(cell) for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
     measured = [s for s in (seconds_for(k, timings) for k in keys) if s is not None]
     on_gpu = [gpu_timings[k] for k in keys if k in gpu_timings]
     cells = keys

@@ -24,7 +24,7 @@ import pandas as pd
 
 from bench.harness import tracking
 from bench.report.presets import (
-    NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, approximately, cell_cost_key, duration, grid_cells, logged_seconds,
+    NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, approximately, cost_key, duration, grid_cells, logged_seconds,
     measured_references,
     seconds_for,
 )
@@ -38,7 +38,6 @@ from bench.report.coverage import (
 )
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
-from bench.privacy.budget import epsilon_argument
 from bench.report.tables import (
     CELL_LEGEND, FEW_SEEDS_MARK, MIN_SEEDS_FOR_EVIDENCE, TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
 )
@@ -95,11 +94,11 @@ def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]
         for cell in grid_cells(grid, preset.experiment):
             if cell.key not in finished_keys:
                 groups.setdefault((cell.method, cell.dataset, cell.epsilon), []).append(cell.seed)
-                keys.setdefault((cell.method, cell.dataset, cell.epsilon), cell_cost_key(cell))
+                keys.setdefault((cell.method, cell.dataset, cell.epsilon), cost_key(cell))
         for (method, dataset, epsilon), seeds in groups.items():
             # a non-private method runs at ∞ whatever --eps says
-            command = grid.command(preset.experiment, methods=[method], datasets=[dataset], eps=epsilon_argument([epsilon]),
-                                   seeds=",".join(str(s) for s in sorted(seeds)))
+            command = grid.narrowed(methods=[method], datasets=[dataset], epsilons=[epsilon],
+                                    seeds=sorted(seeds)).command(preset.experiment)
             missing.append(MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command,
                                         keys[(method, dataset, epsilon)]))
     return missing

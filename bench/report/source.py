@@ -1,27 +1,14 @@
 """Where tables, plots and the report read finished runs from: the MLflow store (the default) or
-a results record folder (``--records results/runs``, :mod:`bench.harness.record`). Both give the
-same :class:`StoredRun` values, so every layout reads either."""
+a results record folder (``--records results/runs``, :mod:`bench.harness.record`). Both give
+:class:`~bench.harness.record.Record` values (a cell run's typed cell among them), so every
+layout reads either."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-
-@dataclass(frozen=True)
-class StoredRun:
-    run_id: str
-    start_time: int
-    cell_key: str
-    params: dict[str, str]
-    metrics: dict[str, float]
-    tags: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def dirty(self) -> bool:
-        """Logged from code with uncommitted changes: its code cannot be named."""
-        return self.tags.get("git_commit", "").endswith("-dirty")
+from bench.harness.record import Record
 
 
 class RunSource(Protocol):
@@ -30,7 +17,7 @@ class RunSource(Protocol):
 
     def experiments(self) -> list[str]: ...
 
-    def finished_runs(self, experiment: str) -> list[StoredRun] | None:
+    def finished_runs(self, experiment: str) -> list[Record] | None:
         """The experiment's finished runs (every run, not only the latest of each cell); None
         when there is no such experiment."""
 
@@ -58,16 +45,17 @@ class MlflowSource:
             return []  # no store yet: do not create one just to read it
         return [e.name for e in self._client().search_experiments()]
 
-    def finished_runs(self, experiment: str) -> list[StoredRun] | None:
+    def finished_runs(self, experiment: str) -> list[Record] | None:
         from bench.harness import tracking
 
         client = self._client()
         experiment_id = tracking.experiment_id(client, experiment, create=False)
         if experiment_id is None:
             return None
+        from bench.harness.record import record_of
+
         return [
-            StoredRun(run.info.run_id, run.info.start_time, run.data.tags.get("cell_key", run.info.run_id),
-                      dict(run.data.params), dict(run.data.metrics), dict(run.data.tags))
+            record_of(experiment, run, tracking.stored_cell(client, run) if "cell_key" in run.data.tags else None, None)
             for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'")
         ]
 
@@ -89,7 +77,7 @@ class RecordSource:
 
         self.folder = Path(folder)
         record_experiments(self.folder)  # a missing folder: one line now, not at the first table
-        self._cache: dict[str, list[StoredRun]] = {}
+        self._cache: dict[str, list[Record]] = {}
 
     def describe(self) -> str:
         return f"the results record {self.folder}"
@@ -99,17 +87,13 @@ class RecordSource:
 
         return record_experiments(self.folder)
 
-    def finished_runs(self, experiment: str) -> list[StoredRun] | None:
+    def finished_runs(self, experiment: str) -> list[Record] | None:
         from bench.harness.record import load_records
 
         if experiment not in self._cache:
             if not (self.folder / experiment).is_dir():
                 return None
-            self._cache[experiment] = [
-                StoredRun(r.run_id, r.start_time, r.key, dict(r.params), r.all_metrics(),
-                          {**r.tags, "git_commit": r.code.commit + ("-dirty" if r.code.dirty else "")})
-                for r in load_records(self.folder, experiment) if r.status == "FINISHED"
-            ]
+            self._cache[experiment] = [r for r in load_records(self.folder, experiment) if r.status == "FINISHED"]
         return self._cache[experiment]
 
     def artifact(self, run_id: str, name: str) -> bytes | None:

@@ -23,7 +23,9 @@ import pandas as pd
 
 from bench.core.errors import UsageError
 from bench.report.layouts import TABLE_FORMATS as FORMATS
-from bench.report.source import MlflowSource, RunSource, StoredRun
+from bench.harness.grid import Cell
+from bench.harness.record import Record
+from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import marks, one_sample, paired, welch
 from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
@@ -52,71 +54,57 @@ ROW_SETTING_DEFAULTS = {"protocol": "sound", "calibrator": "tight", "delta": f"{
 
 
 def load_runs(experiment: str, source: RunSource | None = None) -> pd.DataFrame:
-    """One row per finished cell (the latest run of each cell key), with params and metrics, from
-    ``source`` (default: the MLflow store)."""
+    """One row per finished cell (the latest run of each cell key), with its setting and
+    metrics, from ``source`` (default: the MLflow store)."""
     source = source or MlflowSource()
     runs = source.finished_runs(experiment)
     if runs is None:
         raise TableError(f"no experiment {experiment!r} in {source.describe()}; run `python -m bench run` first")
-    runs = [run for run in runs if run.tags.get("kind") != "audit"]
+    runs = [run for run in runs if run.cell is not None]  # not an audit's or an encoder checkpoint's run
     if not runs:
         raise TableError(f"experiment {experiment!r} has no finished runs yet")
     return runs_frame(runs)
 
 
-RunRecord = StoredRun  # the name the tests and plugins' own tables know
-
-
-def settings_of(params: dict[str, str]) -> dict[str, str]:
-    """Everything logged about a run that can change its numbers, except method, dataset and ε
+def settings_of(cell: Cell) -> dict[str, str]:
+    """Everything about a cell that can change its numbers, as text, except method, dataset and ε
     (table coordinates of their own) and the seed (what a table aggregates over)."""
     skip = PER_SEED_PARAMS | NOT_RESULT_PARAMS | set(IDENTITY_PARAMS)
-    return {key: value for key, value in params.items() if key not in skip}
+    return {key: value for key, value in cell.mlflow_params().items() if key not in skip}
 
 
-def runs_frame(runs: list[StoredRun]) -> pd.DataFrame:
+def runs_frame(runs: list[Record]) -> pd.DataFrame:
     """The runs as a frame whose (``dataset``, ``method``, ``epsilon``) cells each hold seeds of
     exactly one setting: ``dataset`` is qualified by non-default grid-wide settings (protocol,
     calibrator, δ, --eval-set values), ``method`` by a non-default profile and hyperparameters
     that differ from the method's resolved defaults (--set); any remaining difference between two
     settings that would share a label is spelled out, so no two settings are ever averaged.
-    ``method_name`` keeps the registered name, ``settings`` the full setting as JSON."""
-    latest: dict[str, StoredRun] = {}
+    Every column comes from the run's typed cell. ``method_name`` keeps the registered name,
+    ``settings`` the full setting as JSON."""
+    latest: dict[str, Record] = {}
     for run in sorted(runs, key=lambda r: r.start_time):
-        latest[run.cell_key] = run  # a rerun (--rerun) of a cell replaces it
+        latest[run.key] = run  # a rerun (--rerun) of a cell replaces it
     rows = []
     for run in latest.values():
-        params = with_added_later(run.params)
-        epsilon = float(params.get("epsilon", "nan"))
+        cell = run.cell
         rows.append(
             {
                 "run_id": run.run_id,
                 "start_time": run.start_time,
-                "cell_key": run.cell_key,
-                "setup_key": run.tags.get("setup_key"),  # runs logged before it was kept: None
-                "method": _method_label(params, epsilon),
-                "method_name": params.get("method"),
-                "dataset": _row_label(params),
-                "epsilon": epsilon,
-                "seed": int(params.get("seed", -1)),
-                "dirty": run.dirty,
-                "settings": json.dumps(settings_of(params), sort_keys=True),
-                **run.metrics,
+                "cell_key": run.key,
+                "setup_key": cell.setup_key,
+                "method": _method_label(cell),
+                "method_name": cell.method,
+                "dataset": _row_label(cell),
+                "epsilon": cell.epsilon,
+                "seed": cell.seed,
+                "dirty": run.code.dirty,
+                "settings": json.dumps(settings_of(cell), sort_keys=True),
+                **run.all_metrics(),
             }
         )
     frame = pd.DataFrame(rows).sort_values("start_time").reset_index(drop=True)
     return _separate_remaining_settings(frame)
-
-
-def with_added_later(params: dict[str, str]) -> dict[str, str]:
-    """A run logged before a hyperparameter existed behaved as the parameter's old value
-    (``HyperParameters.added_later``): it is filled in, so that run and a later one at that
-    value are one setting (as their cell keys already say)."""
-    try:
-        added = METHODS.get(params.get("method")).hyperparameters.added_later
-    except (RegistryError, AttributeError):
-        return params
-    return {**{f"hp.{name}": str(old) for name, old in added.items() if f"hp.{name}" not in params}, **params}
 
 
 def render_run_list(frame: pd.DataFrame, method: str | None = None, dataset: str | None = None) -> str:
@@ -140,46 +128,42 @@ def render_run_list(frame: pd.DataFrame, method: str | None = None, dataset: str
     return "\n".join([header, *lines])
 
 
-def _row_label(params: dict[str, str]) -> str | None:
+def _row_label(cell: Cell) -> str:
     """The dataset, qualified by non-default grid-wide settings so that they are never averaged
-    together: protocol, calibrator, δ, and every --eval-set value (``eval.<evaluator>.<name>``)."""
-    qualifiers = [
-        f"{key} {params[key]}"
-        for key, default in ROW_SETTING_DEFAULTS.items()
-        if params.get(key, default) not in (default, "none")
-    ]
-    qualifiers += [f"{key[len('eval.'):]}={value}" for key, value in sorted(params.items()) if key.startswith("eval.")]
-    dataset = params.get("dataset")
-    return f"{dataset} [{', '.join(qualifiers)}]" if qualifiers and dataset else dataset
+    together: protocol, calibrator, δ, and every --eval-set value (``<evaluator>.<name>``)."""
+    grid_wide = {"protocol": cell.protocol.value, "calibrator": cell.calibrator.value, "delta": cell.delta.text}
+    qualifiers = [f"{key} {grid_wide[key]}" for key, default in ROW_SETTING_DEFAULTS.items()
+                  if grid_wide[key] not in (default, "none")]
+    qualifiers += sorted(f"{evaluator}.{name}={value}" for evaluator, settings in cell.evaluator_settings.items()
+                         for name, value in settings.items())
+    return f"{cell.dataset} [{', '.join(qualifiers)}]" if qualifiers else cell.dataset
 
 
-def _method_label(params: dict[str, str], epsilon: float) -> str | None:
+def _method_label(cell: Cell) -> str:
     """The method, qualified by its profile where the profile changes its hyperparameters and by
-    each hyperparameter whose logged value differs from what the method resolves today for this
+    each hyperparameter whose value differs from what the method resolves today for this
     dataset and profile (a --set value, or a default changed since the run)."""
-    method, dataset = params.get("method"), params.get("dataset")
-    profile = params.get("profile", "paper")
-    logged = {key[len("hp."):]: value for key, value in params.items() if key.startswith("hp.")}
+    logged = {name: str(value) for name, value in cell.params.items()}
     try:
-        adapter = METHODS.get(method)
+        adapter = METHODS.get(cell.method)
         hyper = adapter.hyperparameters
-        private = not math.isinf(epsilon)
-        as_logged_profile = {k: str(v) for k, v in hyper.resolve(dataset, profile, private=private).values.items()}
-        as_paper = {k: str(v) for k, v in hyper.resolve(dataset, "paper", private=private).values.items()}
+        private = not math.isinf(cell.epsilon)
+        as_run_profile = {k: str(v) for k, v in hyper.resolve(cell.dataset, cell.profile, private=private).values.items()}
+        as_paper = {k: str(v) for k, v in hyper.resolve(cell.dataset, "paper", private=private).values.items()}
     except (RegistryError, HyperParameterError):
         # not registered now (a plugin that is not loaded): name the profile; any hyperparameter
         # difference is spelled out by _separate_remaining_settings
-        adapter, as_logged_profile, as_paper = None, None, None
+        adapter, as_run_profile, as_paper = None, None, None
     qualifiers = []
-    if profile != "paper" and (as_logged_profile is None or as_logged_profile != as_paper):
-        qualifiers.append(f"profile {profile}")
+    if cell.profile != "paper" and (as_run_profile is None or as_run_profile != as_paper):
+        qualifiers.append(f"profile {cell.profile}")
     # what a method asks to be shown always (dp-mepf: its encoder, the public data it depends on)
     always = tuple(getattr(adapter, "label_params", ()))
     qualifiers += [f"{key}={logged[key]}" for key in always if key in logged]
-    if as_logged_profile is not None:
+    if as_run_profile is not None:
         qualifiers += [f"{key}={value}" for key, value in sorted(logged.items())
-                       if as_logged_profile.get(key) != value and key not in always]
-    return f"{method} [{', '.join(qualifiers)}]" if qualifiers and method else method
+                       if as_run_profile.get(key) != value and key not in always]
+    return f"{cell.method} [{', '.join(qualifiers)}]" if qualifiers else cell.method
 
 
 def _separate_remaining_settings(frame: pd.DataFrame) -> pd.DataFrame:
