@@ -262,8 +262,6 @@ HYPERPARAMETERS = HyperParameters(
         "mnist": {"gamma": Setting(5.0, "DP-HP (arXiv:2106.05042) Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
         "fashion-mnist": {"gamma": Setting(20.0, "DP-HP (arXiv:2106.05042) Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
     },
-    added_later={"prod_target_scale": 1.0, "length_scale_rule": "public-range", "prod_target_rule": "per-class",
-                 "kernel_inputs": "raw", "numerical_outputs": "raw"},  # issue 19's and 28's ablations
     # batch_fraction none: the smoke batch is 200 rows on every dataset (batch_rows lets a fraction win)
     profiles={"smoke": {
         "sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "batch_fraction": None,

@@ -176,7 +176,6 @@ HYPERPARAMETERS = HyperParameters(
         "fashion-mnist": _images("FashionMNIST"),
     },
     profiles={"smoke": {"n_features": 500, "epochs": 2, "batch_size": 500}},
-    added_later={"length_scale_rule": "public-range"},  # issue 28's ablation
 )
 
 
