@@ -22,12 +22,12 @@ from typing import Any
 # pandas or matplotlib (each command imports what it needs).
 from bench.core.errors import UsageError
 from bench.core.params import PROFILES, parse_overrides
-from bench.core.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS
+from bench.api.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS
 from bench.harness import tracking
 from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, settable_fields, split_names
 from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, BudgetError, Delta, parse_epsilons
+from bench.core.paths import DATA_DIR_VARIABLE
 from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
-    DATA_DIR_VARIABLE,
     GRID_OPTIONS,
     add_run_options,
     experiment_name,
@@ -382,7 +382,7 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_evaluate(args: argparse.Namespace) -> int:
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
     from bench.harness.grid import evaluator_settings
     from bench.harness.rescoring import rescore, summary_line
 
@@ -498,7 +498,7 @@ def run_source(args: argparse.Namespace):
 
 
 def command_table(args: argparse.Namespace) -> int:
-    from bench.report.tables import render_all
+    from bench.report.render import render_all
 
     source = run_source(args)
     if args.out:

@@ -51,18 +51,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from bench.core.contracts import (
-    ColumnKind,
-    DataError,
-    DataKind,
-    FitContext,
-    LabelledData,
-    Split,
-    dataset_problems,
-    evaluator_problems,
-    method_problems,
-)
-from bench.core.registry import DATASETS, METHODS
+from bench.core.data import ColumnKind, DataError, DataKind, LabelledData, Split
+from bench.api.contracts import FitContext, dataset_problems, evaluator_problems, method_problems
+from bench.api.registry import DATASETS, METHODS
 from bench.harness.api import run_cell
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger, ReleaseEvent, ReleaseReplay, ReplayDiverged, snapshot
@@ -539,7 +530,7 @@ def check_evaluator(
     number, and at least one is returned); ``stateless`` (a second evaluation gives the same
     quality metrics: nothing carried between cells); ``settings`` (an evaluator's ``--eval-set``
     settings, if any, apply)."""
-    from bench.core.contracts import EvalContext, MetricKind
+    from bench.api.contracts import EvalContext, MetricKind
     from bench.harness.grid import configured, settable_fields
 
     problems = evaluator_problems(evaluator)

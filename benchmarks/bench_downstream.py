@@ -38,7 +38,7 @@ def synthetic_split(rows: int, test_rows: int, n_classes: int, seed: int = 0):
     import numpy as np
 
     from bench.core.encoding import TabularEncoder
-    from bench.core.contracts import Column, ColumnKind, LabelledData, Schema, Split
+    from bench.core.data import Column, ColumnKind, LabelledData, Schema, Split
 
     rng = np.random.default_rng(seed)
     sizes = (9, 16, 7, 15, 6, 5, 2, 42)
@@ -60,14 +60,14 @@ def synthetic_split(rows: int, test_rows: int, n_classes: int, seed: int = 0):
 def load_split(args: argparse.Namespace, protocol: str):
     if args.dataset is None:
         return synthetic_split(args.rows, args.test_rows, args.classes)
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     data_dir = Path(args.data_dir) if args.data_dir else None
     return DATASETS.get(args.dataset).load(data_dir, seed=0, protocol=protocol)
 
 
 def child(args: argparse.Namespace) -> None:
-    from bench.core.contracts import EvalContext
+    from bench.api.contracts import EvalContext
     from evaluators.downstream import DownstreamClassifiers
 
     protocol = args.child

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.core.contracts import DataKind
+from bench.core.data import DataKind
 from methods.dp_hp import HYPERPARAMETERS, HermiteProductKernel, HermiteSumKernel, length_scales_sq
 from methods.hermite import rho_from_length_scale_sq
 from methods.mean_embedding import bounded_class_sums, embedding_sum
@@ -62,7 +62,7 @@ def throughput(name: str, dimension: int, sum_order: int, prod_dims: int, prod_o
 
 def adult_epoch(protocol: str, data_dir: str | None) -> None:
     """Seconds per epoch at Table 6's adult setting: the generator steps and the re-release."""
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     split = DATASETS.get("adult").load(Path(data_dir) if data_dir else None, 0, protocol)
     params = HYPERPARAMETERS.resolve("adult").values

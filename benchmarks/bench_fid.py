@@ -18,9 +18,9 @@ import time
 import torch
 from pytorch_fid.fid_score import calculate_frechet_distance
 
-from bench.core.registry import DATASETS
+from bench.api.registry import DATASETS
 from bench.core.images import as_images
-from bench.core.contracts import EvalContext
+from bench.api.contracts import EvalContext
 from evaluators.fid import FrechetInceptionDistance, activation_statistics
 
 

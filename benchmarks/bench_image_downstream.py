@@ -30,7 +30,8 @@ if str(REPO) not in sys.path:
 
 
 def measure(args: argparse.Namespace, rows: int, train, test) -> dict:
-    from bench.core.contracts import EvalContext, LabelledData
+    from bench.core.data import LabelledData
+    from bench.api.contracts import EvalContext
     from evaluators.image_downstream import IMAGE_CLASSIFIERS, ImageDownstreamClassifiers, subset_rows
 
     chosen = args.classifiers.split(",") if args.classifiers else [spec.name for spec in IMAGE_CLASSIFIERS]
@@ -105,8 +106,8 @@ def main() -> None:
                         help="instead: time ROUNDS rounds of AdaBoost, scikit-learn's against ours, on the full training set")
     args = parser.parse_args()
 
-    from bench.core.contracts import LabelledData
-    from bench.core.registry import DATASETS
+    from bench.core.data import LabelledData
+    from bench.api.registry import DATASETS
 
     split = DATASETS.get(args.dataset).load(Path(args.data_dir) if args.data_dir else None, seed=0)
     test = split.test

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from bench.core.registry import DATASETS
+from bench.api.registry import DATASETS
 from datasets.discrete import domain_sizes
 from evaluators.marginals import _estimated_seconds, counted_l1_distance, gram_l1_distance
 

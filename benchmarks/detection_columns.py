@@ -29,7 +29,7 @@ ATOM_SHARE = 0.05
 def column_names(schema) -> list[str]:
     """The names of the evaluator's distance-feature columns: one per numerical, binary or
     ordinal column, one per category of a categorical column and of the label."""
-    from bench.core.contracts import ColumnKind
+    from bench.core.data import ColumnKind
 
     names = []
     for column in schema.columns:
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
 
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
     from bench.harness import tracking
     from bench.harness.samples import SAMPLE_FILE, load_synthetic
 

@@ -19,10 +19,10 @@ def end_to_end(
     method_name: str, dataset_name: str, protocol: str, data_dir: str | None, overrides: dict[str, str] | None = None
 ) -> dict[str, float]:
     from bench.privacy.budget import PrivacyBudget
-    from bench.core.contracts import EvalContext, FitContext
+    from bench.api.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
     from bench.privacy.private_data import PrivateData
-    from bench.core.registry import DATASETS, EVALUATORS, METHODS
+    from bench.api.registry import DATASETS, EVALUATORS, METHODS
 
     torch.manual_seed(0)
     dataset, method = DATASETS.get(dataset_name), METHODS.get(method_name)

@@ -37,13 +37,13 @@ class Row:
 
 
 def _split(dataset: str, protocol: str):
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     return DATASETS.get(dataset).load(None, seed=0, protocol=protocol)
 
 
 def _context(protocol: str = "sound", cache_dir: Path | None = None):
-    from bench.core.contracts import EvalContext
+    from bench.api.contracts import EvalContext
 
     return EvalContext(seed=0, device="cpu", protocol=protocol, cache_dir=cache_dir)
 
@@ -52,8 +52,8 @@ def dphp_adult_paper() -> float:
     """DP-HP on adult (paper protocol, ε = 1, paper hyperparameters): fit + sample + downstream."""
     import torch
 
-    from bench.core.contracts import FitContext
-    from bench.core.registry import EVALUATORS, METHODS
+    from bench.api.contracts import FitContext
+    from bench.api.registry import EVALUATORS, METHODS
     from bench.privacy.budget import PrivacyBudget
     from bench.privacy.ledger import PrivacyLedger
     from bench.privacy.private_data import PrivateData
@@ -73,7 +73,7 @@ def dphp_adult_paper() -> float:
 
 def census_downstream() -> float:
     """downstream (sound protocol) trained on census's real training rows, tested on its test split."""
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
 
     split = _split("census", "sound")
     started = time.perf_counter()
@@ -84,8 +84,8 @@ def census_downstream() -> float:
 def image_downstream_prefix(fraction: float = 0.1) -> float:
     """image-downstream on a class-balanced ``fraction`` of MNIST's 60,000 training images,
     scaled by 1 / fraction (the classifiers' cost is about linear in the rows)."""
-    from bench.core.contracts import LabelledData
-    from bench.core.registry import EVALUATORS
+    from bench.core.data import LabelledData
+    from bench.api.registry import EVALUATORS
     from evaluators.image_downstream import subset_rows
 
     split = _split("mnist", "sound")
@@ -102,8 +102,8 @@ def fid_prefix(images: int = 500) -> float:
     so it is added once)."""
     from dataclasses import replace
 
-    from bench.core.contracts import LabelledData
-    from bench.core.registry import EVALUATORS
+    from bench.core.data import LabelledData
+    from bench.api.registry import EVALUATORS
 
     split = _split("mnist", "sound")
     reference = LabelledData(split.test.x[:100], split.test.y[:100], split.test.schema)  # cached: size is irrelevant

@@ -67,7 +67,7 @@ def one_setup(key: str, args: argparse.Namespace) -> dict:
 
     import torch
 
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
     from bench.harness.grid import GridSpec, expand
     from bench.harness.worker import execute
     from evaluators.image_downstream import IMAGE_CLASSIFIERS

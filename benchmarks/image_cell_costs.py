@@ -94,8 +94,8 @@ def measure(method: str, dataset: str, epsilon: float, profile: str, sets: tuple
 def real_evaluation_seconds(dataset: str, jobs: int) -> float:
     """Wall seconds of ``REAL_CLASSIFIERS`` trained on the dataset's real training images and
     tested on its test images, as in a ``real`` cell's ``image-downstream``."""
-    from bench.core.contracts import EvalContext
-    from bench.core.registry import DATASETS
+    from bench.api.contracts import EvalContext
+    from bench.api.registry import DATASETS
     from evaluators.image_downstream import IMAGE_CLASSIFIERS, ImageDownstreamClassifiers
 
     split = DATASETS.get(dataset).load(None, seed=0)

@@ -50,8 +50,8 @@ def fit_seconds(
     that many steps run: the result is the time to the first step plus their mean × all steps
     (or, with ``per_step``, the mean step alone). ``device``: where the fit runs ("cuda" on a
     machine with a GPU)."""
-    from bench.core.contracts import FitContext
-    from bench.core.registry import DATASETS, METHODS
+    from bench.api.contracts import FitContext
+    from bench.api.registry import DATASETS, METHODS
     from bench.privacy.budget import PrivacyBudget
     from bench.privacy.ledger import PrivacyLedger
     from bench.privacy.private_data import PrivateData

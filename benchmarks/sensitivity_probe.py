@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from bench.core.registry import DATASETS, METHODS
+from bench.api.registry import DATASETS, METHODS
 from bench.testing import ROWS, TEST_DATASETS, Subject, _head, clean_distance
 
 FAST = {"dp-merf": {"epochs": "1"}, "dp-hp": {"epochs": "1"}, "dp-gan": {"batch_size": "3000"}, "dp-cgan": {"batch_size": "3000"}}

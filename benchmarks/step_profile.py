@@ -18,8 +18,8 @@ import torch
 
 def step_marks(method: str, dataset: str, protocol: str, overrides: dict[str, str]) -> tuple[float, np.ndarray]:
     """(whole fit's seconds, [(steps done, seconds since the fit started)] one row per callback)."""
-    from bench.core.contracts import FitContext
-    from bench.core.registry import DATASETS, METHODS
+    from bench.api.contracts import FitContext
+    from bench.api.registry import DATASETS, METHODS
     from bench.privacy.budget import PrivacyBudget
     from bench.privacy.ledger import PrivacyLedger
     from bench.privacy.private_data import PrivateData

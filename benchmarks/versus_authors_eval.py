@@ -63,7 +63,7 @@ OURS = '''
 import sys, time, warnings
 from pathlib import Path
 from bench.core.contracts import EvalContext
-from bench.core.registry import DATASETS
+from bench.api.registry import DATASETS
 from bench.harness.samples import load_synthetic
 from evaluators.downstream import DownstreamClassifiers
 split = DATASETS.get("adult-dphp-logs").load(None, 0, "paper")
@@ -79,7 +79,7 @@ print(f"evaluation_s {time.perf_counter() - started:.3f}")
 def make_sample(scratch: Path) -> tuple[Path, Path]:
     """Our DP-HP sample (synthetic.npz) and the same rows as arrays for theirs (rows.npz)."""
     from bench.core.encoding import TabularEncoder
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
     from bench.harness.api import run_cell
     from bench.harness.samples import load_synthetic
 

@@ -4,7 +4,7 @@ and ``*-subset`` are real samples of datasets whose full files are not in the lo
 mirror's JPEG copy of CIFAR-10 has its own name so results on it are labelled as the copy.
 """
 
-from bench.core.registry import Plugin
+from bench.api.registry import Plugin
 
 DATASET_PLUGINS = (
     Plugin(

@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from datasets.files import DataFile, fetch
-from bench.core.contracts import PublicFact, Schema
+from bench.core.data import PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import (
     MISSING, categorical, code_labels, features, numerical, ordinal, read_csv, sdgym_shuffle,

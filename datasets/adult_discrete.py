@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from datasets.files import fetch
-from bench.core.contracts import Column, ColumnKind, PublicFact
+from bench.core.data import Column, ColumnKind, PublicFact
 from datasets import adult
 from datasets.discrete import DiscreteDataset, bin_by_width, discrete_schema
 from datasets.tabular_io import sdgym_shuffle

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from datasets.files import DataFile, fetch
-from bench.core.contracts import ColumnKind, PublicFact, Schema
+from bench.core.data import ColumnKind, PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, binary, code_binary, features, numerical, read_csv
 

@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from datasets.files import DataFile, DataFileError, fetch, resolve_data_dir
+from bench.core.paths import data_folder
+from datasets.files import DataFile, DataFileError, fetch
 from datasets.images import SPLIT_NOTE, ImageArrays, ImageDataset, image_schema
 from datasets.tabular_io import DataFormatError
 
@@ -74,7 +75,7 @@ def published_md5() -> dict[str, str]:
 
 def original_batch_bytes(data_dir: Path | None) -> tuple[Path, dict[str, bytes]]:
     """The raw bytes of the six batch files, from the extracted folder or else the archive."""
-    folder = resolve_data_dir(data_dir) / ORIGINAL_FOLDER
+    folder = data_folder(data_dir) / ORIGINAL_FOLDER
     names = (*TRAIN_BATCHES, TEST_BATCH)
     if (folder / BATCH_FOLDER).is_dir():
         source = folder / BATCH_FOLDER

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench.core.contracts import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.data import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
 
 ALL_ROWS = ("all rows",)
 ONE_CLASS = PublicFact("class_proportions", (1.0,), "a discretized dataset has a single class: every row")

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from bench.core.contracts import DataError
+from bench.core.data import DataError
 
-from bench.core.walls import DATA_DIR_VARIABLE, data_folder, refuse_inside_fit
-OFFLINE_VARIABLE = "DPBENCH_OFFLINE"
+from bench.core.paths import DATA_DIR_VARIABLE, OFFLINE_VARIABLE, data_folder, offline
+from bench.core.walls import refuse_inside_fit
 DOWNLOAD_TIMEOUT_S = 60
 _CHUNK = 1 << 20
 
@@ -42,10 +42,6 @@ class DataFile:
     url: str | None
     source: str
     manual: str | None = None
-
-
-def resolve_data_dir(data_dir: Path | str | None) -> Path:
-    return data_folder(data_dir)
 
 
 def content_sha256(path: Path, gzipped: bool) -> str:
@@ -94,7 +90,7 @@ def fetch(data_file: DataFile, data_dir: Path | str | None) -> Path:
     A file without a pinned checksum (its original was not at hand when the loader was written)
     is used unverified, with a warning, and never downloaded."""
     refuse_inside_fit(f"reading the dataset file {data_file.filename}")
-    target = resolve_data_dir(data_dir) / data_file.folder / data_file.filename
+    target = data_folder(data_dir) / data_file.folder / data_file.filename
     if target.exists():
         if data_file.sha256 is None:
             warnings.warn(
@@ -108,7 +104,7 @@ def fetch(data_file: DataFile, data_dir: Path | str | None) -> Path:
     where = f"put it at {target} (or point --data-dir / ${DATA_DIR_VARIABLE} at a folder holding {data_file.folder}/)"
     if data_file.url is None or data_file.sha256 is None:
         raise DataFileError(f"{data_file.filename} is missing: {data_file.manual or data_file.source}; {where}")
-    if os.environ.get(OFFLINE_VARIABLE):
+    if offline():
         raise DataFileError(f"{data_file.filename} is missing and {OFFLINE_VARIABLE} is set: get it from {data_file.url}; {where}")
     _download(data_file, target)
     return target

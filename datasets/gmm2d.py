@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import logsumexp
 
-from bench.core.contracts import Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.data import Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
 from bench.core.walls import refuse_inside_fit
 
 GRID = 5

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.images import IMAGE_SHAPE_FACT
-from bench.core.contracts import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.data import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
 
 PIXEL_BOUNDS = (0.0, 1.0)
 SPLIT_NOTE = "the published split, under both protocols"

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from datasets.files import DataFile, fetch
-from bench.core.contracts import ColumnKind, PublicFact, Schema
+from bench.core.data import ColumnKind, PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import binary, categorical, code_labels, features, numerical, read_csv
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from datasets.files import DataFile, fetch
-from bench.core.contracts import PublicFact, Schema
+from bench.core.data import PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, numeric, numerical, read_csv
 

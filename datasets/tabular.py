@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from bench.core.contracts import PROTOCOLS, DataKind, LabelledData, Schema, Split
+from bench.core.data import PROTOCOLS, DataKind, LabelledData, Schema, Split
 
 
 PAPER_CAVEATS = (

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from datasets.files import DataFileError
-from bench.core.contracts import Column, ColumnKind
+from bench.core.data import Column, ColumnKind
 
 MISSING = "?"  # the UCI missing-value marker (adult.names: "Convert Unknown to '?'")
 

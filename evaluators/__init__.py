@@ -2,7 +2,7 @@
 only when the evaluator is used. Tag ``named-only``: run only when ``--evaluators`` names it.
 """
 
-from bench.core.registry import Plugin
+from bench.api.registry import Plugin
 
 EVALUATOR_PLUGINS = (
     Plugin(

@@ -18,14 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-CACHE_VARIABLE = "DPBENCH_CACHE_DIR"
-
-
-def default_cache_dir() -> Path:
-    """``$DPBENCH_CACHE_DIR``, else ``~/.cache/dpbench``: where the grid's cells share results."""
-    return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "dpbench")
-
-
 def content_key(*parts: str | np.ndarray) -> str:
     """sha256 over the parts; an array contributes its shape, dtype and bytes."""
     digest = hashlib.sha256()

@@ -98,16 +98,8 @@ from xgboost import XGBClassifier
 from evaluators import fitpool
 from bench.core.encoding import TabularEncoder
 from evaluators.fitpool import GROWABLE, Stage, Task, TaskResult, ensemble_of
-from bench.core.contracts import (
-    DataKind,
-    Direction,
-    EvalContext,
-    Evaluation,
-    LabelledData,
-    MetricSpec,
-    Schema,
-    check_same_schema,
-)
+from bench.core.data import DataKind, LabelledData, Schema, check_same_schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 
 SCALINGS = ("none", "standard")
 JOBS_VARIABLE = "DPBENCH_EVAL_JOBS"

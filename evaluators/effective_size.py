@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.metrics import accuracy_score
 
-from bench.core.contracts import Direction, EvalContext, Evaluation, LabelledData, MetricSpec
+from bench.core.data import LabelledData
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from evaluators.downstream import POOL_DIAGNOSTICS, summarise_fits
 from evaluators.image_downstream import ImageClassifiers
 
@@ -165,7 +166,7 @@ def curve_csv(curve: list[SizePoint], names: list[str]) -> bytes:
 
 
 def curve_png(curve: list[SizePoint], names: list[str]) -> bytes:
-    from bench.report.plots import format_size_axis, pyplot, save_figure
+    from bench.core.plotting import format_size_axis, pyplot, save_figure
 
     plt = pyplot()
     sizes = [point.size for point in curve]

@@ -18,7 +18,7 @@ Reference split: ``--protocol paper`` uses the seeds' reference, the whole real 
 no FID). ``--protocol sound`` uses the real **test** split instead: a held-out reference, so a
 generator cannot lower its score by reproducing training images. Set ``reference`` to override.
 
-Weights, first found wins:
+Weights (found and checked by ``bench.core.inception``, shared with DP-MEPF's Inception encoder), first found wins:
 
 1. the ``weights`` attribute, else ``$DPBENCH_FID_WEIGHTS`` (a missing file there is an error);
 2. ``<data dir>/fid-inception/pt_inception-2015-12-05-features-only.pth``, the data mirror's
@@ -52,7 +52,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -65,141 +64,29 @@ import numpy as np
 import torch
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from datasets.files import OFFLINE_VARIABLE, resolve_data_dir
-from bench.core.contracts import (
-    DataKind,
-    Direction,
-    EvalContext,
-    Evaluation,
-    LabelledData,
-    MetricSpec,
-    Schema,
-    check_same_schema,
-)
+from bench.core.data import DataKind, LabelledData, Schema, check_same_schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from bench.core.images import as_images, image_shape, is_image_schema
+from bench.core.inception import (
+    MIRROR_WEIGHTS,
+    STANDARD_WEIGHTS,
+    FidWeightsError,
+    check_known_file,
+    fid_inception_core,
+    file_sha256,
+    resolve_weights,
+)
 from evaluators.cache import cached_arrays, content_key
 
 if TYPE_CHECKING:
     from pytorch_fid import inception as fid_inception
 
-WEIGHTS_VARIABLE = "DPBENCH_FID_WEIGHTS"
-MIRROR_FOLDER = "fid-inception"
-MIRROR_WEIGHTS = "pt_inception-2015-12-05-features-only.pth"
-MIRROR_SHA256 = "ad1430b732f6c0df8e66fe454ebdfbd7312974437a5caec47fa6db363f205435"
-# pytorch-fid's own values, spelled out so that a process that only lists the evaluators (`bench
-# table`, a cell without images) does not import pytorch-fid and torchvision (≈ 1.3 s); a test
-# checks them against pytorch-fid (tests/test_fid.py)
-STANDARD_WEIGHTS = "pt_inception-2015-12-05-6726825d.pth"  # Path(urlparse(FID_WEIGHTS_URL).path).name
-STANDARD_SHA256_PREFIX = STANDARD_WEIGHTS.rsplit("-", 1)[1].split(".")[0]  # torch hub's name convention
-FC_KEYS = frozenset({"fc.weight", "fc.bias"})  # the 1008-way classifier; pool3 features do not use it
 POOL3 = 3  # InceptionV3.BLOCK_INDEX_BY_DIM[2048]
 FEATURE_DIM = 2048
 # Bump when the preprocessing (clipping, channel replication, network) changes: it keys the cache.
 PREPROCESSING_VERSION = "clip01-grey3-pytorch_fid-InceptionV3-pool3-bnfolded-v2"
 REFERENCES = ("train", "test")
 PROTOCOL_REFERENCE = {"sound": "test", "paper": "train"}
-
-
-class FidWeightsError(RuntimeError):
-    """The Inception weights are missing or wrong; the one-line message says how to fix it."""
-
-
-# --- weights -------------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=8)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered per (path, size, mtime) so a weights file is hashed once."""
-    stat = path.stat()
-    return _sha256(str(path), stat.st_size, stat.st_mtime_ns)
-
-
-def standard_weights_path() -> Path:
-    """Where pytorch-fid's loader (torch hub) keeps its downloaded weights."""
-    return Path(torch.hub.get_dir()) / "checkpoints" / STANDARD_WEIGHTS
-
-
-def missing_weights_message(data_dir: Path) -> str:
-    return (
-        f"the FID Inception weights are missing: put {MIRROR_WEIGHTS} (data mirror) at "
-        f"{data_dir / MIRROR_FOLDER / MIRROR_WEIGHTS}, or set {WEIGHTS_VARIABLE}=PATH to a weights file, "
-        f"or unset {OFFLINE_VARIABLE} so that pytorch-fid downloads {STANDARD_WEIGHTS}"
-    )
-
-
-def resolve_weights(explicit: str | None, data_dir: str | None) -> Path:
-    """The weights file to use, in the order of the module docstring; downloads when allowed."""
-    chosen = explicit or os.environ.get(WEIGHTS_VARIABLE)
-    if chosen:
-        if not Path(chosen).is_file():
-            raise FidWeightsError(f"FID weights file {chosen} does not exist; fix the weights option or ${WEIGHTS_VARIABLE}")
-        return Path(chosen)
-    folder = resolve_data_dir(data_dir)
-    for candidate in (folder / MIRROR_FOLDER / MIRROR_WEIGHTS, standard_weights_path()):
-        if candidate.is_file():
-            return candidate
-    if os.environ.get(OFFLINE_VARIABLE):
-        raise FidWeightsError(missing_weights_message(folder))
-    from pytorch_fid import inception as fid_inception
-
-    try:  # pytorch-fid's own download of its standard weights into torch hub's cache
-        fid_inception.load_state_dict_from_url(fid_inception.FID_WEIGHTS_URL, progress=True)
-    except Exception as error:  # network errors come in many types; the fix is the same
-        raise FidWeightsError(f"downloading {fid_inception.FID_WEIGHTS_URL} failed ({error}); "
-                              + missing_weights_message(folder)) from None
-    return standard_weights_path()
-
-
-def check_known_file(path: Path, sha256: str) -> None:
-    """The two published files have known hashes: refuse a corrupt copy of either."""
-    if path.name == MIRROR_WEIGHTS and sha256 != MIRROR_SHA256:
-        raise FidWeightsError(f"{path} is corrupt (sha256 {sha256[:12]}…, expected {MIRROR_SHA256[:12]}…); "
-                              "copy it again from the data mirror's fid-inception/ folder")
-    if path.name == STANDARD_WEIGHTS and not sha256.startswith(STANDARD_SHA256_PREFIX):
-        raise FidWeightsError(f"{path} is corrupt (sha256 {sha256[:12]}…); delete it so that pytorch-fid downloads it again")
-
-
-def fid_inception_core(state_dict: Mapping[str, torch.Tensor], path: Path) -> torch.nn.Module:
-    """pytorch-fid's FID Inception-v3 with the given weights, without its download.
-
-    ``pytorch_fid.inception.fid_inception_v3()`` builds this network and then downloads and
-    strictly loads its weights; this is the same construction from pytorch-fid's own classes
-    (torchvision's Inception3 with the blocks patched to TF's behaviour), loaded with
-    ``strict=False`` so that a file without the unused ``fc`` layer is accepted — and only that.
-    """
-    from pytorch_fid import inception as fid_inception
-
-    core = fid_inception._inception_v3(num_classes=1008, aux_logits=False, weights=None)
-    core.Mixed_5b = fid_inception.FIDInceptionA(192, pool_features=32)
-    core.Mixed_5c = fid_inception.FIDInceptionA(256, pool_features=64)
-    core.Mixed_5d = fid_inception.FIDInceptionA(288, pool_features=64)
-    core.Mixed_6b = fid_inception.FIDInceptionC(768, channels_7x7=128)
-    core.Mixed_6c = fid_inception.FIDInceptionC(768, channels_7x7=160)
-    core.Mixed_6d = fid_inception.FIDInceptionC(768, channels_7x7=160)
-    core.Mixed_6e = fid_inception.FIDInceptionC(768, channels_7x7=192)
-    core.Mixed_7b = fid_inception.FIDInceptionE_1(1280)
-    core.Mixed_7c = fid_inception.FIDInceptionE_2(2048)
-    fix = f"use pytorch-fid's {STANDARD_WEIGHTS} or the data mirror's {MIRROR_WEIGHTS}"
-    try:
-        result = core.load_state_dict(state_dict, strict=False)
-    except RuntimeError as error:  # shape mismatches are raised even with strict=False
-        first = str(error).strip().splitlines()[-1].strip()
-        raise FidWeightsError(f"{path} does not fit the FID Inception network ({first}); {fix}") from None
-    missing = set(result.missing_keys) - FC_KEYS
-    if missing or result.unexpected_keys:
-        raise FidWeightsError(
-            f"{path} is not the FID Inception weights ({len(missing)} missing keys besides fc, e.g. "
-            f"{sorted(missing)[:2]}; {len(result.unexpected_keys)} unexpected, e.g. {sorted(result.unexpected_keys)[:2]}); {fix}"
-        )
-    return core
 
 
 def fid_network(core: torch.nn.Module) -> fid_inception.InceptionV3:

@@ -42,7 +42,8 @@ from typing import Mapping
 import numpy as np
 from scipy import stats
 
-from bench.core.contracts import ColumnKind, DataKind, Direction, EvalContext, Evaluation, LabelledData, MetricSpec, Schema
+from bench.core.data import ColumnKind, DataKind, LabelledData, Schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from evaluators.rows import distance_features, in_class_mix, is_tabular, subset
 
 DECILES = 10

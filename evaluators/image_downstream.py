@@ -59,16 +59,8 @@ from xgboost import XGBClassifier
 from evaluators.cache import content_key, load_arrays, save_arrays
 from evaluators.fitpool import Task, TaskResult
 from evaluators.stump_boost import SammeStumpBoost
-from bench.core.contracts import (
-    DataKind,
-    Direction,
-    EvalContext,
-    Evaluation,
-    LabelledData,
-    MetricSpec,
-    Schema,
-    check_same_schema,
-)
+from bench.core.data import DataKind, LabelledData, Schema, check_same_schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from bench.core.images import is_image_schema
 from evaluators.downstream import (
     POOL_DIAGNOSTICS,

@@ -26,16 +26,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from bench.core.contracts import (
-    DataKind,
-    Direction,
-    EvalContext,
-    Evaluation,
-    LabelledData,
-    MetricSpec,
-    Schema,
-    check_same_schema,
-)
+from bench.core.data import DataKind, LabelledData, Schema, check_same_schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 
 DEFAULT_ALPHAS = (2, 3, 4)
 ALL_ALPHAS = range(1, 7)

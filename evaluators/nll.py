@@ -15,7 +15,8 @@ from typing import Mapping
 
 import numpy as np
 
-from bench.core.contracts import DataKind, Direction, EvalContext, Evaluation, LabelledData, MetricSpec, Schema
+from bench.core.data import DataKind, LabelledData, Schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 
 
 @dataclass(frozen=True)

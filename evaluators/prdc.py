@@ -28,16 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.core.contracts import (
-    DataKind,
-    Direction,
-    EvalContext,
-    Evaluation,
-    LabelledData,
-    MetricSpec,
-    Schema,
-    check_same_schema,
-)
+from bench.core.data import DataKind, LabelledData, Schema, check_same_schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from bench.core.images import as_images, image_shape, is_image_schema
 from evaluators.cache import cached_arrays, content_key
 from evaluators.fid import (

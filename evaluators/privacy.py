@@ -46,7 +46,8 @@ from scipy import stats
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
 
-from bench.core.contracts import DataKind, Direction, EvalContext, Evaluation, LabelledData, MetricSpec, Schema
+from bench.core.data import DataKind, LabelledData, Schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from evaluators.rows import class_matched, distance_features, is_tabular, subset
 
 

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from bench.core.contracts import ColumnKind, LabelledData, Schema
+from bench.core.data import ColumnKind, LabelledData, Schema
 
 
 def distance_features(data: LabelledData, reference: LabelledData) -> np.ndarray:

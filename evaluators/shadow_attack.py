@@ -38,7 +38,8 @@ from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from bench.core.contracts import DataKind, Direction, EvalContext, Evaluation, LabelledData, MetricSpec, Schema
+from bench.core.data import DataKind, LabelledData, Schema
+from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from evaluators.privacy import nearest, hanley_mcneil_interval, tpr_at_fpr
 from evaluators.rows import class_matched, distance_features, in_class_mix, is_tabular, subset
 

@@ -1,12 +1,12 @@
 """Built-in method adapters: the cards that list them (name, description, data kinds) and name
-the module that implements each, imported only when the method is used (``bench.core.registry``).
+the module that implements each, imported only when the method is used (``bench.api.registry``).
 
 This file must stay light: it is imported by ``python -m bench list`` and ``--help``. The cards
 reach the registry through the ``dpbench.methods`` entry point in ``pyproject.toml``, the same door
 a third-party package uses.
 """
 
-from bench.core.registry import Plugin
+from bench.api.registry import Plugin
 
 METHOD_PLUGINS = (
     Plugin(

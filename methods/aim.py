@@ -32,7 +32,8 @@ import numpy as np
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.audit import AuditSpec
-from bench.core.contracts import DataKind, FitContext
+from bench.core.data import DataKind
+from bench.api.contracts import FitContext
 from bench.privacy.releases import COUNT_L2_SENSITIVITY
 from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, model_marginals
 

@@ -24,94 +24,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
-from bench.core.contracts import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
-from bench.privacy.private_data import CountQuery, PrivateData  # counts: replace-one moves one −1, another +1
+from bench.core.data import ColumnKind, DataKind
+from bench.api.contracts import FitContext
+from bench.api.blocks import ColumnSampler, one_way_queries, probabilities, uniform_probabilities
+from bench.privacy.private_data import PrivateData  # counts: replace-one moves one −1, another +1
 from bench.core.params import COUNT, HyperParameters, NoParameters, Setting
 
-
-
-def _domain_size(column: Column) -> int:
-    if column.kind == ColumnKind.BINARY:
-        return 2
-    if column.kind in (ColumnKind.ORDINAL, ColumnKind.CATEGORICAL):
-        if not column.categories:
-            raise ValueError(f"column {column.name!r} needs its public category list in the schema")
-        return len(column.categories)
-    raise ValueError(f"column {column.name!r} is numerical; it has no finite set of codes")
-
-
-def _bounds(column: Column) -> tuple[float, float]:
-    if column.bounds is None:
-        raise ValueError(f"numerical column {column.name!r} needs public bounds in the schema for a trivial baseline")
-    return float(column.bounds[0]), float(column.bounds[1])
-
-
-@dataclass
-class ColumnSampler:
-    """Independent columns: per column a probability vector over its bins (codes, or equal-width
-    bins of a numerical column's public bounds), and the label's."""
-
-    schema: Schema
-    column_probabilities: list[np.ndarray]
-    label_probabilities: np.ndarray
-    rng: np.random.Generator
-
-    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
-        x = np.zeros((n, self.schema.n_features), dtype=np.float32)
-        for j, (column, probabilities) in enumerate(zip(self.schema.columns, self.column_probabilities)):
-            bins = self.rng.choice(len(probabilities), size=n, p=probabilities)
-            if column.kind == ColumnKind.NUMERICAL:
-                low, high = _bounds(column)
-                width = (high - low) / len(probabilities)
-                x[:, j] = low + (bins + self.rng.random(n)) * width  # uniform within the drawn bin
-            else:
-                x[:, j] = bins
-        if labels is None:
-            labels = self.rng.choice(len(self.label_probabilities), size=n, p=self.label_probabilities)
-        return LabelledData(x, np.asarray(labels, dtype=np.int64), self.schema)
-
-
-    @classmethod
-    def from_histograms(cls, schema: Schema, histograms: Sequence[np.ndarray], rng: np.random.Generator) -> "ColumnSampler":
-        """From noisy 1-way histograms — every column's, then the label's, as :func:`one_way_queries`
-        asks for them — made probabilities (negative counts clipped; an all-zero one uniform).
-        Post-processing of released values: free."""
-        *columns, label = [probabilities(h) for h in histograms]
-        return cls(schema, columns, label, rng)
-
-
-def probabilities(noisy_counts: np.ndarray) -> np.ndarray:
-    """A noisy histogram as a probability vector: negative counts clipped at 0, then normalised;
-    uniform when nothing is left."""
-    clipped = np.clip(noisy_counts, 0.0, None)
-    return clipped / clipped.sum() if clipped.sum() > 0 else _uniform(len(clipped))
-
-
-def one_way_queries(schema: Schema, n_bins: int = 20, label: bool = True) -> list[CountQuery]:
-    """The handle's count queries for every column's 1-way histogram — its codes, or ``n_bins``
-    equal-width bins of a numerical column's public bounds — and, with ``label``, the label's."""
-    queries = [CountQuery(f"1-way marginal of {column.name}", _column_codes(j, column, n_bins),
-                          n_bins if column.kind == ColumnKind.NUMERICAL else _domain_size(column))
-               for j, column in enumerate(schema.columns)]
-    if label:
-        queries.append(CountQuery(f"1-way marginal of the label {schema.label}", lambda rows: rows.y, schema.n_classes))
-    return queries
-
-
-def _column_codes(j: int, column: Column, n_bins: int) -> Callable[[LabelledData], np.ndarray]:
-    """Row → bin of column ``j``: equal-width bins of a numerical column's public bounds, else its code."""
-    if column.kind == ColumnKind.NUMERICAL:
-        low, high = _bounds(column)
-        return lambda rows: np.floor((rows.x[:, j] - low) / (high - low) * n_bins)
-    return lambda rows: np.rint(rows.x[:, j])
-
-
-def _uniform(size: int) -> np.ndarray:
-    return np.full(size, 1.0 / size)
 
 
 @dataclass(frozen=True)
@@ -130,13 +51,13 @@ class Uniform:
             "documented public domains (the dataset module cites each); this baseline reads no row",
         )
         probabilities = [
-            _uniform(1 if c.kind == ColumnKind.NUMERICAL else _domain_size(c))  # one bin: its whole public range
+            uniform_probabilities(1 if c.kind == ColumnKind.NUMERICAL else c.domain_size())  # one bin: its whole public range
             for c in schema.columns
         ]
         for column in schema.columns:
             if column.kind == ColumnKind.NUMERICAL:
-                _bounds(column)  # fail with a clear message when a bound is missing
-        return ColumnSampler(schema, probabilities, _uniform(schema.n_classes), context.rng("synthetic-rows"))
+                column.public_bounds()  # fail with a clear message when a bound is missing
+        return ColumnSampler(schema, probabilities, uniform_probabilities(schema.n_classes), context.rng("synthetic-rows"))
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ from torch import nn
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.privacy.dp_sgd import DPSGDTraining
 from methods.mean_embedding import release_proportions
 from methods.nets import parse_widths, proportional_labels

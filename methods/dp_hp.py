@@ -35,7 +35,8 @@ import torch
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.privacy.audit import AuditSpec
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.privacy.ledger import BudgetShare
 from bench.privacy.releases import replace_one_l2
 from bench.privacy.kronecker import product_class_sums

@@ -51,7 +51,8 @@ import torch
 from torch import nn
 
 from bench.privacy.private_data import CountQuery, PrivateData
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.core.images import image_shape
 from bench.core.params import HyperParameters, Rule, Setting
 from bench.privacy.ledger import BudgetShare

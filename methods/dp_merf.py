@@ -32,7 +32,8 @@ import torch
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.core.threads import one_torch_thread
 from bench.privacy.ledger import BudgetShare
 from methods.mean_embedding import (

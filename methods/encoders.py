@@ -224,7 +224,7 @@ class InceptionEncoder(FeatureEncoder):
 
     def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None) -> None:
         super().__init__(layers, input_size)
-        from evaluators.fid import check_known_file, fid_inception_core, file_sha256, resolve_weights
+        from bench.core.inception import check_known_file, fid_inception_core, file_sha256, resolve_weights
         from pytorch_fid import inception as fid_inception
 
         path = resolve_weights(weights or None, str(data_dir) if data_dir else None)
@@ -402,7 +402,7 @@ ENCODERS: dict[str, EncoderSpec] = {
 def shares_data(trained_on: tuple[str, ...], private: str) -> str | None:
     """The dataset among ``trained_on`` that holds the private dataset's images: the same name,
     or the same ``source`` (cifar10 and cifar10-jpeg are one set of images); None if none."""
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     def source(name: str) -> str:
         return (getattr(DATASETS.get(name), "source", None) or name) if name in DATASETS else name

@@ -24,7 +24,8 @@ import torch
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting, batch_rows
-from bench.core.contracts import DataKind, FitContext
+from bench.core.data import DataKind
+from bench.api.contracts import FitContext
 from methods.mean_embedding import TrainedConditionalGenerator
 from methods.nets import build_generator
 from methods.training import Schedule, train_generator

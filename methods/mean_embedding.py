@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from bench.core.contracts import FitContext, LabelledData, Schema
+from bench.core.data import LabelledData, Schema
+from bench.api.contracts import FitContext
 from bench.privacy.private_data import CountQuery, PrivateData
 from methods.nets import proportional_labels
 from methods.space import ModelSpace

@@ -24,7 +24,8 @@ import numpy as np
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.privacy.audit import AuditSpec
-from bench.core.contracts import DataKind, FitContext
+from bench.core.data import DataKind
+from bench.api.contracts import FitContext
 from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, mbi
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ with warnings.catch_warnings():
 
 import numpy as np
 
-from bench.core.contracts import LabelledData, Schema
+from bench.core.data import LabelledData, Schema
 from bench.privacy.private_data import CountQuery, PrivateData
 from bench.privacy.releases import COUNT_L2_SENSITIVITY
 

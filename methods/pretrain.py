@@ -211,7 +211,7 @@ def run_pretraining(
 ) -> PretrainedCheckpoint:
     """Load the public dataset from the registry, train, save (or reuse a checkpoint with the
     same content key at the path); ``out`` None: ``encoders/resnet18-cifar-<public>[-grey]-<key>.pt``."""
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     key = checkpoint_key("resnet18-cifar", public, grey, epochs, limit)
     label = f"{public} (greyscale)" if grey else public

@@ -29,7 +29,8 @@ import numpy as np
 
 from bench.privacy.private_data import CountQuery, PrivateData
 from bench.core.params import HyperParameters, Setting
-from bench.core.contracts import DataKind, FitContext, LabelledData, Schema
+from bench.core.data import DataKind, LabelledData, Schema
+from bench.api.contracts import FitContext
 
 @dataclass(frozen=True)
 class PrivBayesParams:

@@ -11,7 +11,8 @@ import numpy as np
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, NoParameters
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 
 
 @dataclass

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from bench.core.encoding import TabularEncoder
-from bench.core.contracts import ColumnKind, DataKind, Schema
+from bench.core.data import ColumnKind, DataKind, Schema
 
 
 def _all_ordinal(schema: Schema) -> Schema:

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from bench.core.contracts import FitContext
+from bench.api.contracts import FitContext
 
 # the loss of step ``step`` of epoch ``epoch``; None skips the step (a batch BatchNorm cannot take)
 StepLoss = Callable[[int, int], "torch.Tensor | None"]

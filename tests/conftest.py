@@ -24,7 +24,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     from dataclasses import dataclass, field
     from bench.core.params import HyperParameters, NoParameters
     from bench.core.contracts import DataKind
-    from bench.core.registry import METHODS
+    from bench.api.registry import METHODS
     from methods.real import Real
 
 
@@ -179,7 +179,7 @@ PLUGIN_SOURCE = textwrap.dedent(
         Raising(), Sleeping(), Flaky(), Overspending(), SlowWhileMarked(), Pausing(), NaNSamples(), WrongSchema(), FullDisk()
     ):
         METHODS.register(adapter)
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
     EVALUATORS.register(CrashingEvaluator())
     EVALUATORS.register(PoolThreads())
     '''

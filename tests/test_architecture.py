@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS, Plugin, Registry, RegistryError
+from bench.api.registry import DATASETS, EVALUATORS, METHODS, PRETRAINERS, Plugin, Registry, RegistryError
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_PACKAGES = ("methods", "datasets", "evaluators")
@@ -33,11 +33,79 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
+def imported_names(path: Path) -> set[str]:
+    """Every module a file imports and every ``module.name`` it imports from one (lazy ones too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
 def test_the_tree_shows_the_layers():
     layers = sorted(p.name for p in (REPO / "bench").iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    assert layers == ["core", "harness", "privacy", "report"]
+    assert layers == sorted(name for name in FLOORS if "." not in name and (REPO / "bench" / name).is_dir())
     loose = sorted(p.name for p in (REPO / "bench").glob("*.py"))
     assert loose == ["__init__.py", "__main__.py", "cli.py", "testing.py"]
+
+
+# bench/'s floors, bottom first: a module imports only from its own floor and the floors below it
+FLOORS = ("core", "privacy", "api", "harness", "report", "testing", "cli", "__main__")
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+
+
+def floor_of(module: str) -> int | None:
+    """The floor of a ``bench`` module (None: ``bench`` itself, whose ``run_cell`` is a lazy door)."""
+    parts = module.split(".")
+    return FLOORS.index(parts[1]) if parts[0] == "bench" and len(parts) > 1 and parts[1] in FLOORS else None
+
+
+def bench_arrows() -> list[tuple[str, str]]:
+    """Every (importer, imported) pair of modules inside bench/, lazy imports included."""
+    modules = {module_name(p) for p in (REPO / "bench").rglob("*.py")}
+    arrows = []
+    for path in sorted((REPO / "bench").rglob("*.py")):
+        for imported in imported_modules(path):
+            if imported in modules:
+                arrows.append((module_name(path), imported))
+    return arrows
+
+
+def test_bench_floors_import_only_downwards():
+    """core < privacy < api < harness < report < testing < cli: no arrow runs up (the review of
+    e5ccc90 found core ↔ privacy tied and the layers unpinned)."""
+    upward = [f"{a} (floor {FLOORS[floor_of(a)]}) imports {b} (floor {FLOORS[floor_of(b)]})"
+              for a, b in bench_arrows()
+              if floor_of(a) is not None and floor_of(b) is not None and floor_of(b) > floor_of(a)]
+    assert upward == []
+
+
+def test_no_import_circle_in_the_tree():
+    """No two modules of bench/ or the plugin folders reach each other through imports (lazy ones
+    included), and no plugin folder imports another: shared vocabulary lives in bench/."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    folders = ("bench", *PLUGIN_PACKAGES)
+    paths = [p for folder in folders for p in sorted((REPO / folder).rglob("*.py"))]
+    modules = {module_name(p) for p in paths}
+    for path in paths:
+        for imported in imported_names(path):
+            # `from package import submodule` reaches the submodule; `from m import name`, m
+            target = next((m for m in (imported, imported.rsplit(".", 1)[0]) if m in modules), None)
+            if target is not None and target != module_name(path):
+                graph.add_edge(module_name(path), target)
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert circles == []
+    crossing = sorted({(a.split(".")[0], b.split(".")[0]) for a, b in graph.edges
+                       if a.split(".")[0] in PLUGIN_PACKAGES and b.split(".")[0] in PLUGIN_PACKAGES
+                       and a.split(".")[0] != b.split(".")[0]})
+    assert crossing == []
 
 
 def test_no_import_arrow_from_bench_to_the_plugin_folders():
@@ -84,14 +152,14 @@ def test_listing_help_and_argument_errors_import_no_heavy_package(argv):
 
 
 def test_plugin_packages_and_core_contracts_are_light():
-    code = "import methods, datasets, evaluators, bench.core.contracts, bench.core.registry, bench.core.params"
+    code = "import methods, datasets, evaluators, bench.core.contracts, bench.api.registry, bench.core.params"
     assert heavy_modules_after(code) == []
 
 
 def test_listing_names_everything_without_loading_it():
     assert "dp-merf" in METHODS.names() and "adult" in DATASETS.names() and "fid" in EVALUATORS.names()
     assert PRETRAINERS.names() == ["resnet18-cifar"]
-    assert "torch" not in heavy_modules_after("from bench.core.registry import METHODS\nMETHODS.cards()")
+    assert "torch" not in heavy_modules_after("from bench.api.registry import METHODS\nMETHODS.cards()")
 
 
 def _privacy_tag(method) -> str:

@@ -436,7 +436,7 @@ def test_clipped_values_are_counted_and_clipped(tmp_path):
 def test_every_declared_hyperparameter_passes_its_rule():
     """The rules refuse bad --set values; they must accept every value the methods declare."""
     from bench.core.params import NAMED_RULES, PROFILES
-    from bench.core.registry import DATASETS, METHODS
+    from bench.api.registry import DATASETS, METHODS
     from methods.dp_hp import GAMMA_PLACEMENTS
     from methods.mean_embedding import LABEL_MODES
     from methods.nets import ARCHITECTURES

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from bench.privacy.private_data import PrivateData
-from bench.core.contracts import ColumnKind, EvalContext, FitContext
-from bench.core.registry import DATASETS, METHODS
+from bench.core.data import ColumnKind
+from bench.api.contracts import EvalContext, FitContext
+from bench.api.registry import DATASETS, METHODS
 from bench.harness.grid import GridSpec, expand
 from bench.harness.worker import execute
 from bench.privacy.budget import PrivacyBudget
@@ -104,7 +105,7 @@ def test_independent_through_the_harness_records_one_release_per_marginal(tmp_pa
 
 
 def test_independent_learns_the_marginals_and_beats_uniform_on_them(data_dir, small_discrete):
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
 
     marginals = EVALUATORS.get("marginals")
     model, ledger, split = fit("independent", small_discrete, data_dir, epsilon=math.inf)

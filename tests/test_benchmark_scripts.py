@@ -63,8 +63,8 @@ def test_detection_columns_names_the_column_whose_atom_a_generator_never_emits(d
     that column alone, and the script says so; the training rows themselves are not."""
     import numpy as np
 
-    from bench.core.contracts import LabelledData
-    from bench.core.registry import DATASETS
+    from bench.core.data import LabelledData
+    from bench.api.registry import DATASETS
 
     script = _script("detection_columns")
     split = DATASETS.get("cervical").load(data_dir, 0)

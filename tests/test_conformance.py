@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.core.contracts import DataKind, LabelledData
+from bench.core.data import DataKind, LabelledData
 from bench.core.params import HyperParameters, NoParameters
 from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
 from bench.privacy.private_data import CountQuery, PrivateData
@@ -201,7 +201,7 @@ def test_an_expected_failure_is_noted_and_an_unexpected_pass_is_not_allowed():
 
 
 def test_the_neighbour_replaces_exactly_one_row_and_the_redraw_keeps_only_the_public_size():
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     train = DATASETS.get("adult-discrete").load(DATA_DIR, 0).train
     head = LabelledData(train.x[:500], train.y[:500], train.schema)
@@ -230,7 +230,7 @@ def test_run_cell_is_the_python_api_of_one_cell(tmp_path):
     assert not any(key.startswith("marginals.") for key in private.metrics)  # evaluators=(): none
     evaluated = bench.run_cell("real", "gmm2d", evaluators=("nll",))
     assert evaluated.ok and evaluated.metrics["nll.mean"] > 0
-    from bench.core.registry import RegistryError
+    from bench.api.registry import RegistryError
 
     with pytest.raises(RegistryError, match="unknown method 'no-such-method'"):
         bench.run_cell("no-such-method", "adult-discrete")
@@ -240,7 +240,7 @@ def test_run_cell_is_the_python_api_of_one_cell(tmp_path):
 
 
 def test_an_incomplete_entry_is_refused_at_registration_with_one_line():
-    from bench.core.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+    from bench.api.registry import DATASETS, EVALUATORS, METHODS, RegistryError
 
     @dataclass(frozen=True)
     class NoFit:
@@ -264,7 +264,7 @@ def test_an_incomplete_entry_is_refused_at_registration_with_one_line():
 
 @pytest.mark.parametrize("name", ["gmm2d", "cervical", "adult-discrete"])
 def test_builtin_datasets_pass_check_dataset(name):
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
     from bench.testing import check_dataset
 
     report = check_dataset(DATASETS.get(name), data_dir=DATA_DIR)
@@ -282,13 +282,13 @@ class BrokenDataset:
 
     @property
     def schema(self):
-        from bench.core.registry import DATASETS
+        from bench.api.registry import DATASETS
 
         return DATASETS.get("adult-discrete").schema
 
     def load(self, data_dir, seed, protocol="sound"):
-        from bench.core.contracts import Split
-        from bench.core.registry import DATASETS
+        from bench.core.data import Split
+        from bench.api.registry import DATASETS
 
         split = DATASETS.get("adult-discrete").load(data_dir, seed, protocol)
         train = split.train
@@ -323,7 +323,7 @@ class PlainMarginalGap:
     data_kinds = frozenset({DataKind.DISCRETE})
 
     def __init__(self, breakage: str = "") -> None:
-        from bench.core.contracts import Direction, MetricSpec
+        from bench.api.contracts import Direction, MetricSpec
 
         self.metrics = {"gap": MetricSpec.quality(Direction.LOWER, "mean |p_syn − p_real| of 1-way marginals")}
         self.breakage, self.calls = breakage, 0
@@ -332,7 +332,7 @@ class PlainMarginalGap:
         return True
 
     def evaluate(self, synthetic, real_train, real_test, context):
-        from bench.core.contracts import Evaluation
+        from bench.api.contracts import Evaluation
 
         self.calls += 1
         gaps = [abs(np.bincount(synthetic.x[:, j].astype(int), minlength=len(c.categories)) / len(synthetic)
@@ -346,7 +346,7 @@ class PlainMarginalGap:
 
 def test_a_plain_class_evaluator_passes_the_kit_and_runs_in_a_cell():
     import bench
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
     from bench.testing import check_evaluator
 
     assert check_evaluator(PlainMarginalGap(), data_dir=DATA_DIR).passed == ["adult-discrete"]
@@ -369,7 +369,7 @@ def test_a_broken_evaluator_is_caught_by_its_named_check(breakage, check_name):
 
 @pytest.mark.parametrize("name", ["downstream", "marginals", "nll"])
 def test_builtin_evaluators_pass_check_evaluator(name):
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
     from bench.testing import check_evaluator
 
     report = check_evaluator(EVALUATORS.get(name), data_dir=DATA_DIR, rows=300)

@@ -15,7 +15,7 @@ import json
 import pytest
 import torch
 
-from bench.core.registry import DATASETS
+from bench.api.registry import DATASETS
 from bench.harness.grid import GridSpec, expand
 from bench.harness.worker import execute
 from datasets.images import ImageArrays, ImageDataset

@@ -15,8 +15,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from bench.core.encoding import TabularEncoder
-from bench.core.contracts import Column, ColumnKind, EvalContext, LabelledData, MetricKind, Schema
-from bench.core.registry import EVALUATORS
+from bench.core.data import Column, ColumnKind, LabelledData, Schema
+from bench.api.contracts import EvalContext, MetricKind
+from bench.api.registry import EVALUATORS
 from evaluators import downstream, fitpool
 from evaluators.downstream import (
     CLASSIFIER_NAMES,

@@ -18,7 +18,8 @@ from scipy.stats import norm
 
 from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.privacy.independent import PrivacyClaimMismatch, check_claim
 from bench.privacy.ledger import PrivacyLedger
 from bench.privacy.releases import GaussianRelease

@@ -14,7 +14,8 @@ from numpy.polynomial.hermite import hermval
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameterError
 from bench.privacy.budget import PrivacyBudget
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
 from datasets.gmm2d import draw_split
 from methods.dp_hp import HYPERPARAMETERS, DPHermite, HermiteProductKernel, HermiteSumKernel

@@ -14,9 +14,10 @@ import torch
 from torch import nn
 
 from bench.privacy.private_data import PrivateData
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.core.params import HyperParameterError
-from bench.core.registry import METHODS
+from bench.api.registry import METHODS
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
 from bench.privacy.releases import replace_one_nonnegative_l2
@@ -378,7 +379,7 @@ def test_a_grid_cell_runs_end_to_end(data_dir, tmp_path):
     import dataclasses
     import json
 
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
     from bench.harness.grid import GridSpec, expand
     from bench.harness.worker import execute
     from datasets.images import ImageArrays, ImageDataset

@@ -11,7 +11,8 @@ import torch
 
 from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.privacy.ledger import PrivacyLedger
 from datasets.gmm2d import SCHEMA, draw_split
 from methods.dp_merf import (
@@ -304,7 +305,7 @@ def _handle(z, ledger):
     """z (n × d) as the private rows of a handle on ``ledger`` (numerical columns, wide bounds)."""
     import numpy as np
 
-    from bench.core.contracts import Column, ColumnKind, Schema
+    from bench.core.data import Column, ColumnKind, Schema
 
     schema = Schema(columns=tuple(Column(f"c{i}", ColumnKind.NUMERICAL, bounds=(-1e7, 1e7)) for i in range(z.shape[1])),
                     label="label", classes=("no", "yes"))

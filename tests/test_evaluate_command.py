@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from bench.core.registry import DATASETS
+from bench.api.registry import DATASETS
 from bench.harness import tracking
 from bench.harness.samples import SAMPLE_FILE, load_synthetic
 from tests.conftest import run_cli
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (ce
 COUNTING_PLUGIN = '''
 import os
 from dataclasses import dataclass
-from bench.core.registry import METHODS
+from bench.api.registry import METHODS
 from methods.baselines import Uniform
 
 

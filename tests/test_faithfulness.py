@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bench import run_cell
-from bench.core.contracts import Column, ColumnKind, LabelledData, Schema
+from bench.core.data import Column, ColumnKind, LabelledData, Schema
 from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
@@ -27,8 +27,8 @@ from methods.space import ModelSpace
 
 
 def _paper_rows(data_dir, dataset: str, seed: int = 0):
-    from bench.core.contracts import DataKind
-    from bench.core.registry import DATASETS
+    from bench.core.data import DataKind
+    from bench.api.registry import DATASETS
 
     split = DATASETS.get(dataset).load(data_dir, seed, "paper")
     space = ModelSpace.for_data(DataKind.TABULAR, split.train.schema, "paper")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from bench.core.contracts import EvalContext
+from bench.api.contracts import EvalContext
 from datasets.gmm2d import SCHEMA, STD, draw_split, mixture_centres
 from evaluators.nll import NegativeLogLikelihood
 

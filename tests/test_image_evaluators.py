@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.core.contracts import EvalContext, LabelledData
-from bench.core.registry import EVALUATORS
+from bench.core.data import LabelledData
+from bench.api.contracts import EvalContext
+from bench.api.registry import EVALUATORS
 from bench.report.tables import FIG6_CLASSIFIERS
 from evaluators.effective_size import FIG3_RATIOS, EffectiveSize, sizes_for
 from evaluators.image_downstream import (
@@ -29,7 +30,7 @@ FAST = tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in ("LR", "GNB", "X
 
 @pytest.fixture(scope="module")
 def mnist_split(data_dir):
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     split = DATASETS.get("mnist").load(data_dir, seed=0)
     return split.train, split.test

@@ -14,9 +14,10 @@ import torch
 from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.harness.grid import GridError, GridSpec, expand
-from bench.core.contracts import DataKind, Evaluation, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import Evaluation, FitContext
 from bench.privacy.ledger import PrivacyLedger
-from bench.core.registry import DATASETS, METHODS
+from bench.api.registry import DATASETS, METHODS
 from bench.harness.worker import execute
 from datasets.images import ImageArrays, ImageDataset
 from datasets.mnist import MNIST
@@ -193,7 +194,7 @@ def test_eval_set_settings_reach_the_evaluator(tmp_path, monkeypatch):
             seen["level"], seen["context"] = self.level, context
             return Evaluation({}, artifacts={"recording.txt": str(self.level).encode()})
 
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
 
     EVALUATORS.register(Recording())
     try:

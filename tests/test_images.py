@@ -28,15 +28,17 @@ from pytorch_fid import inception as pytorch_fid_inception
 
 from datasets.files import DataFileError
 from bench.harness.grid import GridSpec, expand
-from bench.core.contracts import DataKind, EvalContext, LabelledData
-from bench.core.registry import DATASETS, EVALUATORS
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import EvalContext
+from bench.api.registry import DATASETS, EVALUATORS
 from datasets import cifar10, mnist
 from bench.core.images import as_images, image_shape, is_image_schema
 from datasets.tabular_io import DataFormatError
+from bench.core import inception
 from evaluators import fid
 
 DATA_DIR = Path(os.environ.get("DPBENCH_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
-WEIGHTS = DATA_DIR / fid.MIRROR_FOLDER / fid.MIRROR_WEIGHTS
+WEIGHTS = DATA_DIR / inception.MIRROR_FOLDER / inception.MIRROR_WEIGHTS
 MNIST_FILES = [f"mnist/{name}" for name in mnist.MNIST_SHA256]
 FASHION_FILES = [f"fashion-mnist/{name}" for name in mnist.FASHION_SHA256]
 # Public: the MNIST page's training-set digit counts (also in torchvision's and Keras' docs).
@@ -59,7 +61,7 @@ def mnist_split():
 @pytest.fixture(autouse=True)
 def isolated_fid(tmp_path, monkeypatch):
     """Each test sees only the weights it is given (the FID cache is the context's, per test)."""
-    monkeypatch.delenv(fid.WEIGHTS_VARIABLE, raising=False)
+    monkeypatch.delenv(inception.WEIGHTS_VARIABLE, raising=False)
     monkeypatch.setenv("DPBENCH_OFFLINE", "1")
 
 
@@ -253,9 +255,9 @@ def test_only_the_image_evaluators_score_image_data():
 
 def test_weights_come_from_the_data_dir_offline():
     need(WEIGHTS)
-    assert fid.resolve_weights(None, str(DATA_DIR)) == WEIGHTS
+    assert inception.resolve_weights(None, str(DATA_DIR)) == WEIGHTS
     network, sha256, device = EVALUATORS.get("fid").network(EvalContext(device="auto", data_dir=DATA_DIR))
-    assert sha256 == fid.MIRROR_SHA256 and device in ("cpu", "cuda")
+    assert sha256 == inception.MIRROR_SHA256 and device in ("cpu", "cuda")
     assert EVALUATORS.get("fid").network(EvalContext(device="cpu", data_dir=DATA_DIR))[2] == "cpu"  # --device cpu
     with torch.inference_mode():
         features = network(torch.rand(2, 3, 28, 28, device=device))[0]
@@ -263,11 +265,11 @@ def test_weights_come_from_the_data_dir_offline():
 
 
 def test_fid_constants_are_pytorch_fids_own():
-    """evaluators/fid.py spells out pytorch-fid's weights file name and pool3 block index so that
+    """bench/core/inception.py and evaluators/fid.py spell out pytorch-fid's weights file name and pool3 block index so that
     listing the evaluators does not import pytorch-fid; they must stay pytorch-fid's."""
     from urllib.parse import urlparse
 
-    assert fid.STANDARD_WEIGHTS == Path(urlparse(pytorch_fid_inception.FID_WEIGHTS_URL).path).name
+    assert inception.STANDARD_WEIGHTS == Path(urlparse(pytorch_fid_inception.FID_WEIGHTS_URL).path).name
     assert fid.POOL3 == pytorch_fid_inception.InceptionV3.BLOCK_INDEX_BY_DIM[2048]
 
 
@@ -277,7 +279,7 @@ def test_listing_evaluators_does_not_import_pytorch_fid():
     import subprocess
     import sys
 
-    code = ("import sys; from bench.core.registry import EVALUATORS; [e for e in EVALUATORS]; "
+    code = ("import sys; from bench.api.registry import EVALUATORS; [e for e in EVALUATORS]; "
             "print('pytorch_fid' in sys.modules, 'torchvision.models' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
@@ -289,7 +291,7 @@ def test_network_matches_pytorch_fids_own_construction(monkeypatch):
     need(WEIGHTS)
     state = torch.load(WEIGHTS, map_location="cpu", weights_only=True)
     full = {**state, "fc.weight": torch.zeros(1008, 2048), "fc.bias": torch.zeros(1008)}
-    ours = fid.fid_network(fid.fid_inception_core(state, WEIGHTS))
+    ours = fid.fid_network(inception.fid_inception_core(state, WEIGHTS))
     monkeypatch.setattr(pytorch_fid_inception, "load_state_dict_from_url", lambda *args, **kwargs: full)
     theirs = pytorch_fid_inception.InceptionV3([3]).eval()
     images = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
@@ -297,7 +299,7 @@ def test_network_matches_pytorch_fids_own_construction(monkeypatch):
         assert torch.allclose(ours(images)[0], theirs(images)[0], atol=1e-6)
         # the network the evaluator runs: batch norms folded, channels-last — the same features
         # up to float rounding
-        fast = fid.load_network(str(WEIGHTS), fid.file_sha256(WEIGHTS), "cpu")
+        fast = fid.load_network(str(WEIGHTS), inception.file_sha256(WEIGHTS), "cpu")
         assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in fast.modules())
         expected = theirs(images)[0]
         assert torch.allclose(fast(images.contiguous(memory_format=torch.channels_last))[0], expected, rtol=1e-4, atol=1e-4)
@@ -305,33 +307,33 @@ def test_network_matches_pytorch_fids_own_construction(monkeypatch):
 
 def test_missing_weights_error_says_how_to_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
-    with pytest.raises(fid.FidWeightsError) as error:
-        fid.resolve_weights(None, str(tmp_path / "no-data"))
+    with pytest.raises(inception.FidWeightsError) as error:
+        inception.resolve_weights(None, str(tmp_path / "no-data"))
     message = str(error.value)
     assert "\n" not in message
-    assert fid.WEIGHTS_VARIABLE in message and "DPBENCH_OFFLINE" in message
-    assert str(tmp_path / "no-data" / "fid-inception" / fid.MIRROR_WEIGHTS) in message
-    monkeypatch.setenv(fid.WEIGHTS_VARIABLE, str(tmp_path / "elsewhere.pth"))
-    with pytest.raises(fid.FidWeightsError, match="elsewhere.pth does not exist"):
-        fid.resolve_weights(None, None)
+    assert inception.WEIGHTS_VARIABLE in message and "DPBENCH_OFFLINE" in message
+    assert str(tmp_path / "no-data" / "fid-inception" / inception.MIRROR_WEIGHTS) in message
+    monkeypatch.setenv(inception.WEIGHTS_VARIABLE, str(tmp_path / "elsewhere.pth"))
+    with pytest.raises(inception.FidWeightsError, match="elsewhere.pth does not exist"):
+        inception.resolve_weights(None, None)
 
 
 def test_wrong_weights_are_refused(tmp_path):
     need(WEIGHTS)
     state = torch.load(WEIGHTS, map_location="cpu", weights_only=True)
-    fid.fid_inception_core(state, WEIGHTS)  # only fc missing: accepted
+    inception.fid_inception_core(state, WEIGHTS)  # only fc missing: accepted
     without_conv = {k: v for k, v in state.items() if k != "Conv2d_1a_3x3.conv.weight"}
-    with pytest.raises(fid.FidWeightsError, match="1 missing keys besides fc"):
-        fid.fid_inception_core(without_conv, WEIGHTS)
-    with pytest.raises(fid.FidWeightsError, match="1 unexpected"):
-        fid.fid_inception_core({**state, "extra.weight": torch.zeros(1)}, WEIGHTS)
-    with pytest.raises(fid.FidWeightsError, match="does not fit"):
-        fid.fid_inception_core({**state, "Conv2d_1a_3x3.conv.weight": torch.zeros(1)}, WEIGHTS)
-    with pytest.raises(fid.FidWeightsError, match="is corrupt"):
-        fid.check_known_file(tmp_path / fid.MIRROR_WEIGHTS, "0" * 64)
+    with pytest.raises(inception.FidWeightsError, match="1 missing keys besides fc"):
+        inception.fid_inception_core(without_conv, WEIGHTS)
+    with pytest.raises(inception.FidWeightsError, match="1 unexpected"):
+        inception.fid_inception_core({**state, "extra.weight": torch.zeros(1)}, WEIGHTS)
+    with pytest.raises(inception.FidWeightsError, match="does not fit"):
+        inception.fid_inception_core({**state, "Conv2d_1a_3x3.conv.weight": torch.zeros(1)}, WEIGHTS)
+    with pytest.raises(inception.FidWeightsError, match="is corrupt"):
+        inception.check_known_file(tmp_path / inception.MIRROR_WEIGHTS, "0" * 64)
     not_weights = tmp_path / "weights.pth"
     not_weights.write_bytes(b"junk")
-    with pytest.raises(fid.FidWeightsError, match="cannot be read as a weights file"):
+    with pytest.raises(inception.FidWeightsError, match="cannot be read as a weights file"):
         fid.load_network(str(not_weights), "0" * 64, "cpu")
 
 

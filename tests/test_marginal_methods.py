@@ -12,9 +12,10 @@ from autodp import converter
 
 from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
-from bench.core.contracts import DataKind, FitContext
+from bench.core.data import DataKind
+from bench.api.contracts import FitContext
 from bench.privacy.ledger import GaussianRelease, PrivacyBudgetExceeded, PrivacyLedger, PureRelease, epsilon_to_zcdp, zcdp_to_epsilon
-from bench.core.registry import METHODS
+from bench.api.registry import METHODS
 from datasets.adult_discrete import ADULT_DISCRETE
 from methods.mst import spanning_tree
 
@@ -111,7 +112,7 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
 
 
 def small_discrete(data_dir, columns: int, rows: int):
-    from bench.core.contracts import LabelledData
+    from bench.core.data import LabelledData
     from datasets.discrete import discrete_schema
 
     train = ADULT_DISCRETE.load(data_dir, seed=0).train

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from bench.core.contracts import EvalContext, LabelledData
+from bench.core.data import LabelledData
+from bench.api.contracts import EvalContext
 from datasets.adult_discrete import ADULT_DISCRETE
 from datasets.census_discrete import CENSUS_DISCRETE
 from datasets.discrete import domain_sizes

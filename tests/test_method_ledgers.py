@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from bench.privacy.private_data import PrivateData
-from bench.core.contracts import DataKind, FitContext, LabelledData
+from bench.core.data import DataKind, LabelledData
+from bench.api.contracts import FitContext
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
 from datasets.gmm2d import draw_split

@@ -8,8 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from bench.core.contracts import EvalContext, LabelledData
-from bench.core.registry import DATASETS, EVALUATORS
+from bench.core.data import LabelledData
+from bench.api.contracts import EvalContext
+from bench.api.registry import DATASETS, EVALUATORS
 from bench.testing import check_evaluator, redrawn_from_public_domain
 from evaluators.rows import class_matched, distance_features
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.core.contracts import FitContext
+from bench.api.contracts import FitContext
 from bench.core.params import PROFILES, HyperParameterError, HyperParameters, Setting, batch_rows
-from bench.core.registry import DATASETS, METHODS
+from bench.api.registry import DATASETS, METHODS
 from bench.privacy.budget import PrivacyBudget
 
 # Every built-in method's resolution on main (3491589), before the parameters were typed: for

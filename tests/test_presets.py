@@ -19,7 +19,7 @@ from tests.conftest import REPO
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_preset_expands_and_its_printed_commands_give_the_same_cells(name, monkeypatch):
-    from bench.harness.runargs import DATA_DIR_VARIABLE
+    from bench.core.paths import DATA_DIR_VARIABLE
 
     monkeypatch.delenv(DATA_DIR_VARIABLE, raising=False)
     preset = PRESETS[name]
@@ -148,8 +148,8 @@ def test_the_datasets_the_report_calls_missing_from_the_mirror_are_missing_there
     """The report's "not runnable here" line is a claim about the data mirror: each dataset it
     names fails to load from it, with an error naming the file, and each sample that stands in
     for one loads."""
-    from bench.core.contracts import DataError
-    from bench.core.registry import DATASETS
+    from bench.core.data import DataError
+    from bench.api.registry import DATASETS
     from bench.report.presets import MIRROR_SAMPLES, NOT_IN_MIRROR
 
     monkeypatch.setenv("DPBENCH_OFFLINE", "1")  # a missing file must fail, not be downloaded

@@ -261,7 +261,7 @@ def test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu(d
     """Issue 29's attacker: a release recorded at half its true sensitivity left the ε lower bound
     near 0 while the fitted μ sat at 1.7–2.0× the claim. The verdict now also fails a claim whose
     μ the fitted μ's lower confidence bound exceeds; the honest release stays consistent."""
-    from bench.core.registry import METHODS
+    from bench.api.registry import METHODS
     from bench.privacy.audit import fitted_mu_lower
     from tests.test_conformance import GaussianHistograms
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.core.contracts import Column, ColumnKind, LabelledData, Schema
+from bench.core.data import Column, ColumnKind, LabelledData, Schema
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.independent import independent_epsilon
 from bench.privacy.ledger import PrivacyLedger

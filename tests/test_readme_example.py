@@ -42,9 +42,9 @@ def test_the_example_is_short_as_formatted(which):
 
 
 def test_incomplete_evaluator_and_dataset_declarations_are_refused_in_one_line():
-    from bench.core.contracts import DataKind, Schema
-    from bench.core.declare import dataset, evaluator
-    from bench.core.registry import RegistryError
+    from bench.core.data import DataKind, Schema
+    from bench.api.declare import dataset, evaluator
+    from bench.api.registry import RegistryError
 
     with pytest.raises(RegistryError, match="'no-metrics' is incomplete") as refused:
         evaluator("no-metrics", "declares no metric specs", kinds={DataKind.TABULAR}, metrics={"x": 1.0},
@@ -58,7 +58,7 @@ def test_incomplete_evaluator_and_dataset_declarations_are_refused_in_one_line()
 
 
 def test_the_evaluator_and_dataset_examples_pass_their_kits(tmp_path, monkeypatch):
-    from bench.core.registry import DATASETS, EVALUATORS
+    from bench.api.registry import DATASETS, EVALUATORS
     from bench.testing import check_dataset, check_evaluator
 
     evaluator_code, dataset_code = evaluator_and_dataset_code()
@@ -90,9 +90,9 @@ def test_the_evaluator_and_dataset_examples_run_in_a_grid(workdir, monkeypatch):
 
 
 def test_an_incomplete_declaration_is_refused_in_one_line():
-    from bench.core.contracts import DataKind
-    from bench.core.declare import method
-    from bench.core.registry import RegistryError
+    from bench.core.data import DataKind
+    from bench.api.declare import method
+    from bench.api.registry import RegistryError
 
     with pytest.raises(RegistryError, match="'no-kinds' is incomplete") as refused:
         method("no-kinds", "declares no data kind", kinds=(), register=False)(lambda data, context: None)
@@ -104,7 +104,7 @@ def test_an_incomplete_declaration_is_refused_in_one_line():
 
 
 def test_the_example_passes_the_conformance_kit(tmp_path, monkeypatch):
-    from bench.core.registry import METHODS
+    from bench.api.registry import METHODS
     from bench.testing import check_method
 
     (tmp_path / "readme_laplace.py").write_text(readme_code())

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from bench.core.params import HyperParameterError, HyperParameters, Setting, parse_overrides
-from bench.core.registry import DATASETS, EVALUATORS, METHODS, Registry, RegistryError
+from bench.api.registry import DATASETS, EVALUATORS, METHODS, Registry, RegistryError
 
 
 def test_builtins_are_registered():

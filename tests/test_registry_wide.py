@@ -10,8 +10,8 @@ import os
 import pytest
 
 from bench.harness.grid import GridSpec, expand
-from bench.core.contracts import DataKind
-from bench.core.registry import DATASETS, EVALUATORS, METHODS
+from bench.core.data import DataKind
+from bench.api.registry import DATASETS, EVALUATORS, METHODS
 from bench.harness.worker import execute
 
 SMALL_DISCRETE = "adult-discrete-3k-test"
@@ -87,7 +87,7 @@ NOT_YET_ON_QUERIES: tuple[str, ...] = ()
 def test_every_builtin_method_passes_the_conformance_kit(method):
     """bench.testing.check_method on every built-in, every check (dp-mepf, image-only, on 200
     MNIST rows: the kit's default datasets hold no images)."""
-    from bench.core.contracts import DataKind
+    from bench.core.data import DataKind
     from bench.testing import check_method
 
     images = {"datasets": {DataKind.IMAGE: "mnist"}, "rows": 200} if method == "dp-mepf" else {}

@@ -238,7 +238,8 @@ def test_report_for_an_experiment_no_preset_uses_is_a_usage_error(workdir, capsy
 def test_privacy_utility_plot_draws_noise_free_runs_and_data_independent_baselines_as_bands():
     import pandas as pd
 
-    from bench.report.plots import privacy_utility_figure, pyplot
+    from bench.core.plotting import pyplot
+    from bench.report.plots import privacy_utility_figure
 
     rows = pd.DataFrame(
         [{"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": v + 0.02 * s}
@@ -259,7 +260,8 @@ def test_a_method_has_one_colour_in_every_plot():
     import pandas as pd
     from matplotlib.colors import to_hex
 
-    from bench.report.plots import method_colour, privacy_utility_figure, pyplot
+    from bench.core.plotting import pyplot
+    from bench.report.plots import method_colour, privacy_utility_figure
 
     def colour_of(methods: list[str], wanted: str) -> str:
         rows = pd.DataFrame([{"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": 0.5 + 0.1 * e}
@@ -300,7 +302,7 @@ def test_every_image_setup_of_the_presets_has_a_measured_cost():
     """The coverage matrix's promise for images (issue 32): every image setup of a preset is priced
     from a logged run or a committed measurement — never "not timed"."""
     from bench.report.presets import PRESETS, grid_cells, seconds_for, cost_key
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     untimed = sorted({(c.method, c.dataset, c.profile) for preset in PRESETS.values() for grid in preset.grids
                       for c in grid_cells(grid, preset.experiment) if DATASETS.get(c.dataset).kind.name == "IMAGE"

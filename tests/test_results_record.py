@@ -14,7 +14,8 @@ import pytest
 from bench.harness import tracking
 from bench.harness.record import LEGACY_LEDGER, Record, export_store, ledger_problem, load_records, write_record
 from bench.report.source import MlflowSource, RecordSource
-from bench.report.tables import DIRTY_MARK, FEW_SEEDS_MARK, render_all, summary_text
+from bench.report.render import render_all
+from bench.report.tables import DIRTY_MARK, FEW_SEEDS_MARK, summary_text
 from tests.conftest import REPO, run_cli
 
 COMMITTED = REPO / "results" / "runs"

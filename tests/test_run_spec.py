@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.contracts import RunProtocol
+from bench.core.data import RunProtocol
 from bench.harness.grid import KEY_VERSION, Cell, GridError, GridSpec, expand, seeds_argument
 from bench.harness.record import Record
 from bench.privacy.budget import Calibrator, Delta, epsilon_argument, parse_epsilons

@@ -18,7 +18,7 @@ N_TEST = 10_000
 
 @pytest.fixture(scope="module")
 def mnist(data_dir):
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
 
     return DATASETS.get("mnist").load(data_dir, seed=0)
 
@@ -114,7 +114,7 @@ def test_a_broken_split_rule_is_caught():
 
 
 def test_images_are_scored_as_the_8bit_pixels_they_are_stored_as(mnist):
-    from bench.core.contracts import LabelledData
+    from bench.core.data import LabelledData
 
     x = np.zeros((1, mnist.train.schema.n_features), dtype=np.float32)
     x[0, :6] = [0.5, 1.0, 0.0, 0.0019, 0.0020, 254.4 / 255]  # a generator's output lies in [0, 1]

@@ -174,11 +174,11 @@ def test_numbers_have_three_significant_digits_and_no_e_notation(value, text):
 
 
 def test_cells_read_mean_std_and_seed_count_and_one_seed_has_no_std():
-    from bench.report.tables import _cell_text
+    from bench.report.tables import summary_text
 
-    assert _cell_text(pd.Series([376_000.0, 377_800.0, 380_000.0])) == "378,000 ± 2,000 [373,000, 383,000] (3)"
-    assert _cell_text(pd.Series([1.01e6])) == "1.01×10⁶ (1)◦"
-    assert _cell_text(pd.Series([0.5, math.nan, 0.7])) == "0.600 ± 0.141 (2)◦"  # a missing value is no seed
+    assert summary_text(pd.Series([376_000.0, 377_800.0, 380_000.0])) == "378,000 ± 2,000 [373,000, 383,000] (3)"
+    assert summary_text(pd.Series([1.01e6])) == "1.01×10⁶ (1)◦"
+    assert summary_text(pd.Series([0.5, math.nan, 0.7])) == "0.600 ± 0.141 (2)◦"  # a missing value is no seed
     assert "e+0" not in render(frame().assign(**{"marginals.tv_3": 376_900.0}), "marginals.tv_3", "md")
     assert "$\\times10^{6}$" in render(frame().assign(**{"marginals.tv_3": 1.01e6}), "marginals.tv_3", "latex")
 
@@ -189,7 +189,7 @@ def test_cells_read_mean_std_and_seed_count_and_one_seed_has_no_std():
 
 def record(seed, method="dp-merf", dataset="gmm2d", epsilon=1.0, value=1.0, profile="paper", overrides=None,
            delta=None, extra_params=None):
-    from bench.core.registry import METHODS
+    from bench.api.registry import METHODS
     from tests.conftest import cell_record, plain_cell
 
     private = math.isfinite(epsilon)

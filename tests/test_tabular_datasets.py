@@ -24,8 +24,8 @@ import pytest
 
 from datasets.files import DataFileError
 from bench.core.encoding import TabularEncoder
-from bench.core.contracts import ColumnKind
-from bench.core.registry import DATASETS
+from bench.core.data import ColumnKind
+from bench.api.registry import DATASETS
 from datasets import adult, census, cervical, covtype, credit, epileptic, intrusion, isolet
 from datasets.tabular import TabularDataset
 from datasets.tabular_io import DataFormatError, sdgym_shuffle

@@ -12,7 +12,8 @@ import torch
 from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.core.encoding import SchemaError, TabularEncoder
-from bench.core.contracts import Column, ColumnKind, DataKind, FitContext, LabelledData, Schema
+from bench.core.data import Column, ColumnKind, DataKind, LabelledData, Schema
+from bench.api.contracts import FitContext
 from bench.privacy.ledger import PrivacyLedger
 from methods.dp_merf import HYPERPARAMETERS, DPMerf, sum_kernel_features
 from methods.space import ModelSpace

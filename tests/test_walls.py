@@ -23,7 +23,7 @@ DOORS_PLUGIN = '''
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from bench.core.registry import DATASETS, METHODS
+from bench.api.registry import DATASETS, METHODS
 from methods.baselines import Uniform
 
 
@@ -61,7 +61,7 @@ def test_loaders_refuse_inside_a_fit_and_only_there():
     with fit_wall("m"):
         with pytest.raises(DataWallError, match="inside m's fit: the data wall refuses it"):
             refuse_inside_fit("loading x")
-        from bench.core.registry import DATASETS
+        from bench.api.registry import DATASETS
 
         with pytest.raises(DataWallError, match="the data wall"):
             DATASETS.get("cervical").load(DATA_DIR, 0)

@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from bench.core.contracts import ColumnKind, Schema
+from bench.core.data import ColumnKind, Schema
 
 EncodingMode = Literal["onehot", "codes"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.core.contracts import Schema
+from bench.core.data import Schema
 
 IMAGE_SHAPE_FACT = "image_shape"
 

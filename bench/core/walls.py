@@ -36,17 +36,6 @@ PUBLIC_SUBFOLDERS = ("fid-inception",)  # public files inside the data folder (p
 _fits: list[str] = []  # the method whose fit runs in this process (a stack: fits do not nest, tests may)
 
 
-DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
-
-
-def data_folder(data_dir: Path | str | None) -> Path:
-    """The data folder a run reads: ``--data-dir``, else ``$DPBENCH_DATA_DIR``, else ``./data``
-    (the one rule; ``datasets.files.resolve_data_dir`` is this)."""
-    if data_dir:
-        return Path(data_dir)
-    return Path(os.environ.get(DATA_DIR_VARIABLE) or "data")
-
-
 def wall_message(method: str, path: str) -> str:
     return (f"reading {path} inside {method}'s fit: the data wall (Landlock) refused it — a fit reaches its rows "
             "only through the PrivateData handle it is given (docs/privacy.md, 'The walls')")

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from bench.core.errors import UsageError
-from bench.core.registry import DATASETS, METHODS
+from bench.api.registry import DATASETS, METHODS
 from bench.privacy.audit import AuditResult, AuditSpec, StopAudit, audit_releases, capture_releases
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
@@ -49,7 +49,7 @@ def audit_method(
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> AuditResult:
 
-    from bench.core.contracts import FitContext
+    from bench.api.contracts import FitContext
 
     method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
     if not method.private:
@@ -117,7 +117,7 @@ def audit_dp_sgd(
     import math as _math
 
 
-    from bench.core.contracts import FitContext
+    from bench.api.contracts import FitContext
     from bench.core.params import batch_rows
     from bench.privacy.audit import audit_dp_sgd_step
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from pathlib import Path
 
-from bench.core.contracts import RunProtocol
+from bench.core.data import RunProtocol
 from bench.core.errors import UsageError
 from bench.core.params import PROFILES, HyperParameterError, ResolvedParams, parse_like
-from bench.core.registry import DATASETS, EVALUATORS, METHODS
+from bench.api.registry import DATASETS, EVALUATORS, METHODS
 from bench.privacy.budget import DEFAULT_DELTA_TARGET, Calibrator, Delta, epsilon_argument, epsilon_key, epsilon_text
 
 

@@ -59,7 +59,7 @@ def cell_from_v1(config: Mapping[str, Any] | None, params: Mapping[str, str], ta
 def _cell_fields_of_params(params: Mapping[str, str], tags: Mapping[str, str],
                            ledger: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     from bench.core.params import HyperParameterError, parse_value
-    from bench.core.registry import METHODS, RegistryError
+    from bench.api.registry import METHODS, RegistryError
 
     missing = [name for name in _CELL_PARAMS[:5] if name not in params]
     if missing:

@@ -30,7 +30,7 @@ def check_device(cells: Iterable[Cell]) -> None:
 def check_data(cells: Iterable[Cell]) -> None:
     """Load every (dataset, data folder, protocol) of ``cells`` once. Data file errors propagate
     (``DataFileError``: one line, exit code 2); warnings (clipped values, δ ≥ 1/n) are shown."""
-    from bench.core.registry import DATASETS
+    from bench.api.registry import DATASETS
     checked: dict[tuple, int] = {}
     for cell in cells:
         where = (cell.dataset, cell.data_dir, cell.protocol)

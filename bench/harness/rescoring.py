@@ -53,17 +53,18 @@ def evaluate_stored_sample(
     import torch
 
     torch.set_num_threads(max(1, threads))
-    from bench.core.contracts import EvalContext
-    from bench.core.registry import DATASETS, EVALUATORS
+    from bench.api.contracts import EvalContext
+    from bench.api.registry import DATASETS, EVALUATORS
     from bench.harness.grid import Cell, configured
     from bench.harness.samples import load_synthetic
-    from bench.harness.worker import Outcome, eval_cache_dir, pools_held_to, record_evaluation
+    from bench.core.paths import cache_dir
+    from bench.harness.worker import Outcome, pools_held_to, record_evaluation
 
     cell = Cell.from_json(cell_json)
     folder = Path(data_dir) if data_dir else None
     split = DATASETS.get(cell.dataset).load(folder, cell.seed, cell.protocol)
     synthetic, _ = load_synthetic(Path(sample_path), split.train.schema)
-    context = EvalContext(seed=cell.seed, data_dir=folder, protocol=cell.protocol, cache_dir=eval_cache_dir(),
+    context = EvalContext(seed=cell.seed, data_dir=folder, protocol=cell.protocol, cache_dir=cache_dir(),
                           shadow_fit=_run_shadow_fit(cell, delta_resolved, folder))
     outcome = Outcome(status="FINISHED")
     for name in evaluators:
@@ -92,8 +93,8 @@ def _run_shadow_fit(cell: Any, delta_resolved: float | None, data_dir: Path | No
 def _shadow_fitter_of(cell: Any, delta_resolved: float | None, data_dir: Path | None) -> Any:
     import math
 
-    from bench.core.contracts import FitContext
-    from bench.core.registry import DATASETS, METHODS
+    from bench.api.contracts import FitContext
+    from bench.api.registry import DATASETS, METHODS
     from bench.harness.worker import shadow_fitter
     from bench.privacy.budget import PrivacyBudget
     from bench.privacy.ledger import PrivacyLedger

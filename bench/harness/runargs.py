@@ -13,14 +13,14 @@ import os
 import re
 from pathlib import Path
 
-from bench.core.contracts import PROTOCOLS
+from bench.core.data import PROTOCOLS
 from bench.core.params import PROFILES, parse_overrides
-from bench.core.registry import EVALUATORS
+from bench.core.paths import DATA_DIR_VARIABLE
+from bench.api.registry import EVALUATORS
 from bench.harness import tracking
 from bench.harness.grid import NO_EVALUATORS, GridError, GridSpec, parse_seeds, split_names
 from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, Delta, DeltaKind, parse_epsilons
 
-DATA_DIR_VARIABLE = "DPBENCH_DATA_DIR"
 
 
 def experiment_name(text: str) -> str:

@@ -40,7 +40,7 @@ class SampleError(ValueError):
 def as_8bit_images(data: Any) -> Any:
     """Image data with its pixels rounded to the nearest of the 256 8-bit levels (as float32 in
     [0, 1], the dataset's layout); what ``save_synthetic`` stores and ``load_synthetic`` reads."""
-    from bench.core.contracts import LabelledData
+    from bench.core.data import LabelledData
 
     pixels = np.rint(np.clip(data.x, 0, 1) * 255).astype(np.uint8)
     return LabelledData(pixels.astype(np.float32) / 255, data.y, data.schema)
@@ -63,7 +63,7 @@ def save_synthetic(data: Any, path: Path, *, dataset: str, private_rows: bool) -
 def load_synthetic(path: Path, schema: Any) -> tuple[Any, dict]:
     """The stored rows as ``LabelledData`` in ``schema`` (which must be the one they were
     generated in), and the file's metadata."""
-    from bench.core.contracts import LabelledData
+    from bench.core.data import LabelledData
 
     with np.load(path, allow_pickle=False) as stored:
         meta = json.loads(str(stored["meta"]))

@@ -184,7 +184,7 @@ def finished_cell_keys(mlflow_client, experiment: str) -> set[str]:
 def has_evaluator_metrics(logged: Iterable[str], evaluator: str) -> bool:
     """Whether the metric names ``logged`` hold one the evaluator declares (``privacy.epsilon_spent``,
     the ledger's, is not the ``privacy`` evaluator's)."""
-    from bench.core.registry import EVALUATORS
+    from bench.api.registry import EVALUATORS
 
     declared = EVALUATORS.get(evaluator).metrics
     return any(key.startswith(f"{evaluator}.") and key.rsplit(".", 1)[-1] in declared for key in logged)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import random
 import resource
 import time
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 if TYPE_CHECKING:
-    from bench.core.contracts import Evaluation, Evaluator
+    from bench.api.contracts import Evaluation, Evaluator
 
 OUTCOME_FILE = "outcome.json"
 SAMPLE_ROWS = 1000  # rows of synthetic data kept as an artifact
@@ -215,17 +214,11 @@ def shadow_fitter(method: Any, template: Any, *, calibrator: str, secure_noise: 
     return fit_and_sample
 
 
-def eval_cache_dir() -> Path:
-    """Where evaluators keep results computed from the real data only (FID statistics of the
-    reference split), shared by all cells: ``$DPBENCH_CACHE_DIR``, else ``~/.cache/dpbench``."""
-    return Path(os.environ.get("DPBENCH_CACHE_DIR") or Path.home() / ".cache" / "dpbench")
-
-
 def record_evaluation(evaluator: Evaluator, evaluation: Evaluation, outcome: Outcome, out: Path) -> None:
     """An evaluator's ``Evaluation`` into the outcome and the work folder: metrics as
     ``<evaluator>.<metric>`` (each declared, or ``<group>.<declared>``), errors (parts that failed
     without failing the evaluation) as ``errors_<evaluator>.json`` and a tag, artifacts as files."""
-    from bench.core.contracts import metric_key
+    from bench.api.contracts import metric_key
 
     undeclared = {name for name in evaluation.metrics if name.rsplit(".", 1)[-1] not in evaluator.metrics}
     if undeclared:
@@ -263,12 +256,13 @@ def execute(
     import torch
 
     from bench.privacy.budget import PrivacyBudget
-    from bench.core.walls import DataWallError, data_folder, fit_wall, lock_data_folder, wall_message
+    from bench.core.paths import cache_dir, data_folder
+    from bench.core.walls import DataWallError, fit_wall, lock_data_folder, wall_message
     from bench.harness.grid import Cell, configured
     from bench.harness.samples import SAMPLE_FILE, as_8bit_images, save_synthetic
-    from bench.core.contracts import EvalContext, FitContext
+    from bench.api.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
-    from bench.core.registry import DATASETS, EVALUATORS, METHODS
+    from bench.api.registry import DATASETS, EVALUATORS, METHODS
 
     out = Path(folder)
     cell = Cell.from_json(cell_json)
@@ -352,7 +346,7 @@ def execute(
             device=device_name,
             data_dir=data_dir,
             protocol=cell.protocol,
-            cache_dir=eval_cache_dir(),
+            cache_dir=cache_dir(),
             shadow_fit=shadow_fitter(method, context, calibrator=cell.calibrator, secure_noise=cell.secure_noise),
         )
         for evaluator in evaluators:

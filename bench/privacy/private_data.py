@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from bench.core.contracts import LabelledData, Schema
+from bench.core.data import LabelledData, Schema
 from bench.core.threads import one_torch_thread
 
 T = TypeVar("T")

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.core.registry import DATASETS, METHODS, RegistryError
+from bench.api.registry import DATASETS, METHODS, RegistryError
 from bench.harness.tracking import has_evaluator_metrics
 from bench.privacy.budget import epsilon_text
 from bench.report.presets import (

@@ -5,8 +5,8 @@
   images, one line per method × ε, with the seeds' Fig. 3 values dashed (layout
   ``effective-size``; the metrics of ``evaluators/effective_size.py``).
 
-This module imports MLflow (through ``bench.report.tables``) only inside the plotting functions, so
-that evaluators can use :func:`format_size_axis` for their artifacts.
+The figure helpers every floor shares (the Agg backend, saving, the size axis that evaluators'
+artifacts use too) are in ``bench.core.plotting``.
 """
 
 from __future__ import annotations
@@ -17,40 +17,14 @@ from typing import Any
 
 import pandas as pd
 
+from bench.core.plotting import format_size_axis, pyplot, save_figure
 
-
-def pyplot() -> Any:
-    """matplotlib.pyplot on the file-only Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(fig: Any, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    pyplot().close(fig)
-
-
-def format_size_axis(ax: Any, sizes: list[int]) -> None:
-    """Log x axis of training-set sizes, ticks at the sizes (60k, 30k, …, 60)."""
-    ax.set_xscale("log")
-    ticks = sorted(set(sizes))
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([f"{s / 1000:g}k" if s >= 1000 else f"{s}" for s in ticks], fontsize=7)
-    ax.minorticks_off()
-    ax.set_xlabel("training images (log scale)")
-    ax.set_ylabel("mean accuracy of the classifiers")
-    ax.grid(alpha=0.3)
 
 
 def plot_experiment(experiment: str, metric: str, out_dir: Path, source: Any = None) -> list[Path]:
     """One privacy–utility PNG per dataset (:func:`privacy_utility_figure`): private methods
     against ε, runs without noise and data-independent baselines as bands."""
-    from bench.core.registry import METHODS
+    from bench.api.registry import METHODS
     from bench.report.tables import TableError, load_runs
 
     frame = load_runs(experiment, source)

@@ -39,7 +39,7 @@ from bench.report.coverage import (
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
 from bench.report.tables import (
-    CELL_LEGEND, FEW_SEEDS_MARK, MIN_SEEDS_FOR_EVIDENCE, TableError, _cell_text, _seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
+    CELL_LEGEND, FEW_SEEDS_MARK, MIN_SEEDS_FOR_EVIDENCE, TableError, summary_text, seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
 )
 
 FILES_FOLDER = "report_files"
@@ -105,7 +105,7 @@ def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]
 
 
 def _png(fig: Any) -> bytes:
-    from bench.report.plots import pyplot
+    from bench.core.plotting import pyplot
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
@@ -114,7 +114,7 @@ def _png(fig: Any) -> bytes:
 
 
 def _data_independent_methods() -> set[str]:
-    from bench.core.registry import METHODS
+    from bench.api.registry import METHODS
 
     return {m.name for m in METHODS if getattr(m, "data_independent", False)}
 
@@ -316,8 +316,8 @@ def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
         note = (notes.get(c.dataset) or notes.get(base_dataset(c.dataset), "")) if c.miss else ""
         if c.miss and not note:
             note = "unexplained"
-        paper = "" if c.paper is None else _seeds_value(c.paper, preset.digits)
-        rows.append([c.dataset, c.column, _cell_text(c.ours), paper, c.verdict(), note])
+        paper = "" if c.paper is None else seeds_value(c.paper, preset.digits)
+        rows.append([c.dataset, c.column, summary_text(c.ours), paper, c.verdict(), note])
     return [
         Block("p", "Calibration: the real training data through our pipeline, against the paper's real-data value. "
                    "Every method row below inherits this pipeline, so a miss larger than one seed-sd is a difference "

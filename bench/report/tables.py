@@ -17,7 +17,6 @@ import json
 import math
 import re
 
-from typing import Iterable
 
 import pandas as pd
 
@@ -27,9 +26,9 @@ from bench.harness.grid import Cell
 from bench.harness.record import Record
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import marks, one_sample, paired, welch
-from bench.core.contracts import Direction, MetricKind, MetricSpec, metric_key
+from bench.api.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.core.params import HyperParameterError
-from bench.core.registry import EVALUATORS, METHODS, RegistryError
+from bench.api.registry import EVALUATORS, METHODS, RegistryError
 from bench.privacy.budget import DEFAULT_DELTA, epsilon_text
 
 
@@ -244,10 +243,6 @@ def summary_text(values: pd.Series, heavy_tailed: bool = False, dirty: bool = Fa
     return f"{text} ({n}){marks}"
 
 
-def _cell_text(values: pd.Series) -> str:
-    return summary_text(values)
-
-
 def statistic_legend(metrics: list[str]) -> str:
     """What a table's cells are, for its title: the heavy-tailed metrics' cells are medians."""
     heavy = [m for m in metrics if is_heavy_tailed(m)]
@@ -374,10 +369,10 @@ def render(frame: pd.DataFrame, metric: str, fmt: str) -> str:
         rows.append([dataset, eps_text, *cells])
     header = ["dataset", "ε", *text.columns]
     title = f"{metric}{arrow}: {statistic_legend([metric])}; ◦ fewer than 3 seeds, ‡ dirty code"
-    return _format(header, rows, title, fmt)
+    return format_table(header, rows, title, fmt)
 
 
-def _format(header: list[str], rows: list[list[str]], title: str, fmt: str) -> str:
+def format_table(header: list[str], rows: list[list[str]], title: str, fmt: str) -> str:
     if fmt == "csv":
         return pd.DataFrame(rows, columns=header).to_csv(index=False)
     if fmt == "md":
@@ -427,7 +422,7 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
         rows.append([dataset, epsilon_text(eps), *cells])
     header = ["dataset", "ε", *methods]
     title = " / ".join(present) + f": {statistic_legend(present)}; ◦ fewer than 3 seeds, ‡ dirty code, metrics a row lacks are left out"
-    return _format(header, rows, title, fmt)
+    return format_table(header, rows, title, fmt)
 
 
 # The seeds' Table 1 (DP-HP (arXiv:2106.05042) Table 1): mean TV of α-way marginals, δ = 1e-5, lower is better.
@@ -489,7 +484,7 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
                     f"{seeds[(m, e)]:.3f}" if (m, e) in seeds else "" for m, e in columns
                 ]])
     title = "Table 1: mean TV distance of α-way marginals (lower is better), mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code"
-    return _format(header, rows, title, fmt)
+    return format_table(header, rows, title, fmt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,7 +565,7 @@ def setup_name(method: str, epsilon: float) -> str:
     return f"{SEEDS_SETUP_NAMES.get(method, method)} ε={epsilon_text(epsilon)}"
 
 
-def _seeds_value(value: float | tuple[float, float] | str, digits: str) -> str:
+def seeds_value(value: float | tuple[float, float] | str, digits: str) -> str:
     if isinstance(value, str):  # transcribed as printed (e.g. "≈ 3.1×10⁵" read from a figure)
         return value
     if isinstance(value, tuple):
@@ -649,7 +644,7 @@ def versus_seeds_rows(
             if (method, eps) in published:
                 values = published[(method, eps)]
                 rows.append([dataset, setup_name(method, eps), seeds_label, *[
-                    _seeds_value(values[header], digits) if header in values else "" for header, _ in columns
+                    seeds_value(values[header], digits) if header in values else "" for header, _ in columns
                 ]])
             # the setups measured by other code, once each, after the block of ours (and the paper's row)
             block = [(names[(ours["method"] == label) & (ours["epsilon"] == label_eps)].iloc[0], label_eps)
@@ -722,7 +717,7 @@ def render_versus_seeds(
     if not any(metric in frame.columns for _, metric in columns):
         raise TableError(f"none of the metrics {columns[0][1]} … {columns[-1][1]} is in these runs")
     rows = versus_seeds_rows(frame, columns, seeds, seeds_label, digits)
-    return _format(["dataset", "setup", "numbers", *[header for header, _ in columns]], rows, title, fmt)
+    return format_table(["dataset", "setup", "numbers", *[header for header, _ in columns]], rows, title, fmt)
 
 
 def effective_size_columns(frame: pd.DataFrame) -> dict[int, str]:
@@ -755,30 +750,3 @@ def render_fig3(frame: pd.DataFrame, fmt: str) -> str:
     title = ("Fig. 3: mean accuracy of the 12 classifiers vs training images (effective-size; higher is better), "
              "ours: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code")
     return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 3", ".4f", title, fmt)
-
-
-
-def render_all(
-    experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False, layout: str = "default",
-    source: RunSource | None = None,
-) -> str:
-    frame = load_runs(experiment, source)
-    if layout == "table1":
-        return render_table1(frame, fmt)
-    if layout == "fig6":
-        evaluators = list(metrics or ["image-downstream"])
-        return "\n".join(render_fig6(frame, fmt, evaluator) for evaluator in evaluators)
-    if layout == "fig3":
-        return render_fig3(frame, fmt)
-    if layout == "privacy":
-        from bench.report.triad import render_triad
-
-        return render_triad(frame, fmt, source=source)
-    chosen = list(metrics or declared_metrics(frame))
-    if not chosen:
-        raise TableError("no evaluator metric in these runs; name one with --metric")
-    if combine:
-        return render_combined(frame, chosen, fmt)
-    if fmt == "csv":  # one CSV with a metric column, not one header per metric
-        return pd.concat([tidy(frame, metric) for metric in chosen]).to_csv(index=False)
-    return "\n".join(render(frame, metric, fmt) for metric in chosen)

@@ -16,7 +16,7 @@ import math
 import pandas as pd
 
 from bench.report.source import MlflowSource, RunSource
-from bench.report.tables import TableError, _cell_text, _format, epsilon_text, format_number
+from bench.report.tables import TableError, epsilon_text, format_number, format_table, summary_text
 
 UTILITY = ("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "nll.mean")
 AUDIT_EXPERIMENT = "audit"
@@ -47,7 +47,7 @@ def _claimed(values: pd.Series) -> str:
 
 
 def _mean_sd(values: pd.Series) -> str:
-    return _cell_text(values) or "—"
+    return summary_text(values) or "—"
 
 
 def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float]) -> tuple[list[str], list[list[str]]]:
@@ -93,4 +93,4 @@ def render_triad(frame: pd.DataFrame, fmt: str, audits: dict[tuple[str, str, flo
     header, rows = triad_rows(frame, audit_bounds(source=source) if audits is None else audits)
     title = ("claimed ε (ledger) — audited ε lower bound (`bench audit`) — membership attack on the output (DOMIAS AUC, "
              "0.5: no signal) — DCR share (0.5 ideal) — detection AUC (0.5 ideal) — utility; mean ± sd over seeds (n)")
-    return _format(header, rows, title, fmt)
+    return format_table(header, rows, title, fmt)

@@ -35,12 +35,10 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from bench.core.contracts import (
-    DataKind, EvalContext, Evaluation, FitContext, LabelledData, MetricSpec, Schema, Split, dataset_problems,
-    evaluator_problems, method_problems, stream_seed_sequence,
-)
+from bench.core.data import DataKind, LabelledData, Schema, Split, stream_seed_sequence
+from bench.api.contracts import EvalContext, Evaluation, FitContext, MetricSpec, dataset_problems, evaluator_problems, method_problems
 from bench.core.params import HyperParameters, NoParameters
-from bench.core.registry import DATASETS, EVALUATORS, METHODS, RegistryError
+from bench.api.registry import DATASETS, EVALUATORS, METHODS, RegistryError
 from bench.core.walls import refuse_inside_fit
 
 FitFunction = Callable[[Any, FitContext], Any]

@@ -22,7 +22,7 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from bench.core.errors import UsageError
-from bench.core.contracts import Dataset, Evaluator, MethodAdapter, dataset_problems, evaluator_problems, method_problems
+from bench.api.contracts import Dataset, Evaluator, MethodAdapter, dataset_problems, evaluator_problems, method_problems
 
 T = TypeVar("T")
 
