@@ -96,22 +96,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     table = commands.add_parser(
-        "table", help="print results tables (mean ± std over seeds) regenerated from MLflow",
+        "table",
+        help="print results tables (mean ± std over seeds) regenerated from MLflow",
         formatter_class=_Formatter,
     )
-    table.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    table.add_argument(
+        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
+    )
     table.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
     table.add_argument(
-        "--metric", action="append",
+        "--metric",
+        action="append",
         help="metric to tabulate, repeatable (default: every evaluator metric); with --layout fig6, "
         "the evaluator instead (default image-downstream; e.g. image-downstream-10pct)",
     )
     table.add_argument(
-        "--combine", action="store_true",
+        "--combine",
+        action="store_true",
         help="one table joining the metrics with ' / ' per cell (Table 2's ROC / PRC or F1 shape)",
     )
     table.add_argument(
-        "--layout", default="default", choices=TABLE_LAYOUTS,
+        "--layout",
+        default="default",
+        choices=TABLE_LAYOUTS,
         help="table1: the seeds' Table 1 shape (α-way marginals, both conventions, the seeds' values beside ours); "
         "fig6: the seeds' Fig. 6 (image-downstream accuracy per classifier, each setup followed by the seeds' row); "
         "fig3: the seeds' Fig. 3 (effective-size mean accuracy per training-set size, ours vs the seeds'); "
@@ -122,52 +129,66 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--out", type=Path, help="also write the table to this file")
 
     runs = commands.add_parser(
-        "runs", help="list the run ids behind a table's cells (for `show`)",
+        "runs",
+        help="list the run ids behind a table's cells (for `show`)",
         description="One line per run that `table` averages (finished, the latest of each cell): its id, "
         "then the table's row (dataset and non-default settings), column (method and --set values), ε and seed.",
         formatter_class=_Formatter,
     )
-    runs.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    runs.add_argument(
+        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
+    )
     runs.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
     runs.add_argument("--method", help="only this method (registered name)")
     runs.add_argument("--dataset", help="only this dataset (registered name)")
 
     plot = commands.add_parser(
-        "plot", help="draw privacy–utility curves (metric vs ε) or effective-size curves as PNG files",
+        "plot",
+        help="draw privacy–utility curves (metric vs ε) or effective-size curves as PNG files",
         formatter_class=_Formatter,
     )
-    plot.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    plot.add_argument(
+        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
+    )
     plot.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
     plot.add_argument(
-        "--layout", default="default", choices=PLOT_LAYOUTS,
+        "--layout",
+        default="default",
+        choices=PLOT_LAYOUTS,
         help="default: --metric against ε per method; effective-size: mean accuracy vs training images "
         "(effective-size evaluator), one line per method × ε with the seeds' Fig. 3 dashed, "
         "written as OUT/effective_size_<dataset>.png",
     )
     plot.add_argument("--metric", help="metric to plot, e.g. nll.mean (required by the default layout)")
     plot.add_argument(
-        "--out", type=Path,
+        "--out",
+        type=Path,
         help="output folder (default: plots; results/ holds only the report regenerated from the committed record)",
     )
 
     report = commands.add_parser(
-        "report", help="regenerate REPORT.md and a self-contained REPORT.html: ours beside the papers, plots, what is not run",
+        "report",
+        help="regenerate REPORT.md and a self-contained REPORT.html: ours beside the papers, plots, what is not run",
         formatter_class=_Formatter,
     )
     report.add_argument(
-        "--experiment", action="append",
+        "--experiment",
+        action="append",
         help="only the presets logging to this experiment; repeatable (default: every preset)",
     )
     report.add_argument(
-        "--out", type=Path, default=Path("report"),
+        "--out",
+        type=Path,
+        default=Path("report"),
         help="output folder; the committed results/ is rewritten only when named (--out results --records "
-             "results/runs), so a report of your own runs never replaces it",
+        "results/runs), so a report of your own runs never replaces it",
     )
 
     report.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
 
     export = commands.add_parser(
-        "export", formatter_class=_Formatter,
+        "export",
+        formatter_class=_Formatter,
         help="write the store's finished runs as a results record: one JSON per run, with its ledger",
         description="Write one JSON file per finished cell (the latest run of each) and per audit under "
         "OUT/<experiment>/: the resolved spec, metrics, the full privacy ledger with the independent accountant's ε, "
@@ -176,14 +197,20 @@ def build_parser() -> argparse.ArgumentParser:
         "refused unless --allow-dirty (they are then marked in every table that shows them).",
         epilog="example:\n  MLFLOW_TRACKING_URI=sqlite:///mlflow.db python -m bench export --experiment table2 --out results/runs",
     )
-    export.add_argument("--experiment", type=experiment_name, action="append",
-                        help="only this experiment; repeatable (default: every experiment in the store)")
+    export.add_argument(
+        "--experiment",
+        type=experiment_name,
+        action="append",
+        help="only this experiment; repeatable (default: every experiment in the store)",
+    )
     export.add_argument("--out", type=Path, default=DEFAULT_RECORDS, help="the record folder")
-    export.add_argument("--allow-dirty", action="store_true",
-                        help="also export runs logged from uncommitted code, marked dirty")
+    export.add_argument(
+        "--allow-dirty", action="store_true", help="also export runs logged from uncommitted code, marked dirty"
+    )
 
     importing = commands.add_parser(
-        "import", formatter_class=_Formatter,
+        "import",
+        formatter_class=_Formatter,
         help="log a results record's runs into the MLflow store, to browse them in the MLflow UI",
         description="Each record becomes a finished run of its experiment in the store at MLFLOW_TRACKING_URI "
         "(else ./mlflow.db), with its parameters, metrics, tags, and its ledger and config as artifacts. "
@@ -199,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     evaluate = commands.add_parser(
-        "evaluate", formatter_class=_Formatter,
+        "evaluate",
+        formatter_class=_Formatter,
         help="score the synthetic samples stored with finished runs by more evaluators, without refitting",
         description="For every finished run of the experiment (narrowed by --methods/--datasets), load the "
         "synthetic sample stored with it (synthetic.npz) and the real splits it was scored against, run the "
@@ -208,25 +236,38 @@ def build_parser() -> argparse.ArgumentParser:
         "interrupted pass.",
         epilog="example:\n  python -m bench evaluate --experiment privacy-utility --evaluators privacy,fidelity",
     )
-    evaluate.add_argument("--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name")
+    evaluate.add_argument(
+        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
+    )
     evaluate.add_argument("--evaluators", required=True, help="comma-separated evaluator names (`list evaluators`)")
     evaluate.add_argument("--methods", help="only runs of these methods (comma-separated)")
     evaluate.add_argument("--datasets", help="only runs on these datasets (comma-separated)")
     evaluate.add_argument(
-        "--eval-set", dest="evaluator_overrides", action="append", metavar="EVALUATOR.SETTING=VALUE",
+        "--eval-set",
+        dest="evaluator_overrides",
+        action="append",
+        metavar="EVALUATOR.SETTING=VALUE",
         help="change an evaluator's setting, as for run",
     )
-    evaluate.add_argument("--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
-                          help=f"dataset files (default ${DATA_DIR_VARIABLE}, else the folder each run recorded)")
+    evaluate.add_argument(
+        "--data-dir",
+        default=os.environ.get(DATA_DIR_VARIABLE),
+        help=f"dataset files (default ${DATA_DIR_VARIABLE}, else the folder each run recorded)",
+    )
     evaluate.add_argument("--rerun", action="store_true", help="score again evaluators whose metrics a run already has")
 
     show = commands.add_parser("show", help="print a run's privacy ledger, parameters and metrics")
     show.add_argument("run_id", metavar="RUN", help="MLflow run id (`python -m bench runs` lists them)")
-    show.add_argument("--records", type=Path, metavar="DIR",
-                      help="read the run from a results record folder (e.g. results/runs): its ledger travels with it")
+    show.add_argument(
+        "--records",
+        type=Path,
+        metavar="DIR",
+        help="read the run from a results record folder (e.g. results/runs): its ledger travels with it",
+    )
 
     audit = commands.add_parser(
-        "audit", formatter_class=_Formatter,
+        "audit",
+        formatter_class=_Formatter,
         help="empirical lower bound on ε: a canary attack on a method's real releases",
         description="Run the method's private releases (its real fit, stopped after them) on D and on D′ = D with "
         "row 0 replaced by a canary, many times with fresh noise; score each output with the likelihood-ratio "
@@ -239,12 +280,21 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--delta", default=str(DEFAULT_DELTA), help="δ of the audited run")
     audit.add_argument("--runs", type=int, default=1000, help="runs per side (D and D′); half choose the threshold")
     audit.add_argument("--rows", type=int, default=500, help="D = the first ROWS training rows of seed 0's split")
-    audit.add_argument("--level", default="release", choices=("release", "step"), help="release: the method's releases; step: one DP-SGD step")
+    audit.add_argument(
+        "--level",
+        default="release",
+        choices=("release", "step"),
+        help="release: the method's releases; step: one DP-SGD step",
+    )
     audit.add_argument("--profile", default="smoke", choices=PROFILES, help="hyperparameter profile of the audited fit")
     audit.add_argument("--calibrator", default="tight", choices=CALIBRATORS)
     audit.add_argument("--set", dest="overrides", action="append", default=[], metavar="METHOD.PARAM=VALUE")
-    audit.add_argument("--data-dir", default=os.environ.get(DATA_DIR_VARIABLE), help=f"dataset files (default ${DATA_DIR_VARIABLE})")
-    audit.add_argument("--experiment", type=experiment_name, default="audit", help="MLflow experiment the result is logged to")
+    audit.add_argument(
+        "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE), help=f"dataset files (default ${DATA_DIR_VARIABLE})"
+    )
+    audit.add_argument(
+        "--experiment", type=experiment_name, default="audit", help="MLflow experiment the result is logged to"
+    )
     pretrain = commands.add_parser(
         "pretrain-encoder",
         help="train a CIFAR-style ResNet18 on public images for dp-mepf's resnet18-cifar encoder",
@@ -254,15 +304,28 @@ def build_parser() -> argparse.ArgumentParser:
         "retrained; each checkpoint is logged as an artifact of the MLflow experiment 'encoders'.",
         formatter_class=_Formatter,
     )
-    pretrain.add_argument("--arch", default="resnet18-cifar", help="network (registered encoder pretrainers: resnet18-cifar)")
-    pretrain.add_argument("--public", default="cifar10", help="registered image dataset used as public data "
-                          "(greyscale ones are replicated to 3 channels)")
-    pretrain.add_argument("--grey", action="store_true", help="train on the luma of colour public images (for a "
-                          "greyscale private task such as MNIST: --public cifar10-jpeg --grey)")
+    pretrain.add_argument(
+        "--arch", default="resnet18-cifar", help="network (registered encoder pretrainers: resnet18-cifar)"
+    )
+    pretrain.add_argument(
+        "--public",
+        default="cifar10",
+        help="registered image dataset used as public data (greyscale ones are replicated to 3 channels)",
+    )
+    pretrain.add_argument(
+        "--grey",
+        action="store_true",
+        help="train on the luma of colour public images (for a "
+        "greyscale private task such as MNIST: --public cifar10-jpeg --grey)",
+    )
     pretrain.add_argument("--epochs", type=int, default=30, help="training epochs")
     pretrain.add_argument("--limit", type=int, help="use only the first N train and test images (quick checks)")
-    pretrain.add_argument("--out", type=Path, help="checkpoint path (default: encoders/<arch>-<public>[-grey]-<key>.pt)")
-    pretrain.add_argument("--experiment", type=experiment_name, default="encoders", help="MLflow experiment the checkpoint is logged to")
+    pretrain.add_argument(
+        "--out", type=Path, help="checkpoint path (default: encoders/<arch>-<public>[-grey]-<key>.pt)"
+    )
+    pretrain.add_argument(
+        "--experiment", type=experiment_name, default="encoders", help="MLflow experiment the checkpoint is logged to"
+    )
     pretrain.add_argument("--data-dir", help="dataset folder (default: $%s)" % DATA_DIR_VARIABLE)
     pretrain.add_argument("--device", default="cpu", help="torch device")
     return parser
@@ -280,8 +343,12 @@ def _preset_specs(args: argparse.Namespace) -> list[tuple[GridSpec, str]]:
         raise GridError(f"--preset sets the grid itself; drop {', '.join(given)} (only --seeds may narrow a preset)")
     preset = get_preset(args.preset)
     seeds = parse_seeds(args.seeds) if args.seeds else None
-    execution = {"device": args.device, "data_dir": Path(args.data_dir) if args.data_dir else None,
-                 "secure_noise": args.secure_noise, "threads": args.threads}
+    execution = {
+        "device": args.device,
+        "data_dir": Path(args.data_dir) if args.data_dir else None,
+        "secure_noise": args.secure_noise,
+        "threads": args.threads,
+    }
     return [(dataclasses.replace(grid.narrowed(seeds=seeds), **execution), preset.experiment) for grid in preset.grids]
 
 
@@ -352,14 +419,23 @@ def command_run(args: argparse.Namespace) -> int:
         if not args.rerun:
             cells, scored = score_fitted_setups(cells, experiment, report=_print_scored)
             if scored:
-                print(f"{len(scored)} setup(s) already fitted in this experiment: scored from their stored "
-                      "samples, not fitted again", file=sys.stderr)
+                print(
+                    f"{len(scored)} setup(s) already fitted in this experiment: scored from their stored "
+                    "samples, not fitted again",
+                    file=sys.stderr,
+                )
             if not cells:
                 continue
         try:
             report = run_grid(
-                cells, experiment, min(jobs, len(cells)), args.timeout, args.rerun, not args.no_progress,
-                executor=executor, start_deadline=deadline.timestamp() if deadline else None,
+                cells,
+                experiment,
+                min(jobs, len(cells)),
+                args.timeout,
+                args.rerun,
+                not args.no_progress,
+                executor=executor,
+                start_deadline=deadline.timestamp() if deadline else None,
             )
         except GridInterrupted as stop:
             print(stop.report.summary())
@@ -392,14 +468,23 @@ def command_evaluate(args: argparse.Namespace) -> int:
     settings = evaluator_settings(parse_overrides(args.evaluator_overrides or [], names, "--eval-set", "--evaluators"))
     tracking.check_tracking(for_writing=True)
     results = rescore(
-        args.experiment, names, methods=split_names(args.methods, "--methods") if args.methods else None,
-        datasets=split_names(args.datasets, "--datasets") if args.datasets else None, settings=settings,
-        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None, rerun=args.rerun,
+        args.experiment,
+        names,
+        methods=split_names(args.methods, "--methods") if args.methods else None,
+        datasets=split_names(args.datasets, "--datasets") if args.datasets else None,
+        settings=settings,
+        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
+        rerun=args.rerun,
         report=lambda result: print(summary_line(result), flush=True),
     )
-    counts = {status: sum(r.status.startswith(status) for r in results) for status in ("scored", "up to date", "no stored", "failed")}
-    print(f"{len(results)} run(s) of {args.experiment}: {counts['scored']} scored, {counts['up to date']} up to date, "
-          f"{counts['no stored']} without a stored sample, {counts['failed']} failed")
+    counts = {
+        status: sum(r.status.startswith(status) for r in results)
+        for status in ("scored", "up to date", "no stored", "failed")
+    }
+    print(
+        f"{len(results)} run(s) of {args.experiment}: {counts['scored']} scored, {counts['up to date']} up to date, "
+        f"{counts['no stored']} without a stored sample, {counts['failed']} failed"
+    )
     return 1 if counts["failed"] else 0
 
 
@@ -408,8 +493,11 @@ def command_sync(args: argparse.Namespace) -> int:
 
     waiting = outbox.pending_count()
     for store, count in outbox.elsewhere().items():
-        print(f"note: {count} result(s) in the outbox are for another store, {store}: they stay until "
-              f"MLFLOW_TRACKING_URI names it and `python -m bench sync` runs", file=sys.stderr)
+        print(
+            f"note: {count} result(s) in the outbox are for another store, {store}: they stay until "
+            f"MLFLOW_TRACKING_URI names it and `python -m bench sync` runs",
+            file=sys.stderr,
+        )
     if not waiting:
         print(f"the outbox {outbox.outbox_dir()} holds nothing for {tracking.tracking_uri()}")
         return 0
@@ -439,8 +527,11 @@ def _preset_rows() -> list[tuple[str, str]]:
     timings = {**(logged_seconds(source=recorded) if recorded else {}), **logged_seconds()}
     gpu_timings = {**(logged_seconds(gpu=True, source=recorded) if recorded else {}), **logged_seconds(gpu=True)}
     return [
-        (p.name, f"{p.reproduces}: {p.description}; experiment {p.experiment}; "
-                 f"{estimate_cost(p, timings, gpu_timings).text()}")
+        (
+            p.name,
+            f"{p.reproduces}: {p.description}; experiment {p.experiment}; "
+            f"{estimate_cost(p, timings, gpu_timings).text()}",
+        )
         for p in PRESETS.values()
     ]
 
@@ -468,10 +559,14 @@ def command_list(args: argparse.Namespace) -> int:
     }
     if args.what == "evaluators":
         sections["evaluators"] = [
-            (name, text + "".join(
-                f"\n      --eval-set {name}.{key}={_setting_text(value)}"
-                for key, value in settable_fields(EVALUATORS.get(name)).items()
-            ))
+            (
+                name,
+                text
+                + "".join(
+                    f"\n      --eval-set {name}.{key}={_setting_text(value)}"
+                    for key, value in settable_fields(EVALUATORS.get(name)).items()
+                ),
+            )
             for name, text in sections["evaluators"]
         ]
     if args.what == "presets":  # costs read the store and the committed record, so only when asked for
@@ -564,9 +659,11 @@ def command_export(args: argparse.Namespace) -> int:
         raise tracking.TrackingError(f"no finished run of {', '.join(args.experiment)} in {tracking.tracking_uri()}")
     print(summary.text(args.out, args.allow_dirty))
     if summary.dirty and not args.allow_dirty:
-        print(f"warning: {len(summary.dirty)} run(s) were logged from uncommitted code (e.g. {summary.dirty[0]}) and "
-              "were not exported: rerun them from a clean tree, or pass --allow-dirty to export them marked dirty",
-              file=sys.stderr)
+        print(
+            f"warning: {len(summary.dirty)} run(s) were logged from uncommitted code (e.g. {summary.dirty[0]}) and "
+            "were not exported: rerun them from a clean tree, or pass --allow-dirty to export them marked dirty",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -575,14 +672,17 @@ def command_import(args: argparse.Namespace) -> int:
 
     experiments = record_experiments(args.folder)
     if not experiments:
-        raise tracking.TrackingError(f"{args.folder} holds no run records (<experiment>/<cell>.json, as "
-                                     "`python -m bench export` writes them)")
+        raise tracking.TrackingError(
+            f"{args.folder} holds no run records (<experiment>/<cell>.json, as `python -m bench export` writes them)"
+        )
     if args.experiment and args.experiment not in experiments:
         raise tracking.TrackingError(f"no experiment {args.experiment!r} in the record {args.folder}")
     tracking.check_tracking(for_writing=True)
     imported, skipped = import_records(tracking.client(), args.folder, args.experiment)
-    print(f"imported {imported} run(s) from {args.folder} into {tracking.tracking_uri()}"
-          + (f"; {skipped} already there" if skipped else ""))
+    print(
+        f"imported {imported} run(s) from {args.folder} into {tracking.tracking_uri()}"
+        + (f"; {skipped} already there" if skipped else "")
+    )
     return 0
 
 
@@ -625,7 +725,9 @@ def _show_record(folder: Path, run_id: str) -> int:
 
     record = next((r for r in load_records(folder) if run_id in (r.run_id, r.key)), None)
     if record is None:
-        raise TableError(f"no run {run_id!r} in the record {folder}; `python -m bench runs --records {folder}` lists them")
+        raise TableError(
+            f"no run {run_id!r} in the record {folder}; `python -m bench runs --records {folder}` lists them"
+        )
     dirty = f" (uncommitted changes, diff {record.code.diff_sha256 or 'not recorded'})" if record.code.dirty else ""
     print(f"run {record.run_id}: {record.label}  [{record.status}]  experiment {record.experiment}")
     print(f"code {record.code.commit}{dirty}; machine {record.machine['cpu']}, {record.machine['platform']}")
@@ -640,7 +742,9 @@ def _show_record(folder: Path, run_id: str) -> int:
         print(f"\n{title}:")
         for key in sorted(values):
             value = values[key]
-            print(f"  {key} = {value:.6g}" if isinstance(value, float) and math.isfinite(value) else f"  {key} = {value}")
+            print(
+                f"  {key} = {value:.6g}" if isinstance(value, float) and math.isfinite(value) else f"  {key} = {value}"
+            )
     return 0
 
 
@@ -648,10 +752,12 @@ def _why_no_ledger(run: Any) -> str:
     """A run's ledger.json is an artifact: it stays with the machine (or server) that ran the
     cell, while parameters and metrics travel with the store (a committed store has none)."""
     uri = run.info.artifact_uri or ""
-    local = Path(uri[len("file://"):]) if uri.startswith("file://") else None
+    local = Path(uri[len("file://") :]) if uri.startswith("file://") else None
     if local is not None and not local.exists():
-        return (f"no ledger here: its artifacts stay where the run ran ({uri}); this store holds its parameters and "
-                "metrics only")
+        return (
+            f"no ledger here: its artifacts stay where the run ran ({uri}); this store holds its parameters and "
+            "metrics only"
+        )
     if run.info.status == "FINISHED":
         return f"no ledger among its artifacts at {uri}"
     return "no ledger: the cell failed before its method started"
@@ -666,8 +772,15 @@ def command_pretrain_encoder(args: argparse.Namespace) -> int:
     if DATASETS.card(args.public).kinds != ("image",):  # RegistryError for an unknown name
         raise GridError(f"--public {args.public} is not an image dataset")
     try:
-        checkpoint = pretrainer.pretrain(args.public, Path(args.data_dir) if args.data_dir else None, args.out,
-                                         args.epochs, args.limit, args.device, args.grey)
+        checkpoint = pretrainer.pretrain(
+            args.public,
+            Path(args.data_dir) if args.data_dir else None,
+            args.out,
+            args.epochs,
+            args.limit,
+            args.device,
+            args.grey,
+        )
     except ValueError as error:  # e.g. too small images: one line (missing files are DataErrors)
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -675,8 +788,11 @@ def command_pretrain_encoder(args: argparse.Namespace) -> int:
         run_id = tracking.log_checkpoint(args.experiment, args.arch, checkpoint)
         print(f"logged to MLflow experiment '{args.experiment}', run {run_id}")
     except Exception as error:  # the checkpoint is on disk whatever the store does
-        print(f"warning: the checkpoint {checkpoint.path} is saved but was not logged to MLflow: "
-              f"{type(error).__name__}: {error}", file=sys.stderr)
+        print(
+            f"warning: the checkpoint {checkpoint.path} is saved but was not logged to MLflow: "
+            f"{type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -695,22 +811,49 @@ def command_audit(args: argparse.Namespace) -> int:
         raise GridError("--rows must be at least 2")
     method, dataset = METHODS.get(args.method), DATASETS.get(args.dataset)  # RegistryError (exit 2) for unknown names
     if dataset.kind not in method.data_kinds:
-        raise GridError(f"{method.name} does not fit {dataset.name}: it takes {', '.join(sorted(k.value for k in method.data_kinds))} "
-                        f"data, {dataset.name} is {dataset.kind.value}")
+        raise GridError(
+            f"{method.name} does not fit {dataset.name}: it takes {', '.join(sorted(k.value for k in method.data_kinds))} "
+            f"data, {dataset.name} is {dataset.kind.value}"
+        )
     overrides = parse_overrides(args.overrides, [args.method]).get(args.method, {})
     settings = dict(
-        method=args.method, dataset=args.dataset, epsilon=epsilon, delta=delta, runs=args.runs, rows=args.rows,
-        data_dir=Path(args.data_dir) if args.data_dir else None, overrides=overrides, profile=args.profile,
+        method=args.method,
+        dataset=args.dataset,
+        epsilon=epsilon,
+        delta=delta,
+        runs=args.runs,
+        rows=args.rows,
+        data_dir=Path(args.data_dir) if args.data_dir else None,
+        overrides=overrides,
+        profile=args.profile,
         calibrator=args.calibrator,
     )
     if args.level == "step":
-        result = audit_dp_sgd(args.method, args.dataset, epsilon, delta, args.runs, args.rows,
-                              data_dir=settings["data_dir"], overrides=overrides, profile=args.profile,
-                              calibrator=args.calibrator)
+        result = audit_dp_sgd(
+            args.method,
+            args.dataset,
+            epsilon,
+            delta,
+            args.runs,
+            args.rows,
+            data_dir=settings["data_dir"],
+            overrides=overrides,
+            profile=args.profile,
+            calibrator=args.calibrator,
+        )
     else:
-        result = audit_method(args.method, args.dataset, epsilon, delta, args.runs, args.rows,
-                              data_dir=settings["data_dir"], overrides=overrides, profile=args.profile,
-                              calibrator=args.calibrator)
+        result = audit_method(
+            args.method,
+            args.dataset,
+            epsilon,
+            delta,
+            args.runs,
+            args.rows,
+            data_dir=settings["data_dir"],
+            overrides=overrides,
+            profile=args.profile,
+            calibrator=args.calibrator,
+        )
     print(result.summary())
     run_id = log_audit_result(result, args, settings)
     print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
@@ -726,9 +869,18 @@ def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
 
 
 COMMANDS = {
-    "run": command_run, "list": command_list, "table": command_table, "plot": command_plot,
-    "report": command_report, "runs": command_runs, "show": command_show, "audit": command_audit, "sync": command_sync,
-    "evaluate": command_evaluate, "export": command_export, "import": command_import,
+    "run": command_run,
+    "list": command_list,
+    "table": command_table,
+    "plot": command_plot,
+    "report": command_report,
+    "runs": command_runs,
+    "show": command_show,
+    "audit": command_audit,
+    "sync": command_sync,
+    "evaluate": command_evaluate,
+    "export": command_export,
+    "import": command_import,
     "pretrain-encoder": command_pretrain_encoder,
 }
 
@@ -773,5 +925,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get(DEBUG_VARIABLE):
             raise
         text = " ".join(str(error).split())[:300]
-        print(f"error: unexpected {type(error).__name__}: {text} (set {DEBUG_VARIABLE}=1 for the traceback)", file=sys.stderr)
+        print(
+            f"error: unexpected {type(error).__name__}: {text} (set {DEBUG_VARIABLE}=1 for the traceback)",
+            file=sys.stderr,
+        )
         return 3

@@ -61,7 +61,11 @@ from bench.privacy.private_data import PrivateData
 from bench.privacy.releases import GaussianRelease
 
 # A small dataset of each kind (their rows cap the cost: the checks fit each method several times).
-TEST_DATASETS: dict[DataKind, str] = {DataKind.TWO_D: "gmm2d", DataKind.TABULAR: "cervical", DataKind.DISCRETE: "adult-discrete"}
+TEST_DATASETS: dict[DataKind, str] = {
+    DataKind.TWO_D: "gmm2d",
+    DataKind.TABULAR: "cervical",
+    DataKind.DISCRETE: "adult-discrete",
+}
 ROWS = 3000
 SAMPLE = 200
 EPSILON = 1.0
@@ -112,8 +116,15 @@ class Subject:
     def data_independent(self) -> bool:
         return bool(getattr(self.adapter, "data_independent", False))
 
-    def fit(self, train: LabelledData, *, epsilon: float = EPSILON, global_seed: int = GLOBAL_SEEDS[0],
-            noise_source: Any = None, replay: ReleaseReplay | None = None) -> Fit:
+    def fit(
+        self,
+        train: LabelledData,
+        *,
+        epsilon: float = EPSILON,
+        global_seed: int = GLOBAL_SEEDS[0],
+        noise_source: Any = None,
+        replay: ReleaseReplay | None = None,
+    ) -> Fit:
         """Fit as the worker would (run seed 0, CPU, smoke profile) and sample SAMPLE rows."""
 
         from bench.harness.worker import seed_everything
@@ -158,8 +169,10 @@ def check_sample_schema(subject: Subject) -> list[str]:
 def check_global_seed_independence(subject: Subject) -> list[str]:
     again = subject.fit(subject.split.train, global_seed=GLOBAL_SEEDS[1])
     if not _same(subject.first.sample, again.sample):
-        return ["the same run seed under another global seed gave different synthetic data "
-                "(draw randomness from the context's streams: context.rng(name), context.torch_rng(name))"]
+        return [
+            "the same run seed under another global seed gave different synthetic data "
+            "(draw randomness from the context's streams: context.rng(name), context.torch_rng(name))"
+        ]
     return []
 
 
@@ -176,7 +189,9 @@ def check_infinite_epsilon_noiseless(subject: Subject, notes: list[str]) -> list
 
 def check_noise_reaches_output(subject: Subject) -> list[str]:
     if not subject.first.events:
-        return ["private, but recorded no release through the ledger (gaussian, laplace, exponential, subsampled_phase)"]
+        return [
+            "private, but recorded no release through the ledger (gaussian, laplace, exponential, subsampled_phase)"
+        ]
     other = subject.fit(subject.split.train, noise_source=np.random.default_rng(1))
     if _same(subject.first.sample, other.sample):
         return ["other ledger noise gave the same synthetic data: the released noise does not reach the output"]
@@ -189,9 +204,11 @@ def check_release_replay(subject: Subject) -> list[str]:
     except ReplayDiverged as error:
         return [str(error)]
     if not _same(subject.first.sample, replayed.sample):
-        return ["given the same released values, a fit on other rows gave other synthetic data: the method reads "
-                "the rows outside its releases (a clean value used after the noise door, noise drawn outside the "
-                "ledger, or rows used directly)"]
+        return [
+            "given the same released values, a fit on other rows gave other synthetic data: the method reads "
+            "the rows outside its releases (a clean value used after the noise door, noise drawn outside the "
+            "ledger, or rows used directly)"
+        ]
     return []
 
 
@@ -204,8 +221,10 @@ def check_sensitivity_probe(subject: Subject) -> list[str]:
     for index, (mine, theirs) in enumerate(zip(subject.first.events, probe.events)):
         declared, moved = mine.release.sensitivity, clean_distance(mine, theirs)
         if moved > declared * (1 + SENSITIVITY_SLACK) + 1e-9:
-            problems.append(f"release {index + 1} {mine.release.what!r} moved by {moved:.4g} between neighbours "
-                            f"(one row replaced) but declares sensitivity {declared:.4g}")
+            problems.append(
+                f"release {index + 1} {mine.release.what!r} moved by {moved:.4g} between neighbours "
+                f"(one row replaced) but declares sensitivity {declared:.4g}"
+            )
     return problems[:3]
 
 
@@ -232,8 +251,10 @@ def check_thread_invariance(subject: Subject) -> list[str]:
     finally:
         torch.set_num_threads(before)
     if not _same(one.sample, two.sample):
-        return [f"declares {DATASETS.get(subject.dataset).kind.value} data in thread_invariant_kinds, but gave other "
-                "synthetic data at 2 torch threads than at 1 (the runner would lend it idle cores and change its results)"]
+        return [
+            f"declares {DATASETS.get(subject.dataset).kind.value} data in thread_invariant_kinds, but gave other "
+            "synthetic data at 2 torch threads than at 1 (the runner would lend it idle cores and change its results)"
+        ]
     return []
 
 
@@ -267,8 +288,17 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
 
 
 CHECKS: tuple[str, ...] = (
-    "declaration", "grid_cell", "sample_schema", "global_seed_independence", "infinite_epsilon_noiseless",
-    "noise_reaches_output", "release_replay", "sensitivity_probe", "data_independence", "queries_only", "audit",
+    "declaration",
+    "grid_cell",
+    "sample_schema",
+    "global_seed_independence",
+    "infinite_epsilon_noiseless",
+    "noise_reaches_output",
+    "release_replay",
+    "sensitivity_probe",
+    "data_independence",
+    "queries_only",
+    "audit",
     "thread_invariance",
 )
 
@@ -330,13 +360,17 @@ def check_method(
     finally:
         if registered:
             METHODS.unregister(adapter.name)
-    failures += [f"[{check}] expected to fail ({why}) but passed" for check, why in expected.items() if outcomes.get(check)]
+    failures += [
+        f"[{check}] expected to fail ({why}) but passed" for check, why in expected.items() if outcomes.get(check)
+    ]
     if failures:
         raise ConformanceError(f"{adapter.name!r} fails conformance: " + "; ".join(failures))
     return report
 
 
-def _test_splits(adapter, data_dir, datasets, rows: int, report: ConformanceReport) -> tuple[dict[str, Split], dict[str, int]]:
+def _test_splits(
+    adapter, data_dir, datasets, rows: int, report: ConformanceReport
+) -> tuple[dict[str, Split], dict[str, int]]:
     splits, full_rows = {}, {}
     for kind in sorted(adapter.data_kinds, key=lambda k: k.value):
         dataset = (datasets or TEST_DATASETS).get(kind)
@@ -364,8 +398,9 @@ def _head(split: Split, rows: int) -> Split:
 
 
 def _cell_problems(adapter: Any, dataset: str, data_dir, overrides) -> list[str]:
-    result = run_cell(adapter.name, dataset, epsilon=EPSILON, evaluators=(), profile="smoke",
-                      overrides=overrides, data_dir=data_dir)
+    result = run_cell(
+        adapter.name, dataset, epsilon=EPSILON, evaluators=(), profile="smoke", overrides=overrides, data_dir=data_dir
+    )
     if not result.ok:
         return [f"the grid's worker failed the cell: {result.error}"]
     spent = (result.ledger or {}).get("spent", {}).get("epsilon", math.inf)
@@ -377,8 +412,17 @@ def _cell_problems(adapter: Any, dataset: str, data_dir, overrides) -> list[str]
 def _audit_problems(adapter: Any, dataset: str, data_dir, overrides, runs: int) -> list[str]:
     from bench.harness.auditing import audit_method
 
-    result = audit_method(adapter.name, dataset, 4.0, 0.05, runs=runs, rows=100,
-                          data_dir=Path(data_dir) if data_dir else None, overrides=overrides, candidates=4)
+    result = audit_method(
+        adapter.name,
+        dataset,
+        4.0,
+        0.05,
+        runs=runs,
+        rows=100,
+        data_dir=Path(data_dir) if data_dir else None,
+        overrides=overrides,
+        candidates=4,
+    )
     return [result.summary()] if result.violated else []
 
 
@@ -438,7 +482,9 @@ def clean_distance(mine: ReleaseEvent, theirs: ReleaseEvent) -> float:
     if not isinstance(release, GaussianRelease) and getattr(release, "mechanism", "") == "exponential":
         return float(np.max(np.abs(_numpy(mine.clean) - _numpy(theirs.clean)), initial=0.0))
     order = 2 if isinstance(release, GaussianRelease) else 1
-    pairs = list(zip(mine.clean, theirs.clean)) if isinstance(mine.clean, (list, tuple)) else [(mine.clean, theirs.clean)]
+    pairs = (
+        list(zip(mine.clean, theirs.clean)) if isinstance(mine.clean, (list, tuple)) else [(mine.clean, theirs.clean)]
+    )
     differences = [(_numpy(a).astype(np.float64) - _numpy(b).astype(np.float64)).ravel() for a, b in pairs]
     if not mine.each:
         differences = [np.concatenate(differences)] if differences else []
@@ -463,12 +509,12 @@ def _numpy(value: Any) -> np.ndarray:
     return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
 
 
-
-
 # ---- datasets and evaluators ----------------------------------------------------------------------------
 
 
-def check_dataset(dataset: Any, *, data_dir: str | Path | None = None, seeds: tuple[int, int] = (0, 1)) -> ConformanceReport:
+def check_dataset(
+    dataset: Any, *, data_dir: str | Path | None = None, seeds: tuple[int, int] = (0, 1)
+) -> ConformanceReport:
     """Named checks of a dataset: ``declaration``; ``deterministic_split`` (a seed's split is the
     same on every load); ``public_size`` (the row counts do not depend on the seed: under
     replace-one the size is public; a random subsample's count must be stated as a caveat); ``schema`` (both splits carry the declared schema);
@@ -482,21 +528,29 @@ def check_dataset(dataset: Any, *, data_dir: str | Path | None = None, seeds: tu
     folder = Path(data_dir) if data_dir else None
     first, again, other = (dataset.load(folder, seed, "sound") for seed in (seeds[0], seeds[0], seeds[1]))
     results = {
-        "deterministic_split": [] if all(_same(a, b) for a, b in ((first.train, again.train), (first.test, again.test)))
+        "deterministic_split": []
+        if all(_same(a, b) for a, b in ((first.train, again.train), (first.test, again.test)))
         else ["the same seed gave another split (draw the split from the seed)"],
-        "public_size": [] if (len(first.train), len(first.test)) == (len(other.train), len(other.test))
+        "public_size": []
+        if (len(first.train), len(first.test)) == (len(other.train), len(other.test))
         or any("row count" in caveat for caveat in first.caveats)
-        else [f"seed {seeds[0]} gives {len(first.train)}/{len(first.test)} rows, seed {seeds[1]} "
-              f"{len(other.train)}/{len(other.test)}: a size that depends on the draw depends on the private rows; "
-              "make it fixed or state the uncharged row count as a caveat of the split"],
-        "schema": [] if first.train.schema == first.test.schema == dataset.schema
+        else [
+            f"seed {seeds[0]} gives {len(first.train)}/{len(first.test)} rows, seed {seeds[1]} "
+            f"{len(other.train)}/{len(other.test)}: a size that depends on the draw depends on the private rows; "
+            "make it fixed or state the uncharged row count as a caveat of the split"
+        ],
+        "schema": []
+        if first.train.schema == first.test.schema == dataset.schema
         else ["the splits' schema is not the dataset's declared schema"],
         "public_domain": _domain_problems(first.train) + _domain_problems(first.test),
     }
     try:
         paper = dataset.load(folder, seeds[0], "paper")
-        results["protocols"] = [] if paper.train.schema.columns == dataset.schema.columns or paper.caveats else [
-            "the paper protocol changes the columns without a caveat saying so"]
+        results["protocols"] = (
+            []
+            if paper.train.schema.columns == dataset.schema.columns or paper.caveats
+            else ["the paper protocol changes the columns without a caveat saying so"]
+        )
     except Exception as error:  # noqa: BLE001 - reported as the check's failure
         results["protocols"] = [f"loading under the paper protocol raised {type(error).__name__}: {error}"]
     for check, found in results.items():
@@ -514,7 +568,9 @@ def _domain_problems(data: LabelledData) -> list[str]:
     for j, column in enumerate(data.schema.columns):
         codes = _codes(data, j)
         values = data.x[:, j]
-        if codes is not None and (not np.array_equal(values, np.round(values)) or values.min() < 0 or values.max() >= codes):
+        if codes is not None and (
+            not np.array_equal(values, np.round(values)) or values.min() < 0 or values.max() >= codes
+        ):
             problems.append(f"column {column.name!r} holds values outside its {codes} public codes")
     if len(data.y) and not 0 <= data.y.min() <= data.y.max() < data.schema.n_classes:
         problems.append("labels outside the declared classes")
@@ -522,7 +578,11 @@ def _domain_problems(data: LabelledData) -> list[str]:
 
 
 def check_evaluator(
-    evaluator: Any, *, data_dir: str | Path | None = None, datasets: Mapping[DataKind, str] | None = None, rows: int = 500,
+    evaluator: Any,
+    *,
+    data_dir: str | Path | None = None,
+    datasets: Mapping[DataKind, str] | None = None,
+    rows: int = 500,
 ) -> ConformanceReport:
     """Named checks of an evaluator, on the first ``rows`` rows of a test dataset of each kind it
     supports (the real training rows standing in for synthetic ones): ``declaration``;
@@ -553,14 +613,25 @@ def check_evaluator(
         context = EvalContext(seed=0, data_dir=Path(data_dir) if data_dir else None, shadow_fit=_copying_shadow_fit)
         first, second = (evaluator.evaluate(split.train, split.train, split.test, context) for _ in range(2))
         undeclared = sorted(m for m in first.metrics if m.rsplit(".", 1)[-1] not in evaluator.metrics)
-        quality = {m for m in first.metrics if evaluator.metrics.get(m.rsplit(".", 1)[-1], None) is not None
-                   and evaluator.metrics[m.rsplit(".", 1)[-1]].kind == MetricKind.QUALITY}
+        quality = {
+            m
+            for m in first.metrics
+            if evaluator.metrics.get(m.rsplit(".", 1)[-1], None) is not None
+            and evaluator.metrics[m.rsplit(".", 1)[-1]].kind == MetricKind.QUALITY
+        }
         found = {
             "declared_metrics": ([f"returned undeclared metrics {undeclared[:5]}"] if undeclared else [])
             + ([] if first.metrics else ["returned no metric"])
-            + [f"{m} is not a number" for m in first.metrics if not isinstance(first.metrics[m], (int, float, np.floating))][:3],
-            "stateless": [f"{m}: {first.metrics[m]} then {second.metrics.get(m)}" for m in sorted(quality)
-                          if not np.isclose(first.metrics[m], second.metrics.get(m, np.nan), equal_nan=True)][:3],
+            + [
+                f"{m} is not a number"
+                for m in first.metrics
+                if not isinstance(first.metrics[m], (int, float, np.floating))
+            ][:3],
+            "stateless": [
+                f"{m}: {first.metrics[m]} then {second.metrics.get(m)}"
+                for m in sorted(quality)
+                if not np.isclose(first.metrics[m], second.metrics.get(m, np.nan), equal_nan=True)
+            ][:3],
             "settings": _settings_problems(evaluator, settable_fields, configured),
         }
         for check, listed in found.items():
@@ -591,5 +662,14 @@ def _settings_problems(evaluator: Any, settable_fields, configured) -> list[str]
         return [f"applying its own settings raised {type(error).__name__}: {error}"]
 
 
-__all__ = ["CHECKS", "check_dataset", "check_evaluator", "check_method", "ConformanceError", "ConformanceReport",
-           "TEST_DATASETS", "adversarial_neighbour", "redrawn_from_public_domain"]
+__all__ = [
+    "CHECKS",
+    "check_dataset",
+    "check_evaluator",
+    "check_method",
+    "ConformanceError",
+    "ConformanceReport",
+    "TEST_DATASETS",
+    "adversarial_neighbour",
+    "redrawn_from_public_domain",
+]

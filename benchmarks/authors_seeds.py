@@ -51,8 +51,20 @@ REPETITION = re.compile(r"Repetition:\s+(\d+)")
 ROC = re.compile(r"roc mean across methods is ([0-9.]+)")
 PRC = re.compile(r"prc mean across methods is ([0-9.]+)")
 
-THEIR_ARGUMENTS = ["--dataset", "adult", "--private", "1", "--epochs", "8000", "--batch", "0.1",
-                   "--num_features", "1000", "--undersample", "0.4"]
+THEIR_ARGUMENTS = [
+    "--dataset",
+    "adult",
+    "--private",
+    "1",
+    "--epochs",
+    "8000",
+    "--batch",
+    "0.1",
+    "--num_features",
+    "1000",
+    "--undersample",
+    "0.4",
+]
 
 DPHP_REPEATED = "run_sum_prod_kernel_tabular_data_seeds.py"
 # their test_models, unchanged, with the mean of what it returns printed after each call
@@ -66,14 +78,14 @@ def _reported_test_models(*args, **kwargs):
 _aux.test_models = _reported_test_models
 """
 THEIRS_DPHP = "import torch\ntorch.set_num_threads(1)\n" + DPHP_SHIMS.replace(
-    'runpy.run_path("run_sum_prod_kernel_tabular_data.py"', f'runpy.run_path("{DPHP_REPEATED}"').replace(
-    "sys.argv = [", DPHP_REPORTER + "sys.argv = [")
+    'runpy.run_path("run_sum_prod_kernel_tabular_data.py"', f'runpy.run_path("{DPHP_REPEATED}"'
+).replace("sys.argv = [", DPHP_REPORTER + "sys.argv = [")
 assert DPHP_REPEATED in THEIRS_DPHP and "_reported_test_models" in THEIRS_DPHP
 
 WHAT = {
     "dpmerf": "DP-MERF authors' code, adult (SDGym rows), claimed (1, 1e-5), DP-MERF Table 1 protocol (hard-label ROC)",
     "dphp": "DP-HP authors' code, adult (adult.data z-scored, as their logs evidence), (1, 1e-5), DP-HP Table 2 "
-            "protocol (each classifier's best variant on the test set)",
+    "protocol (each classifier's best variant on the test set)",
 }
 
 
@@ -96,8 +108,13 @@ def summary(seeds: dict[int, dict[str, float]]) -> dict[str, float]:
     prcs = [seeds[s]["prc"] for s in sorted(seeds) if "prc" in seeds[s]]
     out = {"n": len(rocs)}
     if len(rocs) >= 2:
-        out.update(roc_mean=statistics.mean(rocs), roc_sd=statistics.stdev(rocs), roc_min=min(rocs),
-                   prc_mean=statistics.mean(prcs), prc_sd=statistics.stdev(prcs))
+        out.update(
+            roc_mean=statistics.mean(rocs),
+            roc_sd=statistics.stdev(rocs),
+            roc_min=min(rocs),
+            prc_mean=statistics.mean(prcs),
+            prc_sd=statistics.stdev(prcs),
+        )
     return out
 
 
@@ -113,15 +130,23 @@ def main() -> int:
     if args.method == "dpmerf":
         env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dpmerf_code}"}
         argv = [sys.executable, "-u", "-c", THEIRS_DPMERF, *THEIR_ARGUMENTS, "--repeat", str(args.repeats)]
-        cwd, command = setup.dpmerf_code, "single_generator_priv_all.py " + " ".join(THEIR_ARGUMENTS) + f" --repeat {args.repeats}"
+        cwd, command = (
+            setup.dpmerf_code,
+            "single_generator_priv_all.py " + " ".join(THEIR_ARGUMENTS) + f" --repeat {args.repeats}",
+        )
     else:
         source = (setup.dphp_code / "run_sum_prod_kernel_tabular_data.py").read_text()
         if source.count(DPHP_REPETITIONS_LINE) != 1:
             raise SystemExit(f"DP-HP's script no longer has the line {DPHP_REPETITIONS_LINE!r} once")
-        (setup.dphp_code / DPHP_REPEATED).write_text(source.replace(DPHP_REPETITIONS_LINE, f"repetitions = {args.repeats}"))
+        (setup.dphp_code / DPHP_REPEATED).write_text(
+            source.replace(DPHP_REPETITIONS_LINE, f"repetitions = {args.repeats}")
+        )
         env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dphp_code}"}
         argv = [sys.executable, "-u", "-c", THEIRS_DPHP]
-        cwd, command = setup.dphp_code, f"run_sum_prod_kernel_tabular_data.py --data-name adult --is-private 1 (repetitions = {args.repeats})"
+        cwd, command = (
+            setup.dphp_code,
+            f"run_sum_prod_kernel_tabular_data.py --data-name adult --is-private 1 (repetitions = {args.repeats})",
+        )
     log_path = args.scratch / f"authors_{args.method}_adult.log"
     start = time.perf_counter()
     with open(log_path, "w") as log:
@@ -147,12 +172,24 @@ def main() -> int:
     base = args.out / f"authors_{args.method}_adult_seeds_{stamp:%Y-%m-%d}"
     base.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
     s = record["summary"]
-    lines = [f"# {record['what']}", "", f"`{record['reproduce']}` ({seconds / 60:.0f} min, one thread)", "",
-             "| seed | ROC | PRC |", "|---|---|---|"]
-    lines += [f"| {k} | {v.get('roc', float('nan')):.3f} | {v.get('prc', float('nan')):.3f} |" for k, v in sorted(seeds.items())]
+    lines = [
+        f"# {record['what']}",
+        "",
+        f"`{record['reproduce']}` ({seconds / 60:.0f} min, one thread)",
+        "",
+        "| seed | ROC | PRC |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {k} | {v.get('roc', float('nan')):.3f} | {v.get('prc', float('nan')):.3f} |"
+        for k, v in sorted(seeds.items())
+    ]
     if "roc_mean" in s:
-        lines += ["", f"ROC {s['roc_mean']:.3f} ± {s['roc_sd']:.3f} (sd, n = {s['n']}), lowest {s['roc_min']:.3f}; "
-                  f"PRC {s['prc_mean']:.3f} ± {s['prc_sd']:.3f}"]
+        lines += [
+            "",
+            f"ROC {s['roc_mean']:.3f} ± {s['roc_sd']:.3f} (sd, n = {s['n']}), lowest {s['roc_min']:.3f}; "
+            f"PRC {s['prc_mean']:.3f} ± {s['prc_sd']:.3f}",
+        ]
     base.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -48,9 +48,7 @@ def synthetic_split(rows: int, test_rows: int, n_classes: int, seed: int = 0):
     )
     schema = Schema(columns, "label", tuple(f"class{k}" for k in range(n_classes)))
     n = rows + test_rows
-    x = np.column_stack(
-        [rng.uniform(0, 100, (n, 6))] + [rng.integers(0, k, n) for k in sizes]
-    ).astype(np.float32)
+    x = np.column_stack([rng.uniform(0, 100, (n, 6))] + [rng.integers(0, k, n) for k in sizes]).astype(np.float32)
     encoded = TabularEncoder(schema, "onehot").encode(x)
     logits = (encoded - encoded.mean(0)) @ rng.normal(0, 1, (encoded.shape[1], n_classes))
     y = (logits + rng.gumbel(size=logits.shape)).argmax(1)
@@ -98,12 +96,18 @@ def show(report: dict) -> None:
         f"\n== protocol {report['protocol']}: {report['n_train']} train / {report['n_test']} test rows, "
         f"{report['n_classes']} classes, {report['jobs']} jobs"
     )
-    print(f"wall {report['wall_s']:.1f} s; peak evaluator {report['peak_evaluator_mib']:.0f} MiB, "
-          f"peak worker {report['peak_worker_mib']:.0f} MiB "
-          f"(upper bound of the total: {report['peak_evaluator_mib'] + report['jobs'] * report['peak_worker_mib']:.0f} MiB)")
+    print(
+        f"wall {report['wall_s']:.1f} s; peak evaluator {report['peak_evaluator_mib']:.0f} MiB, "
+        f"peak worker {report['peak_worker_mib']:.0f} MiB "
+        f"(upper bound of the total: {report['peak_evaluator_mib'] + report['jobs'] * report['peak_worker_mib']:.0f} MiB)"
+    )
     fits = sorted(((v, k.split(".")[0]) for k, v in values.items() if k.endswith("fit_seconds")), reverse=True)
     print("slowest base fits: " + ", ".join(f"{name} {seconds:.1f} s" for seconds, name in fits[:6]))
-    main = [k for k in values if k.count(".") == 0 or (k.count(".") == 1 and k.split(".")[0] in ("paper", "test_selected_best"))]
+    main = [
+        k
+        for k in values
+        if k.count(".") == 0 or (k.count(".") == 1 and k.split(".")[0] in ("paper", "test_selected_best"))
+    ]
     print("metrics: " + ", ".join(f"{k} {values[k]:.4f}" for k in main))
     if report["errors"]:
         print("errors: " + "; ".join(f"{k}: {v[:100]}" for k, v in report["errors"].items()))
@@ -132,7 +136,7 @@ def main() -> None:
         if done.returncode or not lines:
             print(f"\n== protocol {protocol} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
             continue
-        show(json.loads(lines[-1][len("RESULT "):]))
+        show(json.loads(lines[-1][len("RESULT ") :]))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,9 @@ def rows_per_second(function, rows: int, repeats: int = 3) -> float:
     return rows * repeats / (time.perf_counter() - started)
 
 
-def throughput(name: str, dimension: int, sum_order: int, prod_dims: int, prod_order: int, classes: int, rows: int) -> None:
+def throughput(
+    name: str, dimension: int, sum_order: int, prod_dims: int, prod_order: int, classes: int, rows: int
+) -> None:
     generator = torch.Generator().manual_seed(0)
     z = torch.rand(rows, dimension, generator=generator)
     labels = torch.randint(0, classes, (rows,), generator=generator)
@@ -56,8 +58,10 @@ def throughput(name: str, dimension: int, sum_order: int, prod_dims: int, prod_o
     with torch.no_grad():
         sums = rows_per_second(lambda: sum_kernel.class_sums(z, labels, classes), rows)
         prods = rows_per_second(lambda: prod_kernel.class_sums(z, labels, classes), rows)
-    print(f"{name:<28} sum features {sums:>10,.0f} rows/s ({dimension}×{sum_order + 1} per row)   "
-          f"product {prods:>10,.0f} rows/s ({prod_kernel.width:,} per class)")
+    print(
+        f"{name:<28} sum features {sums:>10,.0f} rows/s ({dimension}×{sum_order + 1} per row)   "
+        f"product {prods:>10,.0f} rows/s ({prod_kernel.width:,} per class)"
+    )
 
 
 def adult_epoch(protocol: str, data_dir: str | None) -> None:
@@ -82,7 +86,9 @@ def adult_epoch(protocol: str, data_dir: str | None) -> None:
 
     batch = round(params["batch_fraction"] * m)
     steps = math.ceil(m / batch)
-    net = FullyConnectedConditionalGenerator(10, classes, parse_widths("4d-2d", dimension), dimension, space.output_head())
+    net = FullyConnectedConditionalGenerator(
+        10, classes, parse_widths("4d-2d", dimension), dimension, space.output_head()
+    )
     optimiser = torch.optim.Adam(net.parameters(), lr=1e-2)
     sum_target = torch.zeros(classes, sum_kernel.width)
     prod_target = torch.zeros(classes, prod_kernel.width)
@@ -115,9 +121,11 @@ def discretized_memory() -> None:
     started = time.perf_counter()
     embedding = embedding_sum(kernel.class_sums, z, y, 1, kernel.elements_per_row(1))
     elapsed = time.perf_counter() - started
-    print(f"discretized adult product release: {embedding.shape[1]:,} features, {rows} rows in {elapsed:.1f} s; "
-          f"peak memory {peak_mib():.0f} MiB (before {before:.0f} MiB; a batch × features tensor would be "
-          f"{rows * embedding.shape[1] * 8 / 2**30:.1f} GiB)")
+    print(
+        f"discretized adult product release: {embedding.shape[1]:,} features, {rows} rows in {elapsed:.1f} s; "
+        f"peak memory {peak_mib():.0f} MiB (before {before:.0f} MiB; a batch × features tensor would be "
+        f"{rows * embedding.shape[1] * 8 / 2**30:.1f} GiB)"
+    )
 
 
 def main() -> None:

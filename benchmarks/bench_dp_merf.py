@@ -51,12 +51,19 @@ def keep_sweep() -> None:
     where ``methods.dp_merf.KEEP_ENTRIES`` should lie on this machine."""
     import methods.dp_merf as dm
 
-    for rows, dim, half in [(500, 2, 15_000), (1_100, 6, 1_000), (2_200, 6, 2_500), (11_000, 6, 500), (4_000, 14, 2_500)]:
+    for rows, dim, half in [
+        (500, 2, 15_000),
+        (1_100, 6, 1_000),
+        (2_200, 6, 2_500),
+        (11_000, 6, 500),
+        (4_000, 14, 2_500),
+    ]:
         x = torch.randn(rows, dim, requires_grad=True)
         labels = torch.randint(0, 2, (rows,))
         frequencies = torch.randn(half, dim)
         times = {}
         for name, keep_entries in (("keep", 1 << 40), ("recompute", 0)):
+
             def step():
                 dm._CosSinClassSums.apply(x, labels, 2, frequencies, keep_entries).pow(2).sum().backward()
 
@@ -65,8 +72,10 @@ def keep_sweep() -> None:
             for _ in range(10):
                 step()
             times[name] = (time.perf_counter() - started) / 10 * 1e3
-        print(f"{rows:>6} rows × {dim:>2} coordinates × {2 * half:>6} features ({rows * 2 * half / 1e6:5.1f} M entries): "
-              f"keep {times['keep']:6.1f} ms, recompute {times['recompute']:6.1f} ms")
+        print(
+            f"{rows:>6} rows × {dim:>2} coordinates × {2 * half:>6} features ({rows * 2 * half / 1e6:5.1f} M entries): "
+            f"keep {times['keep']:6.1f} ms, recompute {times['recompute']:6.1f} ms"
+        )
 
 
 def compiled_sweep() -> None:
@@ -92,8 +101,10 @@ def compiled_sweep() -> None:
                 if repetition >= 3:  # the first calls compile
                     samples.append(time.perf_counter() - started)
             times[name] = statistics.median(samples) * 1e3
-        print(f"{rows:>6} rows × {dim:>2} coordinates × {half:>6} frequencies: eager {times['eager']:6.2f} ms, "
-              f"compiled {times['compiled']:6.2f} ms ({times['eager'] / times['compiled']:.1f}×)")
+        print(
+            f"{rows:>6} rows × {dim:>2} coordinates × {half:>6} frequencies: eager {times['eager']:6.2f} ms, "
+            f"compiled {times['compiled']:6.2f} ms ({times['eager'] / times['compiled']:.1f}×)"
+        )
 
 
 def main() -> None:

@@ -27,8 +27,9 @@ def timed(args: list[str]) -> float:
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(REPO)}
         env.pop("MLFLOW_TRACKING_URI", None)
         started = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "bench", *args, "--no-progress"], cwd=folder, env=env,
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "bench", *args, "--no-progress"], cwd=folder, env=env, capture_output=True, text=True
+        )
         elapsed = time.perf_counter() - started
         if result.returncode != 0:
             sys.exit(f"failed: {' '.join(args)}\n{result.stdout}{result.stderr}")
@@ -40,16 +41,46 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=8)
     parser.add_argument("--only", choices=("local", "ray"), help="time one executor only")
     args = parser.parse_args()
-    executors = [(name, extra) for name, extra in (("local", []), ("ray", ["--executor", "ray"])) if args.only in (None, name)]
+    executors = [
+        (name, extra) for name, extra in (("local", []), ("ray", ["--executor", "ray"])) if args.only in (None, name)
+    ]
 
-    tiny = ["run", "--methods", "real", "--datasets", "gmm2d", "--profile", "smoke", "--seeds", f"0-{args.cells - 1}", "--jobs", "1"]
+    tiny = [
+        "run",
+        "--methods",
+        "real",
+        "--datasets",
+        "gmm2d",
+        "--profile",
+        "smoke",
+        "--seeds",
+        f"0-{args.cells - 1}",
+        "--jobs",
+        "1",
+    ]
     for name, extra in executors:
         elapsed = timed(tiny + extra)
-        print(f"real × {args.cells} cells, --jobs 1, {name}: {elapsed:.1f} s, {elapsed / args.cells:.2f} s/cell", flush=True)
+        print(
+            f"real × {args.cells} cells, --jobs 1, {name}: {elapsed:.1f} s, {elapsed / args.cells:.2f} s/cell",
+            flush=True,
+        )
 
     grid = [
-        "run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "0.3,1,3", "--seeds", "0-3",
-        "--profile", "smoke", "--set", "dp-merf.epochs=1", "--jobs", "2",
+        "run",
+        "--methods",
+        "real,dp-merf",
+        "--datasets",
+        "gmm2d",
+        "--eps",
+        "0.3,1,3",
+        "--seeds",
+        "0-3",
+        "--profile",
+        "smoke",
+        "--set",
+        "dp-merf.epochs=1",
+        "--jobs",
+        "2",
     ]
     for name, extra in executors:
         elapsed = timed(grid + extra)

@@ -40,8 +40,10 @@ def main() -> None:
     loaded = time.perf_counter() - started
     network, _, device = FrechetInceptionDistance().network(EvalContext(device=args.device))
     images = as_images(test.x[: args.images], test.schema)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
-          f"batch {args.batch}; MNIST loaded in {loaded:.1f} s")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
+        f"batch {args.batch}; MNIST loaded in {loaded:.1f} s"
+    )
 
     activation_statistics(images[: args.batch], network, args.batch, device)  # warm-up
     if device == "cuda":
@@ -60,8 +62,10 @@ def main() -> None:
         calculate_frechet_distance(mu, sigma, mu, sigma)
         distance = time.perf_counter() - started
         print(f"calculate_frechet_distance (2048 × 2048 sqrtm): {distance:.1f} s")
-    print(f"projected: 5,000 synthetic images {5_000 / rate / 60:.1f} min + distance; "
-          f"10,000-image reference statistics (first run per dataset) {10_000 / rate / 60:.1f} min")
+    print(
+        f"projected: 5,000 synthetic images {5_000 / rate / 60:.1f} min + distance; "
+        f"10,000-image reference statistics (first run per dataset) {10_000 / rate / 60:.1f} min"
+    )
 
 
 if __name__ == "__main__":

@@ -37,11 +37,15 @@ def measure(args: argparse.Namespace, rows: int, train, test) -> dict:
     chosen = args.classifiers.split(",") if args.classifiers else [spec.name for spec in IMAGE_CLASSIFIERS]
     unknown = set(chosen) - {spec.name for spec in IMAGE_CLASSIFIERS}
     if unknown:
-        raise SystemExit(f"unknown classifiers {sorted(unknown)}; valid: {', '.join(s.name for s in IMAGE_CLASSIFIERS)}")
+        raise SystemExit(
+            f"unknown classifiers {sorted(unknown)}; valid: {', '.join(s.name for s in IMAGE_CLASSIFIERS)}"
+        )
     index = subset_rows(train.y, rows, train.schema.n_classes, seed=0)
     data = train if index is None else LabelledData(train.x[index], train.y[index], train.schema)
     evaluator = ImageDownstreamClassifiers(
-        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in chosen), n_jobs=args.jobs, timeout_s=args.timeout
+        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in chosen),
+        n_jobs=args.jobs,
+        timeout_s=args.timeout,
     )
     started = time.perf_counter()
     evaluation = evaluator.evaluate(data, data, test, EvalContext())
@@ -75,15 +79,19 @@ def versus_sklearn_ada(rounds: int, train, repeats: int = 3) -> dict:
                 make(n_estimators=rounds, learning_rate=0.7, random_state=0).fit(train.x, train.y)
                 seconds[name].append(time.perf_counter() - started)
     medians = {name: sorted(values)[len(values) // 2] for name, values in seconds.items()}
-    print(f"AdaBoost, {rounds} rounds on {len(train)} images, median of {repeats}: scikit-learn {medians['scikit-learn']:.1f} s, "
-          f"histograms {medians['histograms']:.1f} s ({medians['scikit-learn'] / medians['histograms']:.1f}× faster)")
+    print(
+        f"AdaBoost, {rounds} rounds on {len(train)} images, median of {repeats}: scikit-learn {medians['scikit-learn']:.1f} s, "
+        f"histograms {medians['histograms']:.1f} s ({medians['scikit-learn'] / medians['histograms']:.1f}× faster)"
+    )
     return {"rounds": rounds, "n_train": len(train), "seconds": seconds, "median_s": medians}
 
 
 def show(report: dict) -> None:
-    print(f"\n== {report['n_train']} training images, {report['n_test']} test images, {report['jobs']} jobs: "
-          f"wall {report['wall_s']:.1f} s, peak worker {report['peak_worker_mib']:.0f} MiB, "
-          f"mean accuracy {report['mean_accuracy']:.4f}")
+    print(
+        f"\n== {report['n_train']} training images, {report['n_test']} test images, {report['jobs']} jobs: "
+        f"wall {report['wall_s']:.1f} s, peak worker {report['peak_worker_mib']:.0f} MiB, "
+        f"mean accuracy {report['mean_accuracy']:.4f}"
+    )
     print(f"{'classifier':<10} {'fit s':>9} {'accuracy':>9}")
     for name, seconds in sorted(report["fit_seconds"].items(), key=lambda item: -item[1] if item[1] == item[1] else 0):
         print(f"{name:<10} {seconds:>9.2f} {report['accuracy'][name]:>9.4f}")
@@ -102,8 +110,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: $DPBENCH_EVAL_JOBS or 2)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per fit")
     parser.add_argument("--json", type=Path, help="also write the reports to this file")
-    parser.add_argument("--versus-sklearn-ada", type=int, metavar="ROUNDS",
-                        help="instead: time ROUNDS rounds of AdaBoost, scikit-learn's against ours, on the full training set")
+    parser.add_argument(
+        "--versus-sklearn-ada",
+        type=int,
+        metavar="ROUNDS",
+        help="instead: time ROUNDS rounds of AdaBoost, scikit-learn's against ours, on the full training set",
+    )
     args = parser.parse_args()
 
     from bench.core.data import LabelledData

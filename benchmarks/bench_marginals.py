@@ -35,13 +35,18 @@ def main() -> None:
     print(f"{args.dataset}: {real.shape[0]:,} rows × {real.shape[1]} columns")
     for alpha in (int(a) for a in args.alphas.split(",")):
         estimates = _estimated_seconds(sizes, alpha, 2 * len(real))
-        for name, path, estimate in (("count", counted_l1_distance, estimates[0]), ("gram", gram_l1_distance, estimates[1])):
+        for name, path, estimate in (
+            ("count", counted_l1_distance, estimates[0]),
+            ("gram", gram_l1_distance, estimates[1]),
+        ):
             if estimate > args.skip_slower_than:
                 print(f"α = {alpha}  {name:5s} skipped (estimated {estimate:.0f} s)")
                 continue
             started = time.perf_counter()
             value = 0.5 * path(real, synthetic, sizes, alpha) / math.comb(len(sizes), alpha)
-            print(f"α = {alpha}  {name:5s} {time.perf_counter() - started:7.1f} s (estimated {estimate:6.1f} s)  TV = {value:.5f}")
+            print(
+                f"α = {alpha}  {name:5s} {time.perf_counter() - started:7.1f} s (estimated {estimate:6.1f} s)  TV = {value:.5f}"
+            )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,13 @@ print(json.dumps({"wall_s": wall, "peak_mib": resource.getrusage(resource.RUSAGE
 
 
 def measure(dataset: str, evaluator: str, data_dir: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, dataset, evaluator, data_dir], capture_output=True, text=True,
-                          cwd=REPO, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, dataset, evaluator, data_dir],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -55,11 +60,15 @@ def main() -> None:
             print(f"repeat {repeat}: {name} {runs[name][-1]}", flush=True)
     print(f"\n{args.dataset}, median of {args.repeats} (wall s, peak MiB of the evaluating process):")
     for name in names:
-        print(f"  {name:12s} {statistics.median(r['wall_s'] for r in runs[name]):8.1f} s  "
-              f"{max(r['peak_mib'] for r in runs[name]):8.0f} MiB")
+        print(
+            f"  {name:12s} {statistics.median(r['wall_s'] for r in runs[name]):8.1f} s  "
+            f"{max(r['peak_mib'] for r in runs[name]):8.0f} MiB"
+        )
     if {"downstream", "privacy", "fidelity"} <= set(names):
         both = statistics.median(p["wall_s"] + f["wall_s"] for p, f in zip(runs["privacy"], runs["fidelity"]))
-        print(f"  privacy + fidelity / downstream = {both / statistics.median(r['wall_s'] for r in runs['downstream']):.2f}")
+        print(
+            f"  privacy + fidelity / downstream = {both / statistics.median(r['wall_s'] for r in runs['downstream']):.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -65,18 +65,29 @@ def diagnose(synthetic, train, test, seed: int, max_rows: int = 5000) -> dict:
     rows, is_real = np.vstack([real_rows, synthetic_rows]), np.r_[np.ones(n), np.zeros(n)]
     folds = StratifiedKFold(5, shuffle=True, random_state=seed)
     linear = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000))
-    one_column = np.array([
-        np.mean(cross_val_score(HistGradientBoostingClassifier(max_iter=20, random_state=0), rows[:, [j]], is_real,
-                                cv=folds, scoring="roc_auc"))
-        for j in range(rows.shape[1])
-    ])
+    one_column = np.array(
+        [
+            np.mean(
+                cross_val_score(
+                    HistGradientBoostingClassifier(max_iter=20, random_state=0),
+                    rows[:, [j]],
+                    is_real,
+                    cv=folds,
+                    scoring="roc_auc",
+                )
+            )
+            for j in range(rows.shape[1])
+        ]
+    )
     names = column_names(train.schema)
     best = np.argsort(one_column)[::-1][:3]
     return {
         "detection_auc": evaluator_auc,
         "logistic_auc": float(np.mean(cross_val_score(linear, rows, is_real, cv=folds, scoring="roc_auc"))),
         "median_one_column_auc": float(np.median(one_column)),
-        "best_columns": [(names[j], float(one_column[j]), *atom_shares(real_rows[:, j], synthetic_rows[:, j])) for j in best],
+        "best_columns": [
+            (names[j], float(one_column[j]), *atom_shares(real_rows[:, j], synthetic_rows[:, j])) for j in best
+        ],
     }
 
 
@@ -116,14 +127,19 @@ def main(argv: list[str] | None = None) -> None:
             splits[seed] = DATASETS.get(args.dataset).load(folder, seed, cell.protocol)
         split = splits[seed]
         with tempfile.TemporaryDirectory() as work:
-            synthetic, _ = load_synthetic(Path(client.download_artifacts(run.info.run_id, SAMPLE_FILE, work)),
-                                          split.train.schema)
+            synthetic, _ = load_synthetic(
+                Path(client.download_artifacts(run.info.run_id, SAMPLE_FILE, work)), split.train.schema
+            )
         found = diagnose(synthetic, split.train, split.test, seed)
-        columns = "; ".join(f"{name} {auc:.3f} (on atoms: real {r:.2f}, synthetic {s:.2f})"
-                            for name, auc, r, s in found["best_columns"])
-        print(f"{cell.method:>12} ε={cell.mlflow_params()['epsilon']:<5} seed {seed}: detection {found['detection_auc']:.3f}, "
-              f"logistic {found['logistic_auc']:.3f}, one column median {found['median_one_column_auc']:.3f}; "
-              f"best alone: {columns}", flush=True)
+        columns = "; ".join(
+            f"{name} {auc:.3f} (on atoms: real {r:.2f}, synthetic {s:.2f})" for name, auc, r, s in found["best_columns"]
+        )
+        print(
+            f"{cell.method:>12} ε={cell.mlflow_params()['epsilon']:<5} seed {seed}: detection {found['detection_auc']:.3f}, "
+            f"logistic {found['logistic_auc']:.3f}, one column median {found['median_one_column_auc']:.3f}; "
+            f"best alone: {columns}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,18 @@ def main() -> None:
         dp_merf.TILE_ENTRIES = dp_merf.CUDA_TILE_ENTRIES = entries
         step = fit_seconds("dp-merf", args.dataset, "sound", timed_steps=args.steps, per_step=True, device=args.device)
         fit = fit_seconds("dp-merf", args.dataset, "sound", timed_steps=args.steps, device=args.device)
-        print(json.dumps({"dataset": args.dataset, "device": args.device, "tile_entries": f"2^{log2}",
-                          "step_s": round(step, 5), "fit_estimate_s": round(fit, 1)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "dataset": args.dataset,
+                    "device": args.device,
+                    "tile_entries": f"2^{log2}",
+                    "step_s": round(step, 5),
+                    "fit_estimate_s": round(fit, 1),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

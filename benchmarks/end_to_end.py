@@ -46,15 +46,19 @@ def end_to_end(
             started = time.perf_counter()
             evaluator.evaluate(synthetic, split.train, split.test, EvalContext(seed=0, device="cpu", protocol=protocol))
             timings[f"evaluate {evaluator.name}"] = time.perf_counter() - started
-    print(f"{method_name} on {dataset_name} ({protocol} protocol, n_train = {len(split.train)}, seed 0, ε = 1, "
-          f"{torch.get_num_threads()} torch threads)")
+    print(
+        f"{method_name} on {dataset_name} ({protocol} protocol, n_train = {len(split.train)}, seed 0, ε = 1, "
+        f"{torch.get_num_threads()} torch threads)"
+    )
     for phase, seconds in timings.items():
         print(f"  {phase:<22} {seconds:8.1f} s")
     total = sum(v for k, v in timings.items() if k != "load")
     print(f"  {'fit + sample + eval':<22} {total:8.1f} s")
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"  peak memory            {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.0f} MiB"
-          f" (largest child process {children:.0f} MiB)")
+    print(
+        f"  peak memory            {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.0f} MiB"
+        f" (largest child process {children:.0f} MiB)"
+    )
     return timings
 
 

@@ -65,7 +65,9 @@ def dphp_adult_paper() -> float:
     torch.manual_seed(0)
     started = time.perf_counter()
     ledger = PrivacyLedger(budget)
-    fitted = method.fit(PrivateData(split.train, ledger), FitContext(budget, ledger, params, 0, torch.device("cpu"), "paper"))
+    fitted = method.fit(
+        PrivateData(split.train, ledger), FitContext(budget, ledger, params, 0, torch.device("cpu"), "paper")
+    )
     synthetic = fitted.sample(len(split.train))
     EVALUATORS.get("downstream").evaluate(synthetic, split.train, split.test, _context("paper"))
     return time.perf_counter() - started
@@ -157,8 +159,11 @@ def main(argv: list[str] | None = None) -> None:
     for row in chosen:
         with threadpool_limits(limits=2):
             times = [row.run() for _ in range(args.repeats)]
-        print(f"| {row.name} | {_text(row.before_s)} | {_text(statistics.median(times))} | "
-              f"{_text(row.target_s)} | {_text(row.authors_s)} |", flush=True)
+        print(
+            f"| {row.name} | {_text(row.before_s)} | {_text(statistics.median(times))} | "
+            f"{_text(row.target_s)} | {_text(row.authors_s)} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -20,10 +20,19 @@ from pathlib import Path
 
 import bench
 
-CELLS = [("dp-gan", "cervical", {"epochs": "2"}), ("dp-cgan", "gmm2d", {}), ("dp-gan", "gmm2d", {"batch_size": "500"}),
-         ("independent", "cervical", {}), ("independent", "adult-discrete", {}), ("uniform", "cervical", {}),
-         ("real", "cervical", {}), ("dp-merf", "gmm2d", {"epochs": "1"}), ("dp-hp", "cervical", {}),
-         ("mst", "adult-discrete", {}), ("privbayes", "adult-discrete", {})]
+CELLS = [
+    ("dp-gan", "cervical", {"epochs": "2"}),
+    ("dp-cgan", "gmm2d", {}),
+    ("dp-gan", "gmm2d", {"batch_size": "500"}),
+    ("independent", "cervical", {}),
+    ("independent", "adult-discrete", {}),
+    ("uniform", "cervical", {}),
+    ("real", "cervical", {}),
+    ("dp-merf", "gmm2d", {"epochs": "1"}),
+    ("dp-hp", "cervical", {}),
+    ("mst", "adult-discrete", {}),
+    ("privbayes", "adult-discrete", {}),
+]
 
 
 def main() -> None:
@@ -37,9 +46,19 @@ def main() -> None:
         if only is not None and method not in only:
             continue
         out = Path(tempfile.mkdtemp())
-        result = bench.run_cell(method, dataset, epsilon=1.0, evaluators=(), profile="smoke", data_dir=args.data_dir,
-                                overrides=overrides or None, out=out)
-        digest = hashlib.sha256((out / "synthetic_sample.csv").read_bytes()).hexdigest()[:16] if result.ok else result.error
+        result = bench.run_cell(
+            method,
+            dataset,
+            epsilon=1.0,
+            evaluators=(),
+            profile="smoke",
+            data_dir=args.data_dir,
+            overrides=overrides or None,
+            out=out,
+        )
+        digest = (
+            hashlib.sha256((out / "synthetic_sample.csv").read_bytes()).hexdigest()[:16] if result.ok else result.error
+        )
         found[f"{method}/{dataset}/{json.dumps(overrides)}"] = digest
     print(json.dumps(found, indent=2, sort_keys=True))
 

@@ -52,9 +52,12 @@ def commit() -> str:
     """``$GPU_CELLS_COMMIT`` where the caller sent it (the commit the copied tree was, clean): a lent
     machine's copy of ``.git`` can be older than the tree it runs (seen: it named the session's
     first commit); else what git says here."""
-    return os.environ.get("GPU_CELLS_COMMIT") or subprocess.run(
-        ["git", "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True, cwd=REPO
-    ).stdout.strip()
+    return (
+        os.environ.get("GPU_CELLS_COMMIT")
+        or subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True, cwd=REPO
+        ).stdout.strip()
+    )
 
 
 def fit_done_marker(work: Path, key: str) -> Path:
@@ -74,12 +77,24 @@ def one_setup(key: str, args: argparse.Namespace) -> dict:
 
     method, dataset, epsilon, profile = next(s for s in SETUPS if f"{s[0]}:{s[1]}" == key)
     names = args.classifiers.split(",")
-    fast = dataclasses.replace(EVALUATORS.get("image-downstream"), name=FAST_EVALUATOR, n_jobs=args.jobs,
-                               classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in names),
-                               timeout_s=args.classifier_timeout)
+    fast = dataclasses.replace(
+        EVALUATORS.get("image-downstream"),
+        name=FAST_EVALUATOR,
+        n_jobs=args.jobs,
+        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in names),
+        timeout_s=args.classifier_timeout,
+    )
     EVALUATORS.register(fast)
-    spec = GridSpec(methods=[method], datasets=[dataset], epsilons=[epsilon], seeds=[0], profile=profile,
-                    device=args.device, evaluators=[], threads=1)
+    spec = GridSpec(
+        methods=[method],
+        datasets=[dataset],
+        epsilons=[epsilon],
+        seeds=[0],
+        profile=profile,
+        device=args.device,
+        evaluators=[],
+        threads=1,
+    )
     (cell,), _ = expand(spec)
     cell = dataclasses.replace(cell, evaluators=(FAST_EVALUATOR,), evaluator_settings={})
     reports: list[tuple[float, float]] = []
@@ -97,28 +112,50 @@ def one_setup(key: str, args: argparse.Namespace) -> dict:
 
     with tempfile.TemporaryDirectory() as folder:
         outcome = execute(cell.to_json(), folder, report)
-        ledger = json.loads((Path(folder) / "ledger.json").read_text()) if (Path(folder) / "ledger.json").exists() else {}
+        ledger = (
+            json.loads((Path(folder) / "ledger.json").read_text()) if (Path(folder) / "ledger.json").exists() else {}
+        )
         grid = Path(folder) / "samples.png"
         if grid.exists() and args.grids:
             (Path(args.out) / f"samples_{method}_{dataset}.png").write_bytes(grid.read_bytes())
     marker.touch()
-    row = {"method": method, "dataset": dataset, "epsilon": str(epsilon), "profile": profile, "seed": 0,
-           "device": outcome.tags.get("device"), "torch": torch.__version__, "status": outcome.status,
-           "epsilon_spent": ledger.get("spent", {}).get("epsilon"),
-           "epsilon_independent": outcome.metrics.get("privacy.epsilon_independent")}
+    row = {
+        "method": method,
+        "dataset": dataset,
+        "epsilon": str(epsilon),
+        "profile": profile,
+        "seed": 0,
+        "device": outcome.tags.get("device"),
+        "torch": torch.__version__,
+        "status": outcome.status,
+        "epsilon_spent": ledger.get("spent", {}).get("epsilon"),
+        "epsilon_independent": outcome.metrics.get("privacy.epsilon_independent"),
+    }
     if outcome.status == "FINISHED":
-        row.update(finished=True, fit_seconds=round(outcome.metrics["time.fit_s"], 1),
-                   sample_seconds=round(outcome.metrics["time.sample_s"], 1),
-                   evaluation_seconds=round(outcome.metrics[f"time.eval_{FAST_EVALUATOR}_s"], 1),
-                   classifiers=names, jobs=args.jobs,
-                   accuracy={name: round(outcome.metrics[f"{FAST_EVALUATOR}.{name}.accuracy"], 4)
-                             for name in names if f"{FAST_EVALUATOR}.{name}.accuracy" in outcome.metrics},
-                   classifier_errors=outcome.tags.get(f"errors.{FAST_EVALUATOR}"))
+        row.update(
+            finished=True,
+            fit_seconds=round(outcome.metrics["time.fit_s"], 1),
+            sample_seconds=round(outcome.metrics["time.sample_s"], 1),
+            evaluation_seconds=round(outcome.metrics[f"time.eval_{FAST_EVALUATOR}_s"], 1),
+            classifiers=names,
+            jobs=args.jobs,
+            accuracy={
+                name: round(outcome.metrics[f"{FAST_EVALUATOR}.{name}.accuracy"], 4)
+                for name in names
+                if f"{FAST_EVALUATOR}.{name}.accuracy" in outcome.metrics
+            },
+            classifier_errors=outcome.tags.get(f"errors.{FAST_EVALUATOR}"),
+        )
     elif "_Enough" in (outcome.error or "") and len(reports) >= 2:
         (t0, f0), (t1, f1) = reports[0], reports[-1]
         rate = FitRate(t0, f0, f1, t1 - t0)
-        row.update(finished=False, first_report_s=round(t0, 1), measured_fraction=round(f1 - f0, 5),
-                   measured_s=round(t1 - t0, 1), fit_seconds=round(rate.fit_seconds))
+        row.update(
+            finished=False,
+            first_report_s=round(t0, 1),
+            measured_fraction=round(f1 - f0, 5),
+            measured_s=round(t1 - t0, 1),
+            fit_seconds=round(rate.fit_seconds),
+        )
     else:
         row.update(finished=False, error=outcome.error)
     return row
@@ -169,9 +206,23 @@ def main() -> None:
             path.write_text(json.dumps(results, indent=1) + "\n")
             print(json.dumps(row), flush=True)
 
-    passed = ["--out", str(args.out), "--work", str(args.work), "--device", args.device, "--fit-cap", str(args.fit_cap),
-              "--classifiers", args.classifiers, "--classifier-timeout", str(args.classifier_timeout),
-              "--jobs", str(args.jobs), *(["--grids"] if args.grids else [])]
+    passed = [
+        "--out",
+        str(args.out),
+        "--work",
+        str(args.work),
+        "--device",
+        args.device,
+        "--fit-cap",
+        str(args.fit_cap),
+        "--classifiers",
+        args.classifiers,
+        "--classifier-timeout",
+        str(args.classifier_timeout),
+        "--jobs",
+        str(args.jobs),
+        *(["--grids"] if args.grids else []),
+    ]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
     for key in keys:
         if time.monotonic() - started > args.deadline:
@@ -182,8 +233,13 @@ def main() -> None:
         for stale in (fit_done_marker(args.work, key), args.work / f"row-{stem}.json"):
             stale.unlink(missing_ok=True)
         with open(args.work / f"log-{stem}.txt", "w") as log:
-            child = subprocess.Popen([sys.executable, __file__, *passed, "--one", key], stdout=log,
-                                     stderr=subprocess.STDOUT, cwd=REPO, env=environment)
+            child = subprocess.Popen(
+                [sys.executable, __file__, *passed, "--one", key],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=environment,
+            )
         running.append((key, child))
         while child.poll() is None and not fit_done_marker(args.work, key).exists():  # one fit at a time on the GPU
             collect_finished()

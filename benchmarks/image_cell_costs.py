@@ -44,7 +44,9 @@ REAL_SETUPS = ("mnist", "fashion-mnist")
 # the eight that finished in docs/performance.md's 60,000-image MNIST run (290 s at 2 jobs; GBM, MLP,
 # LinearSVC and AdaBoost take longer): five of them gave a bound of 54 s, too weak to plan by
 REAL_CLASSIFIERS = ("GNB", "BNB", "LDA", "DT", "LR", "Bag", "RF", "XGB")
-OUT = Path(__file__).resolve().parents[1] / "docs" / "measurements" / f"image_cell_costs_{time.strftime('%Y-%m-%d')}.json"
+OUT = (
+    Path(__file__).resolve().parents[1] / "docs" / "measurements" / f"image_cell_costs_{time.strftime('%Y-%m-%d')}.json"
+)
 
 
 class _Enough(Exception):
@@ -69,8 +71,17 @@ def measure(method: str, dataset: str, epsilon: float, profile: str, sets: tuple
     from bench.harness.worker import execute
 
     overrides = {method: dict(s.split("=", 1) for s in sets)} if sets else {}
-    spec = GridSpec(methods=[method], datasets=[dataset], epsilons=[epsilon], seeds=[0], profile=profile,
-                    overrides=overrides, device="cpu", evaluators=[], threads=1)
+    spec = GridSpec(
+        methods=[method],
+        datasets=[dataset],
+        epsilons=[epsilon],
+        seeds=[0],
+        profile=profile,
+        overrides=overrides,
+        device="cpu",
+        evaluators=[],
+        threads=1,
+    )
     (cell,), _ = expand(spec)
     cell = dataclasses.replace(cell, evaluators=(), evaluator_settings={})
     reports: list[tuple[float, float]] = []
@@ -100,7 +111,8 @@ def real_evaluation_seconds(dataset: str, jobs: int) -> float:
 
     split = DATASETS.get(dataset).load(None, seed=0)
     evaluator = ImageDownstreamClassifiers(
-        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in REAL_CLASSIFIERS), n_jobs=jobs)
+        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in REAL_CLASSIFIERS), n_jobs=jobs
+    )
     started = time.perf_counter()
     evaluation = evaluator.evaluate(split.train, split.train, split.test, EvalContext())
     if evaluation.errors:
@@ -119,16 +131,24 @@ def main() -> None:
     from bench.harness.worker import cpu_description
 
     only = set(args.only.split(",")) if args.only else None
-    commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
     results = json.loads(args.out.read_text()) if args.out.exists() else {"setups": []}
     for row in results["setups"]:  # rows written before each row named its own commit
         row.setdefault("commit", results.get("commit"))
     results.pop("commit", None)
-    results.update(cpu=cpu_description(), threads=1, torch=torch.__version__,
-                   method="fit stopped --seconds after its first progress report; fit seconds = time to that "
-                          "report + measured seconds per fraction × the fraction left; evaluation not counted, "
-                          "except for real (no fit): evaluation seconds = wall time of REAL_CLASSIFIERS")
+    results.update(
+        cpu=cpu_description(),
+        threads=1,
+        torch=torch.__version__,
+        method="fit stopped --seconds after its first progress report; fit seconds = time to that "
+        "report + measured seconds per fraction × the fraction left; evaluation not counted, "
+        "except for real (no fit): evaluation seconds = wall time of REAL_CLASSIFIERS",
+    )
 
     def record(row: dict) -> None:
         row["commit"] = commit
@@ -142,16 +162,34 @@ def main() -> None:
         if only and f"{method}:{dataset}" not in only:
             continue
         rate = measure(method, dataset, epsilon, profile, sets, args.seconds)
-        row = {"method": method, "dataset": dataset, "epsilon": str(epsilon), "profile": profile, "sets": list(sets),
-               "first_report_s": round(rate.first_report_s, 1), "measured_fraction": round(rate.last_fraction - rate.first_fraction, 5),
-               "measured_s": round(rate.measured_s, 1), "fit_seconds": round(rate.fit_seconds)}
+        row = {
+            "method": method,
+            "dataset": dataset,
+            "epsilon": str(epsilon),
+            "profile": profile,
+            "sets": list(sets),
+            "first_report_s": round(rate.first_report_s, 1),
+            "measured_fraction": round(rate.last_fraction - rate.first_fraction, 5),
+            "measured_s": round(rate.measured_s, 1),
+            "fit_seconds": round(rate.fit_seconds),
+        }
         record(row)
     for dataset in REAL_SETUPS:
         if only and f"real:{dataset}" not in only:
             continue
         seconds = real_evaluation_seconds(dataset, args.jobs)
-        record({"method": "real", "dataset": dataset, "epsilon": "inf", "profile": "paper", "sets": [],
-                "classifiers_timed": list(REAL_CLASSIFIERS), "jobs": args.jobs, "evaluation_seconds": round(seconds)})
+        record(
+            {
+                "method": "real",
+                "dataset": dataset,
+                "epsilon": "inf",
+                "profile": "paper",
+                "sets": [],
+                "classifiers_timed": list(REAL_CLASSIFIERS),
+                "jobs": args.jobs,
+                "evaluation_seconds": round(seconds),
+            }
+        )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,14 @@ class _Enough(Exception):
 
 
 def fit_seconds(
-    method: str, dataset: str, protocol: str, overrides: dict[str, str] | None = None, profile: str = "paper",
-    timed_steps: int | None = None, per_step: bool = False, device: str = "cpu",
+    method: str,
+    dataset: str,
+    protocol: str,
+    overrides: dict[str, str] | None = None,
+    profile: str = "paper",
+    timed_steps: int | None = None,
+    per_step: bool = False,
+    device: str = "cpu",
 ) -> float:
     """Seconds of one ``fit`` at ε = 1, seed 0, data already loaded. With ``timed_steps``, only
     that many steps run: the result is the time to the first step plus their mean × all steps
@@ -89,32 +95,86 @@ def readme_command() -> float:
     with tempfile.TemporaryDirectory() as scratch:
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "bench", "run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1",
-             "--no-progress"],
-            check=True, capture_output=True, cwd=scratch, env=env,
+            [
+                sys.executable,
+                "-m",
+                "bench",
+                "run",
+                "--methods",
+                "real,dp-merf",
+                "--datasets",
+                "gmm2d",
+                "--eps",
+                "1",
+                "--no-progress",
+            ],
+            check=True,
+            capture_output=True,
+            cwd=scratch,
+            env=env,
         )
         return time.perf_counter() - started
 
 
 ROWS = [
-    Row("DP-MERF adult fit, Table 4, sound (8,000 steps: 400 timed, extrapolated)", 25.0, 620.0, 164.0,
-        lambda: fit_seconds("dp-merf", "adult", "sound", timed_steps=400)),
-    Row("DP-MERF adult fit, Table 4, paper protocol (8,000 steps: 400 timed, extrapolated)", 25.0, None, 164.0,
-        lambda: fit_seconds("dp-merf", "adult", "paper", timed_steps=400)),
-    Row("DP-MERF census, one Adam step, sound (mean of 3)", 0.5, 5.0, None,
-        lambda: fit_seconds("dp-merf", "census", "sound", timed_steps=4, per_step=True)),
-    Row("DP-MERF census, one Adam step, paper protocol (mean of 3)", 3.0, 40.0, None,
-        lambda: fit_seconds("dp-merf", "census", "paper", timed_steps=4, per_step=True)),
-    Row("DP-HP census, one Adam step and its share of the per-epoch release, sound (4 steps timed)", 7.2, 35.5, None,
-        lambda: fit_seconds("dp-hp", "census", "sound", timed_steps=4, per_step=True)),
-    Row("DP-HP census fit, Table 6, sound (100 steps: 4 timed, extrapolated)", 720.0, 3550.0, None,
-        lambda: fit_seconds("dp-hp", "census", "sound", timed_steps=4)),
+    Row(
+        "DP-MERF adult fit, Table 4, sound (8,000 steps: 400 timed, extrapolated)",
+        25.0,
+        620.0,
+        164.0,
+        lambda: fit_seconds("dp-merf", "adult", "sound", timed_steps=400),
+    ),
+    Row(
+        "DP-MERF adult fit, Table 4, paper protocol (8,000 steps: 400 timed, extrapolated)",
+        25.0,
+        None,
+        164.0,
+        lambda: fit_seconds("dp-merf", "adult", "paper", timed_steps=400),
+    ),
+    Row(
+        "DP-MERF census, one Adam step, sound (mean of 3)",
+        0.5,
+        5.0,
+        None,
+        lambda: fit_seconds("dp-merf", "census", "sound", timed_steps=4, per_step=True),
+    ),
+    Row(
+        "DP-MERF census, one Adam step, paper protocol (mean of 3)",
+        3.0,
+        40.0,
+        None,
+        lambda: fit_seconds("dp-merf", "census", "paper", timed_steps=4, per_step=True),
+    ),
+    Row(
+        "DP-HP census, one Adam step and its share of the per-epoch release, sound (4 steps timed)",
+        7.2,
+        35.5,
+        None,
+        lambda: fit_seconds("dp-hp", "census", "sound", timed_steps=4, per_step=True),
+    ),
+    Row(
+        "DP-HP census fit, Table 6, sound (100 steps: 4 timed, extrapolated)",
+        720.0,
+        3550.0,
+        None,
+        lambda: fit_seconds("dp-hp", "census", "sound", timed_steps=4),
+    ),
     Row("README first command (real, dp-merf × gmm2d, ε 1; incl. evaluation)", 240.0, 600.0, None, readme_command),
     Row("DP-HP adult fit, paper protocol", 3.8, 3.8, None, lambda: fit_seconds("dp-hp", "adult", "paper")),
-    Row("DP-HP MNIST fit, Table 9 (3,000 steps: 60 timed, extrapolated)", 360.0, 3660.0, None,
-        lambda: fit_seconds("dp-hp", "mnist", "sound", timed_steps=60)),
-    Row("--profile smoke image cell, DP-MERF MNIST (fit)", 120.0, 600.0, None,
-        lambda: fit_seconds("dp-merf", "mnist", "sound", profile="smoke")),
+    Row(
+        "DP-HP MNIST fit, Table 9 (3,000 steps: 60 timed, extrapolated)",
+        360.0,
+        3660.0,
+        None,
+        lambda: fit_seconds("dp-hp", "mnist", "sound", timed_steps=60),
+    ),
+    Row(
+        "--profile smoke image cell, DP-MERF MNIST (fit)",
+        120.0,
+        600.0,
+        None,
+        lambda: fit_seconds("dp-merf", "mnist", "sound", profile="smoke"),
+    ),
 ]
 
 
@@ -134,8 +194,10 @@ def main() -> None:
     print("| name | before | now | target | authors |\n|---|---|---|---|---|")
     for row in chosen:
         now = statistics.median(row.run() for _ in range(args.repeats))
-        print(f"| {row.name} | {_seconds(row.before_s)} | {_seconds(now)} | {_seconds(row.target_s)} | {_seconds(row.authors_s)} |",
-              flush=True)
+        print(
+            f"| {row.name} | {_seconds(row.before_s)} | {_seconds(now)} | {_seconds(row.target_s)} | {_seconds(row.authors_s)} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

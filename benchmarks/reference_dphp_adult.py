@@ -37,7 +37,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SHIMS = '''
+SHIMS = """
 import runpy, sys
 import numpy as np
 np.int, np.float = int, float
@@ -51,7 +51,7 @@ sklearn.tree.DecisionTreeClassifier = lambda max_features=None, **kw: _Tree(
 sklearn.ensemble.AdaBoostClassifier = lambda algorithm=None, **kw: _Ada(**kw)
 sys.argv = ["run_sum_prod_kernel_tabular_data.py", "--data-name", "adult", "--is-private", "1"]
 runpy.run_path("run_sum_prod_kernel_tabular_data.py", run_name="__main__")
-'''
+"""
 
 
 def adult_pickle(data_dir: Path, encoding: str) -> tuple[np.ndarray, np.ndarray]:
@@ -64,7 +64,9 @@ def adult_pickle(data_dir: Path, encoding: str) -> tuple[np.ndarray, np.ndarray]
 def repetition_means(log: str) -> list[tuple[float, float]]:
     roc = [float(v) for v in re.findall(r"ROC on test generated data is ([0-9.]+)", log)]
     prc = [float(v) for v in re.findall(r"PRC on test generated data is ([0-9.]+)", log)]
-    return [(float(np.mean(roc[i:i + 12])), float(np.mean(prc[i:i + 12]))) for i in range(0, len(roc) // 12 * 12, 12)]
+    return [
+        (float(np.mean(roc[i : i + 12])), float(np.mean(prc[i : i + 12]))) for i in range(0, len(roc) // 12 * 12, 12)
+    ]
 
 
 def main() -> int:

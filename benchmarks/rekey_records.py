@@ -36,14 +36,22 @@ def rekeyed(data: dict) -> Record:
         raise SystemExit(f"{data['label']}: an audit record; schema 1 kept none, so this script does not read one")
     logged = v1_key(config, params, tags, ledger)
     if logged != data["key"]:
-        raise SystemExit(f"{data['label']}: the rebuilt cell has version-1 key {logged}, the record {data['key']}: "
-                         "not the cell the run was keyed by; nothing written for it")
+        raise SystemExit(
+            f"{data['label']}: the rebuilt cell has version-1 key {logged}, the record {data['key']}: "
+            "not the cell the run was keyed by; nothing written for it"
+        )
     cell = cell_from_v1(config, params, tags, ledger)
     plain = _loose({name: value for name, value in data.items() if name not in ("config", "schema")})
-    plain.update(schema=SCHEMA, key=cell.key, cell=cell, split=SplitFacts.from_logged(params),
-                 tags=rekeyed_tags(tags, cell), code=Code(**plain["code"]),
-                 metrics={k: float(v) for k, v in plain["metrics"].items()},
-                 timings={k: float(v) for k, v in plain["timings"].items()})
+    plain.update(
+        schema=SCHEMA,
+        key=cell.key,
+        cell=cell,
+        split=SplitFacts.from_logged(params),
+        tags=rekeyed_tags(tags, cell),
+        code=Code(**plain["code"]),
+        metrics={k: float(v) for k, v in plain["metrics"].items()},
+        timings={k: float(v) for k, v in plain["timings"].items()},
+    )
     return Record(**plain)
 
 

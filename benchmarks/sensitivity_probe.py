@@ -17,12 +17,20 @@ import sys
 from bench.api.registry import DATASETS, METHODS
 from bench.testing import ROWS, TEST_DATASETS, Subject, _head, clean_distance
 
-FAST = {"dp-merf": {"epochs": "1"}, "dp-hp": {"epochs": "1"}, "dp-gan": {"batch_size": "3000"}, "dp-cgan": {"batch_size": "3000"}}
+FAST = {
+    "dp-merf": {"epochs": "1"},
+    "dp-hp": {"epochs": "1"},
+    "dp-gan": {"batch_size": "3000"},
+    "dp-cgan": {"batch_size": "3000"},
+}
 
 
 def main(names: list[str]) -> None:
-    chosen = names or [m.name for m in METHODS if m.private and not getattr(m, "data_independent", False)
-                       and m.__module__.startswith("methods.")]
+    chosen = names or [
+        m.name
+        for m in METHODS
+        if m.private and not getattr(m, "data_independent", False) and m.__module__.startswith("methods.")
+    ]
     for name in chosen:
         method = METHODS.get(name)
         for kind in sorted(method.data_kinds, key=lambda k: k.value):
@@ -32,8 +40,11 @@ def main(names: list[str]) -> None:
             subject = Subject(method, dataset, _head(DATASETS.get(dataset).load(None, 0), ROWS), FAST.get(name))
             probe = subject.replayed_on(subject.neighbour)
             ratios = [clean_distance(a, b) / a.release.sensitivity for a, b in zip(subject.first.events, probe.events)]
-            print(f"{name:12s} {dataset:15s} releases {len(ratios):3d}  largest move / declared sensitivity "
-                  f"{max(ratios, default=0):.3f}", flush=True)
+            print(
+                f"{name:12s} {dataset:15s} releases {len(ratios):3d}  largest move / declared sensitivity "
+                f"{max(ratios, default=0):.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

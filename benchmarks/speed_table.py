@@ -49,8 +49,11 @@ def main() -> None:
     print("| what | before this round | now | target | authors' code |\n|---|---|---|---|---|")
     for row in chosen:
         now = statistics.median(row.run() for _ in range(args.repeats))
-        print(f"| {row.name} | {_seconds(row.before_s)} | {_seconds(now)} | {_seconds(row.target_s)} | "
-              f"{_seconds(row.authors_s)} |", flush=True)
+        print(
+            f"| {row.name} | {_seconds(row.before_s)} | {_seconds(now)} | {_seconds(row.target_s)} | "
+            f"{_seconds(row.authors_s)} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

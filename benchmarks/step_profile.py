@@ -32,8 +32,16 @@ def step_marks(method: str, dataset: str, protocol: str, overrides: dict[str, st
     ledger = PrivacyLedger(budget)
     marks: list[tuple[int, float]] = []
     started = time.perf_counter()
-    context = FitContext(budget, ledger, params, 0, torch.device("cpu"), protocol, data.kind,
-                         progress=lambda done, total: marks.append((done, time.perf_counter() - started)))
+    context = FitContext(
+        budget,
+        ledger,
+        params,
+        0,
+        torch.device("cpu"),
+        protocol,
+        data.kind,
+        progress=lambda done, total: marks.append((done, time.perf_counter() - started)),
+    )
     card.fit(PrivateData(train, ledger), context)
     return time.perf_counter() - started, np.array(marks, dtype=float)
 
@@ -61,8 +69,10 @@ def main() -> None:
     seconds, marks = step_marks(args.method, args.dataset, args.protocol, dict(item.split("=", 1) for item in args.set))
     if len(marks) < 2:
         raise SystemExit(f"{args.method} reported {len(marks)} progress mark(s): nothing to split into tenths")
-    print(f"{args.method} on {args.dataset}: fit {seconds:.1f} s, {int(marks[-1, 0])} steps, "
-          f"first step after {marks[0, 1]:.1f} s, {args.threads} thread(s)")
+    print(
+        f"{args.method} on {args.dataset}: fit {seconds:.1f} s, {int(marks[-1, 0])} steps, "
+        f"first step after {marks[0, 1]:.1f} s, {args.threads} thread(s)"
+    )
     for tenth, ms in enumerate(per_tenth(marks)):
         print(f"  tenth {tenth + 1:>2}: {ms:7.2f} ms a step")
 

@@ -150,7 +150,7 @@ STUBS = {
         "    return a // b if isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral) else a / b\n"
     ),
     # sdgym 0.1.0's load_dataset, on local files (the real one downloads them from S3)
-    "sdgym/__init__.py": '''import json, os
+    "sdgym/__init__.py": """import json, os
 import numpy as np
 
 DATA_PATH = os.path.join(os.path.dirname(__file__), "data")
@@ -165,7 +165,7 @@ def load_dataset(name, benchmark=False):
     if benchmark:
         return data["train"], data["test"], meta, categorical, ordinal
     return data["train"], categorical, ordinal
-''',
+""",
 }
 
 
@@ -216,7 +216,7 @@ def write_dphp_one_repetition(code: Path) -> None:
 
 # --- what each process runs ---------------------------------------------------------------------
 
-THEIRS_DPMERF = '''
+THEIRS_DPMERF = """
 import runpy, sys
 import numpy as np
 np.int, np.float = int, float
@@ -228,7 +228,7 @@ _OneHot = sklearn.preprocessing.OneHotEncoder
 sklearn.preprocessing.OneHotEncoder = lambda sparse=True, **kw: _OneHot(sparse_output=sparse, **kw)
 sys.argv = ["single_generator_priv_all.py"] + sys.argv[1:]
 runpy.run_path("single_generator_priv_all.py", run_name="__main__")
-'''
+"""
 
 # Times their evaluation (test_models, the 12 classifiers and their variants) without changing
 # it: the script imports the function by name at run time, after the sklearn shims above it.
@@ -245,11 +245,11 @@ DPHP_EVAL_PREFIX = "versus_authors: test_models "
 
 # reference_dphp_adult.py's shims, on the one-repetition copy, with one torch thread and the timer
 THEIRS_DPHP = "import torch\ntorch.set_num_threads(1)\n" + DPHP_SHIMS.replace(
-    'runpy.run_path("run_sum_prod_kernel_tabular_data.py"', f'runpy.run_path("{DPHP_ONE_REPETITION}"').replace(
-    "sys.argv = [", DPHP_EVAL_TIMER + "sys.argv = [")
+    'runpy.run_path("run_sum_prod_kernel_tabular_data.py"', f'runpy.run_path("{DPHP_ONE_REPETITION}"'
+).replace("sys.argv = [", DPHP_EVAL_TIMER + "sys.argv = [")
 assert DPHP_ONE_REPETITION in THEIRS_DPHP and "_timed_test_models" in THEIRS_DPHP
 
-OURS_DPMERF = '''
+OURS_DPMERF = """
 import sys, torch
 torch.set_num_threads(1)
 from bench.harness.api import run_cell
@@ -259,16 +259,16 @@ r = run_cell("dp-merf", "adult-sdgym", epsilon=1.0, seed=0, evaluators=(), proto
 if r.status != "FINISHED":
     sys.exit(f"dp-merf cell {r.status}: {r.error}")
 print("n_train", r.params["n_train"], "fit_s", r.metrics["time.fit_s"])
-'''
+"""
 
 # `python -m bench run …` with no idle core to lend to the fit (see the module docstring)
-OURS_CLI = '''
+OURS_CLI = """
 import sys
 import bench.harness.runner
 bench.harness.runner.available_cores = lambda: 1
 from bench.cli import main
 sys.exit(main(sys.argv[1:]))
-'''
+"""
 
 
 @dataclass(frozen=True)
@@ -314,12 +314,27 @@ class Setup:
 
 def prepare(scratch: Path, steps: int, only: str | None) -> Setup:
     data_dir = Path(os.environ.get("DPBENCH_DATA_DIR") or ROOT.parent / "shared" / "data")
-    env = {**os.environ, **ONE_THREAD, "DPBENCH_DATA_DIR": str(data_dir), "MPLBACKEND": "Agg", "DPBENCH_OFFLINE": "1",
-           "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ,
+        **ONE_THREAD,
+        "DPBENCH_DATA_DIR": str(data_dir),
+        "MPLBACKEND": "Agg",
+        "DPBENCH_OFFLINE": "1",
+        "PYTHONWARNINGS": "ignore",
+    }
     stubs = scratch / "stubs"
     write_stubs(stubs)
-    setup = Setup(scratch, data_dir, steps, env, stubs, scratch / "dpmerf" / "code_tab", scratch / "dphp" / "dp_mehp",
-                  f"sqlite:///{scratch / 'runs.db'}", [])
+    setup = Setup(
+        scratch,
+        data_dir,
+        steps,
+        env,
+        stubs,
+        scratch / "dpmerf" / "code_tab",
+        scratch / "dphp" / "dp_mehp",
+        f"sqlite:///{scratch / 'runs.db'}",
+        [],
+    )
     if only in (None, "dpmerf"):
         extract(DPMERF_MIRROR, scratch / "dpmerf", ["code_tab"])
         rows = write_sdgym_adult(stubs / "sdgym" / "data", data_dir)
@@ -346,15 +361,43 @@ def init_tracking(setup: Setup) -> None:
 def dpmerf_jobs(setup: Setup, steps: int, tag: str) -> list[Job]:
     """Ours paper, theirs, ours sound, at ``steps`` Adam steps."""
     theirs_env = {**setup.env, "PYTHONPATH": f"{setup.stubs}{os.pathsep}{setup.dpmerf_code}"}
-    theirs = Job(f"dpmerf-theirs@{steps}", [
-        sys.executable, "-c", THEIRS_DPMERF, "--dataset", "adult", "--private", "1", "--epochs", str(steps),
-        "--batch", "0.1", "--num_features", "1000", "--undersample", "0.4", "--repeat", "1", "--classifiers", "1",
-    ], setup.dpmerf_code, theirs_env, done_marker="roc mean across methods")
+    theirs = Job(
+        f"dpmerf-theirs@{steps}",
+        [
+            sys.executable,
+            "-c",
+            THEIRS_DPMERF,
+            "--dataset",
+            "adult",
+            "--private",
+            "1",
+            "--epochs",
+            str(steps),
+            "--batch",
+            "0.1",
+            "--num_features",
+            "1000",
+            "--undersample",
+            "0.4",
+            "--repeat",
+            "1",
+            "--classifiers",
+            "1",
+        ],
+        setup.dpmerf_code,
+        theirs_env,
+        done_marker="roc mean across methods",
+    )
 
     def ours(protocol: str) -> Job:
         out = setup.scratch / "cells" / f"dpmerf-{protocol}-{steps}-{tag}"
-        return Job(f"dpmerf-ours-{protocol}@{steps}", [sys.executable, "-c", OURS_DPMERF, protocol, str(steps), str(out)],
-                   ROOT, setup.env, done_marker="fit_s")
+        return Job(
+            f"dpmerf-ours-{protocol}@{steps}",
+            [sys.executable, "-c", OURS_DPMERF, protocol, str(steps), str(out)],
+            ROOT,
+            setup.env,
+            done_marker="fit_s",
+        )
 
     return [ours("paper"), theirs, ours("sound")]
 
@@ -369,7 +412,9 @@ def create_experiment(setup: Setup, name: str) -> None:
     directory, the repository; created here first, they go to the scratch folder."""
     import mlflow
 
-    mlflow.MlflowClient(setup.tracking_uri).create_experiment(name, artifact_location=(setup.scratch / "mlartifacts").as_uri())
+    mlflow.MlflowClient(setup.tracking_uri).create_experiment(
+        name, artifact_location=(setup.scratch / "mlartifacts").as_uri()
+    )
 
 
 def dphp_jobs(setup: Setup, tag: str) -> list[Job]:
@@ -378,15 +423,41 @@ def dphp_jobs(setup: Setup, tag: str) -> list[Job]:
 
     def ours(key: str) -> Job:
         create_experiment(setup, f"versus-{key}-{tag}")
-        return Job(key, [
-            sys.executable, "-c", OURS_CLI, "run", "--methods", "dp-hp", "--datasets", "adult-dphp-logs", "--eps", "1",
-            "--protocol", "paper", "--seeds", "0", "--jobs", "1", "--threads", "1", "--no-progress",
-            "--experiment", f"versus-{key}-{tag}", *OURS_DPHP[key],
-        ], ROOT, ours_env, done_marker="1 finished, 0 failed")
+        return Job(
+            key,
+            [
+                sys.executable,
+                "-c",
+                OURS_CLI,
+                "run",
+                "--methods",
+                "dp-hp",
+                "--datasets",
+                "adult-dphp-logs",
+                "--eps",
+                "1",
+                "--protocol",
+                "paper",
+                "--seeds",
+                "0",
+                "--jobs",
+                "1",
+                "--threads",
+                "1",
+                "--no-progress",
+                "--experiment",
+                f"versus-{key}-{tag}",
+                *OURS_DPHP[key],
+            ],
+            ROOT,
+            ours_env,
+            done_marker="1 finished, 0 failed",
+        )
 
     theirs_env = {**setup.env, "PYTHONPATH": f"{setup.stubs}{os.pathsep}{setup.dphp_code}"}
-    theirs = Job("dphp-theirs", [sys.executable, "-c", THEIRS_DPHP], setup.dphp_code, theirs_env,
-                 done_marker="Average ROC")
+    theirs = Job(
+        "dphp-theirs", [sys.executable, "-c", THEIRS_DPHP], setup.dphp_code, theirs_env, done_marker="Average ROC"
+    )
     return [ours("dphp-ours"), theirs, ours("dphp-ours-scaled")]
 
 
@@ -404,8 +475,15 @@ def our_dphp_runs(setup: Setup, key: str, tags: list[str]) -> list[dict]:
         if len(runs) != 1:
             raise SystemExit(f"experiment {name}: expected one run, found {len(runs)}")
         r = runs[0]
-        found.append({"experiment": name, "status": r.info.status, "threads.fit_most": r.data.tags.get("threads.fit_most"),
-                      "fit_s": r.data.metrics.get("time.fit_s"), "eval_s": r.data.metrics.get("time.eval_downstream_s")})
+        found.append(
+            {
+                "experiment": name,
+                "status": r.info.status,
+                "threads.fit_most": r.data.tags.get("threads.fit_most"),
+                "fit_s": r.data.metrics.get("time.fit_s"),
+                "eval_s": r.data.metrics.get("time.eval_downstream_s"),
+            }
+        )
     return found
 
 
@@ -413,7 +491,7 @@ def their_eval_seconds(log: Path) -> float:
     lines = [line for line in log.read_text().splitlines() if line.startswith(DPHP_EVAL_PREFIX)]
     if len(lines) != 1:
         raise SystemExit(f"{log}: expected one line {DPHP_EVAL_PREFIX!r}, found {len(lines)}")
-    return float(lines[0][len(DPHP_EVAL_PREFIX):].split()[0])
+    return float(lines[0][len(DPHP_EVAL_PREFIX) :].split()[0])
 
 
 def loadavg() -> str:
@@ -453,7 +531,9 @@ def benchmark(setup: Setup, repeats: int, only: str | None) -> tuple[dict[str, l
             print(f"  repetition {rep + 1}/{repeats}: {job.key} {times[job.key]:.1f} s (load {loads[-1]})", flush=True)
         for who in ("ours-paper", "theirs", "ours-sound"):
             if f"dpmerf-{who}@{n}" in times:
-                values.setdefault(f"dpmerf-{who}", []).append((times[f"dpmerf-{who}@{2 * n}"] - times[f"dpmerf-{who}@{n}"]) / n)
+                values.setdefault(f"dpmerf-{who}", []).append(
+                    (times[f"dpmerf-{who}@{2 * n}"] - times[f"dpmerf-{who}@{n}"]) / n
+                )
                 for steps in (n, 2 * n):
                     values.setdefault(f"dpmerf-{who}@{steps}", []).append(times[f"dpmerf-{who}@{steps}"])
         for key in ("dphp-theirs", *OURS_DPHP):
@@ -477,22 +557,32 @@ def table(values: dict[str, list[float]], steps: int) -> list[str]:
     for protocol in ("paper", "sound"):
         if f"dpmerf-ours-{protocol}" in med:
             ours, theirs = med[f"dpmerf-ours-{protocol}"], med["dpmerf-theirs"]
-            rows.append(f"| DP-MERF adult, per Adam step, ours --protocol {protocol} ((t({2 * steps}) − t({steps})) / {steps}) "
-                        f"| {ours:.5f} | {theirs:.5f} | {theirs / ours:.2f}× | ≥ {TARGETS['dpmerf-' + protocol]:g}× |")
-    for key, what in (("dphp-ours", "ours as given"),
-                      ("dphp-ours-scaled", "ours with --eval-set downstream.scaling=standard")):
+            rows.append(
+                f"| DP-MERF adult, per Adam step, ours --protocol {protocol} ((t({2 * steps}) − t({steps})) / {steps}) "
+                f"| {ours:.5f} | {theirs:.5f} | {theirs / ours:.2f}× | ≥ {TARGETS['dpmerf-' + protocol]:g}× |"
+            )
+    for key, what in (
+        ("dphp-ours", "ours as given"),
+        ("dphp-ours-scaled", "ours with --eval-set downstream.scaling=standard"),
+    ):
         if key not in med:
             continue
         ours, theirs = med[key], med["dphp-theirs"]
-        rows.append(f"| DP-HP adult, whole Table 2 cell (fit + 12-classifier evaluation), --protocol paper, {what} "
-                    f"| {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f}× | ≥ {TARGETS['dphp']:g}× |")
+        rows.append(
+            f"| DP-HP adult, whole Table 2 cell (fit + 12-classifier evaluation), --protocol paper, {what} "
+            f"| {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f}× | ≥ {TARGETS['dphp']:g}× |"
+        )
         ours, theirs = med[f"{key}-eval"], med["dphp-theirs-eval"]
-        rows.append(f"| … of which the evaluation (ours: time.eval_downstream_s; theirs: test_models) "
-                    f"| {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f}× | (breakdown) |")
+        rows.append(
+            f"| … of which the evaluation (ours: time.eval_downstream_s; theirs: test_models) "
+            f"| {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f}× | (breakdown) |"
+        )
         ours = statistics.median(a - b for a, b in zip(values[key], values[f"{key}-eval"]))
         theirs = statistics.median(a - b for a, b in zip(values["dphp-theirs"], values["dphp-theirs-eval"]))
-        rows.append(f"| … the rest (whole process − evaluation: start-up, data, release, fit, sampling, logging) "
-                    f"| {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f}× | (breakdown) |")
+        rows.append(
+            f"| … the rest (whole process − evaluation: start-up, data, release, fit, sampling, logging) "
+            f"| {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f}× | (breakdown) |"
+        )
     return rows
 
 
@@ -505,14 +595,24 @@ def raw_lines(values: dict[str, list[float]]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--repeats", type=int, default=3, help="repetitions of each process (default 3)")
     parser.add_argument("--only", choices=("dpmerf", "dphp"), help="run one comparison only")
-    parser.add_argument("--steps", type=int, default=1000,
-                        help="N: DP-MERF runs at N and 2N Adam steps, per step = (t(2N) - t(N)) / N (default 1000)")
-    parser.add_argument("--scratch", type=Path, default=Path("/tmp/versus"),
-                        help="folder for the authors' files, data files, logs and the MLflow store (default /tmp/versus)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=1000,
+        help="N: DP-MERF runs at N and 2N Adam steps, per step = (t(2N) - t(N)) / N (default 1000)",
+    )
+    parser.add_argument(
+        "--scratch",
+        type=Path,
+        default=Path("/tmp/versus"),
+        help="folder for the authors' files, data files, logs and the MLflow store (default /tmp/versus)",
+    )
     args = parser.parse_args()
     scratch = args.scratch.resolve()
     shared = ROOT.parent / "shared"
@@ -530,17 +630,25 @@ def main() -> int:
     command = shlex.join(["python", "benchmarks/versus_authors.py", *sys.argv[1:]])
     one_minute = [float(load.split()[0]) for load in loads]
     report = [
-        f"# Ours vs the authors' code (adult), {args.repeats} alternating repetitions", "",
-        *table(values, args.steps), "",
+        f"# Ours vs the authors' code (adult), {args.repeats} alternating repetitions",
+        "",
+        *table(values, args.steps),
+        "",
         f"- machine: {cpu_model()}; every process single-threaded (OMP/MKL 1, torch 1 thread)",
         f"- date: {started.isoformat(timespec='seconds')}, {minutes:.1f} min wall",
         f"- load average at start: {load_start}; at the end: {load_end}; 1-min load at each process start: "
         f"median {statistics.median(one_minute):.2f}, range {min(one_minute):.2f}–{max(one_minute):.2f}",
         f"- reproduce: `cd {ROOT} && DPBENCH_DATA_DIR={setup.data_dir} {command}`",
         *(f"- {note}" for note in setup.notes),
-        *(f"- ours DP-HP run {r['experiment']}: {r['status']}, threads.fit_most={r['threads.fit_most']}, "
-          f"time.fit_s={r['fit_s']:.1f}, time.eval_downstream_s={r['eval_s']:.1f}" for r in ours_dphp),
-        "", "Per repetition:", "", *raw_lines(values),
+        *(
+            f"- ours DP-HP run {r['experiment']}: {r['status']}, threads.fit_most={r['threads.fit_most']}, "
+            f"time.fit_s={r['fit_s']:.1f}, time.eval_downstream_s={r['eval_s']:.1f}"
+            for r in ours_dphp
+        ),
+        "",
+        "Per repetition:",
+        "",
+        *raw_lines(values),
     ]
     text = "\n".join(report)
     print(text)

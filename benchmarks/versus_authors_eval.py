@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from versus_authors import DPHP_MIRROR, ONE_THREAD, cpu_model, extract, loadavg, write_stubs  # noqa: E402
 
-THEIRS = '''
+THEIRS = """
 import contextlib, io, sys, time, warnings
 import numpy as np
 np.int, np.float = int, float
@@ -57,9 +57,9 @@ with contextlib.redirect_stdout(io.StringIO()):
     aux.test_models(rows["x_train_z"], rows["y_train"], rows["x_test_z"], rows["y_test"], 2, "generated",
                     list(range(12)), "adult")
 print(f"evaluation_s {time.perf_counter() - started:.3f}")
-'''
+"""
 
-OURS = '''
+OURS = """
 import sys, time, warnings
 from pathlib import Path
 from bench.core.contracts import EvalContext
@@ -73,7 +73,7 @@ started = time.perf_counter()
 DownstreamClassifiers(n_jobs=1, scaling="standard").evaluate(synthetic, split.train, split.test,
                                                              EvalContext(seed=0, device="cpu", protocol="paper"))
 print(f"evaluation_s {time.perf_counter() - started:.3f}")
-'''
+"""
 
 
 def make_sample(scratch: Path) -> tuple[Path, Path]:
@@ -94,8 +94,13 @@ def make_sample(scratch: Path) -> tuple[Path, Path]:
     mean, sd = x_train.mean(axis=0), x_train.std(axis=0)
     sd[sd == 0] = 1.0  # StandardScaler leaves a constant column unscaled
     rows = scratch / "eval-sample" / "rows.npz"
-    np.savez(rows, x_train_z=(x_train - mean) / sd, y_train=np.asarray(synthetic.y), x_test_z=(x_test - mean) / sd,
-             y_test=np.asarray(split.test.y))
+    np.savez(
+        rows,
+        x_train_z=(x_train - mean) / sd,
+        y_train=np.asarray(synthetic.y),
+        x_test_z=(x_test - mean) / sd,
+        y_test=np.asarray(split.test.y),
+    )
     return out / "synthetic.npz", rows
 
 
@@ -108,8 +113,11 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--repeats", type=int, default=3, help="alternating repetitions (default 3)")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/versus"), help="work folder (default /tmp/versus)")
     args = parser.parse_args()
@@ -131,16 +139,24 @@ def main() -> int:
         loads.append(loadavg())
         times["ours"].append(timed([sys.executable, "-c", OURS, str(sample)], ROOT, env))
         loads.append(loadavg())
-        times["theirs"].append(timed([sys.executable, "-c", THEIRS, str(rows)], scratch / "dphp" / "dp_mehp", theirs_env))
-        print(f"  repetition {rep + 1}/{args.repeats}: ours {times['ours'][-1]:.1f} s, theirs {times['theirs'][-1]:.1f} s",
-              flush=True)
+        times["theirs"].append(
+            timed([sys.executable, "-c", THEIRS, str(rows)], scratch / "dphp" / "dp_mehp", theirs_env)
+        )
+        print(
+            f"  repetition {rep + 1}/{args.repeats}: ours {times['ours'][-1]:.1f} s, theirs {times['theirs'][-1]:.1f} s",
+            flush=True,
+        )
     ours, theirs = statistics.median(times["ours"]), statistics.median(times["theirs"])
-    print(f"\nDP-HP adult paper-protocol evaluation on the same {np.load(rows)['y_train'].size:,} synthetic rows, "
-          f"one thread each, median of {args.repeats}: ours {ours:.1f} s, theirs {theirs:.1f} s, "
-          f"theirs / ours = {theirs / ours:.2f}×")
-    print(f"per repetition: ours {', '.join(f'{t:.1f}' for t in times['ours'])}; "
-          f"theirs {', '.join(f'{t:.1f}' for t in times['theirs'])}")
-    print(f"machine: {cpu_model()}; 1-min load at each process start: {', '.join(l.split()[0] for l in loads)}")
+    print(
+        f"\nDP-HP adult paper-protocol evaluation on the same {np.load(rows)['y_train'].size:,} synthetic rows, "
+        f"one thread each, median of {args.repeats}: ours {ours:.1f} s, theirs {theirs:.1f} s, "
+        f"theirs / ours = {theirs / ours:.2f}×"
+    )
+    print(
+        f"per repetition: ours {', '.join(f'{t:.1f}' for t in times['ours'])}; "
+        f"theirs {', '.join(f'{t:.1f}' for t in times['theirs'])}"
+    )
+    print(f"machine: {cpu_model()}; 1-min load at each process start: {', '.join(load.split()[0] for load in loads)}")
     return 0
 
 

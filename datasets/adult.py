@@ -62,39 +62,136 @@ from datasets.files import DataFile, fetch
 from bench.core.data import PublicFact, Schema
 from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import (
-    MISSING, categorical, code_labels, features, numerical, ordinal, read_csv, sdgym_shuffle,
+    MISSING,
+    categorical,
+    code_labels,
+    features,
+    numerical,
+    ordinal,
+    read_csv,
+    sdgym_shuffle,
 )
 
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult"
 TRAIN_FILE = DataFile(
-    "adult", "adult.data", "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-    f"{UCI}/adult.data", "the UCI Machine Learning Repository, Adult (archive.ics.uci.edu/dataset/2/adult)",
+    "adult",
+    "adult.data",
+    "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    f"{UCI}/adult.data",
+    "the UCI Machine Learning Repository, Adult (archive.ics.uci.edu/dataset/2/adult)",
 )
 TEST_FILE = DataFile(
-    "adult", "adult.test", "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-    f"{UCI}/adult.test", "the UCI Machine Learning Repository, Adult (archive.ics.uci.edu/dataset/2/adult)",
+    "adult",
+    "adult.test",
+    "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+    f"{UCI}/adult.test",
+    "the UCI Machine Learning Repository, Adult (archive.ics.uci.edu/dataset/2/adult)",
 )
 
 # Value lists: adult.names, in that file's order; "?" where UCI lists missing values.
-WORKCLASS = ("Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov", "State-gov",
-             "Without-pay", "Never-worked", MISSING)
+WORKCLASS = (
+    "Private",
+    "Self-emp-not-inc",
+    "Self-emp-inc",
+    "Federal-gov",
+    "Local-gov",
+    "State-gov",
+    "Without-pay",
+    "Never-worked",
+    MISSING,
+)
 # Ordinal, in the order of education-num 1..16 (adult.data pairs each level with its number).
-EDUCATION = ("Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad",
-             "Some-college", "Assoc-voc", "Assoc-acdm", "Bachelors", "Masters", "Prof-school", "Doctorate")
-MARITAL_STATUS = ("Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed",
-                  "Married-spouse-absent", "Married-AF-spouse")
-OCCUPATION = ("Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial", "Prof-specialty",
-              "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical", "Farming-fishing", "Transport-moving",
-              "Priv-house-serv", "Protective-serv", "Armed-Forces", MISSING)
+EDUCATION = (
+    "Preschool",
+    "1st-4th",
+    "5th-6th",
+    "7th-8th",
+    "9th",
+    "10th",
+    "11th",
+    "12th",
+    "HS-grad",
+    "Some-college",
+    "Assoc-voc",
+    "Assoc-acdm",
+    "Bachelors",
+    "Masters",
+    "Prof-school",
+    "Doctorate",
+)
+MARITAL_STATUS = (
+    "Married-civ-spouse",
+    "Divorced",
+    "Never-married",
+    "Separated",
+    "Widowed",
+    "Married-spouse-absent",
+    "Married-AF-spouse",
+)
+OCCUPATION = (
+    "Tech-support",
+    "Craft-repair",
+    "Other-service",
+    "Sales",
+    "Exec-managerial",
+    "Prof-specialty",
+    "Handlers-cleaners",
+    "Machine-op-inspct",
+    "Adm-clerical",
+    "Farming-fishing",
+    "Transport-moving",
+    "Priv-house-serv",
+    "Protective-serv",
+    "Armed-Forces",
+    MISSING,
+)
 RELATIONSHIP = ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried")
 RACE = ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black")
 SEX = ("Female", "Male")
-NATIVE_COUNTRY = ("United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
-                  "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba", "Iran",
-                  "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam", "Mexico", "Portugal",
-                  "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan", "Haiti", "Columbia",
-                  "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand", "Yugoslavia", "El-Salvador",
-                  "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands", MISSING)
+NATIVE_COUNTRY = (
+    "United-States",
+    "Cambodia",
+    "England",
+    "Puerto-Rico",
+    "Canada",
+    "Germany",
+    "Outlying-US(Guam-USVI-etc)",
+    "India",
+    "Japan",
+    "Greece",
+    "South",
+    "China",
+    "Cuba",
+    "Iran",
+    "Honduras",
+    "Philippines",
+    "Italy",
+    "Poland",
+    "Jamaica",
+    "Vietnam",
+    "Mexico",
+    "Portugal",
+    "Ireland",
+    "France",
+    "Dominican-Republic",
+    "Laos",
+    "Ecuador",
+    "Taiwan",
+    "Haiti",
+    "Columbia",
+    "Hungary",
+    "Guatemala",
+    "Nicaragua",
+    "Scotland",
+    "Thailand",
+    "Yugoslavia",
+    "El-Salvador",
+    "Trinadad&Tobago",
+    "Peru",
+    "Hong",
+    "Holand-Netherlands",
+    MISSING,
+)
 
 COLUMNS = (
     numerical("age", 17, 90),
@@ -119,8 +216,11 @@ SCHEMA = Schema(
     label="income",
     classes=CLASSES,
     public_facts=(
-        PublicFact("published_rows", {"adult.data": 32_561, "adult.test": 16_281},
-                   "adult.names: 48842 instances (train=32561, test=16281)"),
+        PublicFact(
+            "published_rows",
+            {"adult.data": 32_561, "adult.test": 16_281},
+            "adult.names: 48842 instances (train=32561, test=16281)",
+        ),
     ),
 )
 
@@ -132,8 +232,15 @@ def _read_file(path: Path, skip_first_line: bool) -> Table:
     dtypes = {j: (np.float64 if COLUMNS[j].bounds is not None else "category") for j in range(len(COLUMNS))}
     dtypes[len(COLUMNS)] = "category"
     frame = read_csv(
-        path, N_COLUMNS, "UCI adult", header=None, skiprows=1 if skip_first_line else 0,
-        skipinitialspace=True, dtype=dtypes, keep_default_na=False, na_values=[],
+        path,
+        N_COLUMNS,
+        "UCI adult",
+        header=None,
+        skiprows=1 if skip_first_line else 0,
+        skipinitialspace=True,
+        dtype=dtypes,
+        keep_default_na=False,
+        na_values=[],
     )
     x = features(frame, COLUMNS, range(len(COLUMNS)), path)
     y = code_labels(frame[len(COLUMNS)], {c: i for i, c in enumerate(CLASSES)}, "income", path, strip=".")
@@ -159,30 +266,39 @@ ADULT = TabularDataset(
     read=read,
     test_fraction=0.1,
     split_source="90/10 as in DP-MERF and DP-HP "
-        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
-        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
-    undersampling=Undersampling(0, 0.4, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: keep 0.4 of <=50K"),
+    "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+    "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(
+        0,
+        0.4,
+        "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: keep 0.4 of <=50K",
+    ),
     read_paper=read_paper,
 )
 
 
-SCHEMA_DPHP = replace(SCHEMA, columns=tuple(
-    categorical(c.name, c.categories) if c.name == "education" else c for c in COLUMNS))
+SCHEMA_DPHP = replace(
+    SCHEMA, columns=tuple(categorical(c.name, c.categories) if c.name == "education" else c for c in COLUMNS)
+)
 
 ADULT_DPHP = replace(
     ADULT,
     name="adult-dphp",
     description="UCI Adult as DP-HP's Table 2 reads it: all 48,842 rows under both protocols, education categorical "
-                "(6 numerical, 8 categorical features)",
+    "(6 numerical, 8 categorical features)",
     schema=SCHEMA_DPHP,
     read_paper=None,  # DP-HP's adult.p has all 48,842 rows (DP-HP (arXiv:2106.05042) Table 3)
 )
 
 
 def _sorted_codes(schema: Schema) -> Schema:
-    return replace(schema, columns=tuple(
-        replace(c, categories=tuple(sorted(c.categories))) if c.categories else c for c in schema.columns))
+    return replace(
+        schema,
+        columns=tuple(
+            replace(c, categories=tuple(sorted(c.categories))) if c.categories else c for c in schema.columns
+        ),
+    )
 
 
 SCHEMA_DPHP_SORTED = _sorted_codes(SCHEMA_DPHP)
@@ -208,11 +324,10 @@ ADULT_DPHP_SORTED = replace(
     ADULT_DPHP,
     name="adult-dphp-sorted",
     description="adult-dphp with categorical codes in sorted-name order (scikit-learn LabelEncoder's, the likeliest "
-                "coding of DP-HP's adult.p): the same rows and values",
+    "coding of DP-HP's adult.p): the same rows and values",
     schema=SCHEMA_DPHP_SORTED,
     read=read_sorted_codes,
 )
-
 
 
 def read_dphp_logs(data_dir: Path | None) -> Table:
@@ -225,7 +340,7 @@ ADULT_DPHP_LOGS = replace(
     ADULT_DPHP_SORTED,
     name="adult-dphp-logs",
     description="adult.p as DP-HP's logs evidence it: adult.data's 32,561 rows (7,841 >50K), sorted-name codes, "
-                "education categorical",
+    "education categorical",
     read=read_dphp_logs,
 )
 
@@ -277,7 +392,7 @@ ADULT_DPHP_ZSCORED = replace(
     ADULT_DPHP_LOGS,
     name="adult-dphp-zscored",
     description="adult-dphp-logs z-scored column by column, codes included, as DP-HP's adult.p was (the authors' "
-                "preprocessing: uncharged statistics of the rows, an ablation): 14 numerical features",
+    "preprocessing: uncharged statistics of the rows, an ablation): 14 numerical features",
     schema=SCHEMA_DPHP_ZSCORED,
     read=read_dphp_zscored,
     caveats=(ZSCORE_CAVEAT,),
@@ -289,25 +404,94 @@ ADULT_DPHP_ZSCORED = replace(
 # adult.data (most frequent = 0). Ties (native-country: France/Greece 29, Cambodia/Trinadad&Tobago
 # 19, Thailand/Laos 18, Honduras/Hungary 13) are in first-appearance order; only codes ≥ 27 depend on it.
 SDGYM_ORDER = {
-    "workclass": ("Private", "Self-emp-not-inc", "Local-gov", MISSING, "State-gov", "Self-emp-inc", "Federal-gov",
-                  "Without-pay", "Never-worked"),
-    "marital-status": ("Married-civ-spouse", "Never-married", "Divorced", "Separated", "Widowed",
-                       "Married-spouse-absent", "Married-AF-spouse"),
-    "occupation": ("Prof-specialty", "Craft-repair", "Exec-managerial", "Adm-clerical", "Sales", "Other-service",
-                   "Machine-op-inspct", MISSING, "Transport-moving", "Handlers-cleaners", "Farming-fishing",
-                   "Tech-support", "Protective-serv", "Priv-house-serv", "Armed-Forces"),
+    "workclass": (
+        "Private",
+        "Self-emp-not-inc",
+        "Local-gov",
+        MISSING,
+        "State-gov",
+        "Self-emp-inc",
+        "Federal-gov",
+        "Without-pay",
+        "Never-worked",
+    ),
+    "marital-status": (
+        "Married-civ-spouse",
+        "Never-married",
+        "Divorced",
+        "Separated",
+        "Widowed",
+        "Married-spouse-absent",
+        "Married-AF-spouse",
+    ),
+    "occupation": (
+        "Prof-specialty",
+        "Craft-repair",
+        "Exec-managerial",
+        "Adm-clerical",
+        "Sales",
+        "Other-service",
+        "Machine-op-inspct",
+        MISSING,
+        "Transport-moving",
+        "Handlers-cleaners",
+        "Farming-fishing",
+        "Tech-support",
+        "Protective-serv",
+        "Priv-house-serv",
+        "Armed-Forces",
+    ),
     "relationship": ("Husband", "Not-in-family", "Own-child", "Unmarried", "Wife", "Other-relative"),
     "race": ("White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"),
     "sex": ("Male", "Female"),
-    "native-country": ("United-States", "Mexico", MISSING, "Philippines", "Germany", "Canada", "Puerto-Rico",
-                       "El-Salvador", "India", "Cuba", "England", "Jamaica", "South", "China", "Italy",
-                       "Dominican-Republic", "Vietnam", "Guatemala", "Japan", "Poland", "Columbia", "Taiwan", "Haiti",
-                       "Iran", "Portugal", "Nicaragua", "Peru", "France", "Greece", "Ecuador", "Ireland", "Hong",
-                       "Cambodia", "Trinadad&Tobago", "Thailand", "Laos", "Yugoslavia", "Outlying-US(Guam-USVI-etc)",
-                       "Honduras", "Hungary", "Scotland", "Holand-Netherlands"),
+    "native-country": (
+        "United-States",
+        "Mexico",
+        MISSING,
+        "Philippines",
+        "Germany",
+        "Canada",
+        "Puerto-Rico",
+        "El-Salvador",
+        "India",
+        "Cuba",
+        "England",
+        "Jamaica",
+        "South",
+        "China",
+        "Italy",
+        "Dominican-Republic",
+        "Vietnam",
+        "Guatemala",
+        "Japan",
+        "Poland",
+        "Columbia",
+        "Taiwan",
+        "Haiti",
+        "Iran",
+        "Portugal",
+        "Nicaragua",
+        "Peru",
+        "France",
+        "Greece",
+        "Ecuador",
+        "Ireland",
+        "Hong",
+        "Cambodia",
+        "Trinadad&Tobago",
+        "Thailand",
+        "Laos",
+        "Yugoslavia",
+        "Outlying-US(Guam-USVI-etc)",
+        "Honduras",
+        "Hungary",
+        "Scotland",
+        "Holand-Netherlands",
+    ),
 }
-SCHEMA_SDGYM = replace(SCHEMA, columns=tuple(
-    replace(c, categories=SDGYM_ORDER[c.name]) if c.name in SDGYM_ORDER else c for c in COLUMNS))
+SCHEMA_SDGYM = replace(
+    SCHEMA, columns=tuple(replace(c, categories=SDGYM_ORDER[c.name]) if c.name in SDGYM_ORDER else c for c in COLUMNS)
+)
 
 SDGYM_CAVEATS = (
     "authors' preprocessing: categorical codes ordered by each value's frequency in adult.data "
@@ -329,7 +513,7 @@ ADULT_SDGYM = replace(
     ADULT,
     name="adult-sdgym",
     description="UCI Adult as DP-MERF's code reads it (SDGym): categorical codes by descending frequency in adult.data; "
-                "paper protocol: SDGym's 22,561-row train part",
+    "paper protocol: SDGym's 22,561-row train part",
     schema=SCHEMA_SDGYM,
     read=read_sdgym,
     read_paper=read_sdgym_train,

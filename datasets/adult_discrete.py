@@ -60,11 +60,17 @@ COLUMNS = (
     _categorical("income", adult.CLASSES),
 )
 
-SCHEMA = discrete_schema(COLUMNS, (
-    PublicFact("marginal_alphas", (2, 3, 4), "evaluation setting, not data: the seeds' Table 1 reports α = 3, 4"),
-    PublicFact("published_rows", {"SDGym adult train": 22_561},
-               "adult.names: 32,561 rows in adult.data; SDGym keeps all but its last 10,000 shuffled rows"),
-))
+SCHEMA = discrete_schema(
+    COLUMNS,
+    (
+        PublicFact("marginal_alphas", (2, 3, 4), "evaluation setting, not data: the seeds' Table 1 reports α = 3, 4"),
+        PublicFact(
+            "published_rows",
+            {"SDGym adult train": 22_561},
+            "adult.names: 32,561 rows in adult.data; SDGym keeps all but its last 10,000 shuffled rows",
+        ),
+    ),
+)
 
 
 def discretize(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -47,12 +47,18 @@ from datasets.tabular_io import MISSING, categorical, code_labels, features, num
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/census-income-mld"
 SOURCE = "the UCI Machine Learning Repository, Census-Income (KDD) (archive.ics.uci.edu/dataset/117)"
 TRAIN_FILE = DataFile(
-    "census", "census-income.data.gz", "3676a81db7d3528f3f8b9f3c699d0f0aa28db45e6e994fa0b8ed38327539ee86",
-    f"{UCI}/census-income.data.gz", SOURCE,
+    "census",
+    "census-income.data.gz",
+    "3676a81db7d3528f3f8b9f3c699d0f0aa28db45e6e994fa0b8ed38327539ee86",
+    f"{UCI}/census-income.data.gz",
+    SOURCE,
 )
 TEST_FILE = DataFile(
-    "census", "census-income.test.gz", "98402b1ab879573d0a7f38a699a40258080e25e33d3401e7bf9c96d3fa0fab8c",
-    f"{UCI}/census-income.test.gz", SOURCE,
+    "census",
+    "census-income.test.gz",
+    "98402b1ab879573d0a7f38a699a40258080e25e33d3401e7bf9c96d3fa0fab8c",
+    f"{UCI}/census-income.test.gz",
+    SOURCE,
 )
 
 # census-income.names, the attribute section, verbatim (one attribute per line, file order).
@@ -102,11 +108,18 @@ year: 94, 95.
 
 # Columns whose documented distinct-value count (census-income.names, "Information about .data
 # file") is one more than the listed values: the extra value is the missing marker "?".
-WITH_MISSING = frozenset({
-    "state of previous residence", "migration code-change in msa", "migration code-change in reg",
-    "migration code-move within reg", "migration prev res in sunbelt", "country of birth father",
-    "country of birth mother", "country of birth self",
-})
+WITH_MISSING = frozenset(
+    {
+        "state of previous residence",
+        "migration code-change in msa",
+        "migration code-change in reg",
+        "migration code-move within reg",
+        "migration prev res in sunbelt",
+        "country of birth father",
+        "country of birth mother",
+        "country of birth self",
+    }
+)
 
 BOUNDS = {  # see the module docstring for the source of each
     "age": (0, 90),
@@ -152,8 +165,11 @@ SCHEMA = Schema(
     label="income",
     classes=CLASSES,
     public_facts=(
-        PublicFact("published_rows", {"census-income.data": 199_523, "census-income.test": 99_762},
-                   "census-income.names: Number of instances data = 199523, test = 99762"),
+        PublicFact(
+            "published_rows",
+            {"census-income.data": 199_523, "census-income.test": 99_762},
+            "census-income.names: Number of instances data = 199523, test = 99762",
+        ),
     ),
 )
 
@@ -165,8 +181,14 @@ def _read_file(path: Path) -> Table:
             dtypes[source] = np.float64
     dtypes[ATTRIBUTES.index(DROPPED)] = np.float64
     frame = read_csv(
-        path, N_COLUMNS, "UCI census-income", header=None, skipinitialspace=True, dtype=dtypes,
-        keep_default_na=False, na_values=[],
+        path,
+        N_COLUMNS,
+        "UCI census-income",
+        header=None,
+        skipinitialspace=True,
+        dtype=dtypes,
+        keep_default_na=False,
+        na_values=[],
     )
     x = features(frame, COLUMNS, SOURCES, path)
     y = code_labels(frame[N_COLUMNS - 1], {c: i for i, c in enumerate(CLASSES)}, "income", path, strip=".")
@@ -190,9 +212,13 @@ CENSUS = TabularDataset(
     read=read,
     test_fraction=0.2,
     split_source="80/20 as in DP-MERF and DP-HP "
-        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
-        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
-    undersampling=Undersampling(0, 0.2, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.2 of '- 50000' (DP-MERF Table 4: 0.4)"),
+    "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+    "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(
+        0,
+        0.2,
+        "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.2 of '- 50000' (DP-MERF Table 4: 0.4)",
+    ),
     read_paper=read_paper,
 )

@@ -77,15 +77,21 @@ def _discrete_column(column: Column) -> tuple[Column, list[int]]:
 
 
 _PLAN = [_discrete_column(column) for column in census.COLUMNS]
-COLUMNS = tuple(column for column, _ in _PLAN) + (
-    Column("income", ColumnKind.CATEGORICAL, categories=census.CLASSES),
+COLUMNS = tuple(column for column, _ in _PLAN) + (Column("income", ColumnKind.CATEGORICAL, categories=census.CLASSES),)
+SCHEMA = discrete_schema(
+    COLUMNS,
+    (
+        PublicFact(
+            "marginal_alphas",
+            (2, 3),
+            "evaluation setting, not data: the seeds' Table 1 reports α = 2, 3; "
+            "α = 4 (101,270 subsets) costs ≈ 3 min per convention on 2 cores",
+        ),
+        PublicFact(
+            "published_rows", {"census-income.data": 199_523}, "census-income.names: Number of instances data = 199523"
+        ),
+    ),
 )
-SCHEMA = discrete_schema(COLUMNS, (
-    PublicFact("marginal_alphas", (2, 3), "evaluation setting, not data: the seeds' Table 1 reports α = 2, 3; "
-               "α = 4 (101,270 subsets) costs ≈ 3 min per convention on 2 cores"),
-    PublicFact("published_rows", {"census-income.data": 199_523},
-               "census-income.names: Number of instances data = 199523"),
-))
 
 
 def discretize(x: np.ndarray, y: np.ndarray) -> np.ndarray:

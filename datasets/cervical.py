@@ -47,7 +47,8 @@ from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, binary, code_binary, features, numerical, read_csv
 
 DATA_FILE = DataFile(
-    "cervical", "kag_risk_factors_cervical_cancer.csv",
+    "cervical",
+    "kag_risk_factors_cervical_cancer.csv",
     "8df193ad5c9ff4288fb4c401eef70dcd2cbda404ce7f82ac74c68cfc960ab063",
     "https://archive.ics.uci.edu/ml/machine-learning-databases/00383/risk_factors_cervical_cancer.csv",
     "the UCI Machine Learning Repository, Cervical cancer (Risk Factors) (archive.ics.uci.edu/dataset/383), "
@@ -56,14 +57,42 @@ DATA_FILE = DataFile(
 
 # The file's header (UCI attribute list), in order.
 HEADER = (
-    "Age", "Number of sexual partners", "First sexual intercourse", "Num of pregnancies", "Smokes",
-    "Smokes (years)", "Smokes (packs/year)", "Hormonal Contraceptives", "Hormonal Contraceptives (years)", "IUD",
-    "IUD (years)", "STDs", "STDs (number)", "STDs:condylomatosis", "STDs:cervical condylomatosis",
-    "STDs:vaginal condylomatosis", "STDs:vulvo-perineal condylomatosis", "STDs:syphilis",
-    "STDs:pelvic inflammatory disease", "STDs:genital herpes", "STDs:molluscum contagiosum", "STDs:AIDS",
-    "STDs:HIV", "STDs:Hepatitis B", "STDs:HPV", "STDs: Number of diagnosis", "STDs: Time since first diagnosis",
-    "STDs: Time since last diagnosis", "Dx:Cancer", "Dx:CIN", "Dx:HPV", "Dx", "Hinselmann", "Schiller",
-    "Citology", "Biopsy",
+    "Age",
+    "Number of sexual partners",
+    "First sexual intercourse",
+    "Num of pregnancies",
+    "Smokes",
+    "Smokes (years)",
+    "Smokes (packs/year)",
+    "Hormonal Contraceptives",
+    "Hormonal Contraceptives (years)",
+    "IUD",
+    "IUD (years)",
+    "STDs",
+    "STDs (number)",
+    "STDs:condylomatosis",
+    "STDs:cervical condylomatosis",
+    "STDs:vaginal condylomatosis",
+    "STDs:vulvo-perineal condylomatosis",
+    "STDs:syphilis",
+    "STDs:pelvic inflammatory disease",
+    "STDs:genital herpes",
+    "STDs:molluscum contagiosum",
+    "STDs:AIDS",
+    "STDs:HIV",
+    "STDs:Hepatitis B",
+    "STDs:HPV",
+    "STDs: Number of diagnosis",
+    "STDs: Time since first diagnosis",
+    "STDs: Time since last diagnosis",
+    "Dx:Cancer",
+    "Dx:CIN",
+    "Dx:HPV",
+    "Dx",
+    "Hinselmann",
+    "Schiller",
+    "Citology",
+    "Biopsy",
 )
 LABEL = "Biopsy"
 UNUSED = "STDs:vaginal condylomatosis"
@@ -94,16 +123,21 @@ SCHEMA = Schema(
     columns=COLUMNS,
     label=LABEL,
     classes=CLASSES,
-    public_facts=(
-        PublicFact("published_rows", 858, "UCI Cervical cancer (Risk Factors): 858 instances"),
-    ),
+    public_facts=(PublicFact("published_rows", 858, "UCI Cervical cancer (Risk Factors): 858 instances"),),
 )
 
 
 def _read_kept(data_dir: Path | None) -> tuple[pd.DataFrame, Path]:
     path = fetch(DATA_FILE, data_dir)
-    frame = read_csv(path, len(HEADER), "UCI cervical cancer (risk factors)", header=0, na_values=["?"],
-                     keep_default_na=False, dtype=np.float64)
+    frame = read_csv(
+        path,
+        len(HEADER),
+        "UCI cervical cancer (risk factors)",
+        header=0,
+        na_values=["?"],
+        keep_default_na=False,
+        dtype=np.float64,
+    )
     frame.columns = [str(name).strip() for name in frame.columns]
     if list(frame.columns) != list(HEADER):
         wrong = next(n for n, e in zip(frame.columns, HEADER) if n != e)
@@ -144,10 +178,14 @@ CERVICAL = TabularDataset(
     read=read,
     test_fraction=0.2,
     split_source="80/20 as in DP-MERF and DP-HP "
-        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
-        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
-    undersampling=Undersampling(0, 0.3, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.3 of class 0 (DP-MERF Table 4: 1.0)"),
+    "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+    "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(
+        0,
+        0.3,
+        "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.3 of class 0 (DP-MERF Table 4: 1.0)",
+    ),
     read_paper=read_paper,
 )
 

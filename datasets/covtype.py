@@ -45,12 +45,17 @@ from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, binary, numerical, read_csv, sdgym_shuffle
 
 DATA_FILE = DataFile(
-    "covtype", "covtype.data.gz", None,  # content checksum not pinned yet (see module docstring)
+    "covtype",
+    "covtype.data.gz",
+    None,  # content checksum not pinned yet (see module docstring)
     "https://archive.ics.uci.edu/ml/machine-learning-databases/covtype/covtype.data.gz",
     "the UCI Machine Learning Repository, Covertype (archive.ics.uci.edu/dataset/31/covertype)",
 )
 SUBSET_FILE = DataFile(
-    "covtype-subset", "10_cover.npz", "945a097c3542ae81a551bf1c06dcad78a755d94f84fcaf1d60687e42d1a656df", None,
+    "covtype-subset",
+    "10_cover.npz",
+    "945a097c3542ae81a551bf1c06dcad78a755d94f84fcaf1d60687e42d1a656df",
+    None,
     "Covertype rows of cover types 2 vs 4, 10 quantitative features (ODDS / ADBench 'cover'), in the local data mirror",
     manual="this subset is in the project's shared data mirror (shared/data/covtype-subset)",
 )
@@ -143,8 +148,10 @@ COVTYPE = TabularDataset(
     test_fraction=0.3,
     split_source=SPLIT,
     undersampling=Undersampling(
-        1, 0.03, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: keep 0.03 of class 1 (Lodgepole Pine)"
+        1,
+        0.03,
+        "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: keep 0.03 of class 1 (Lodgepole Pine)",
     ),
     read_paper=read_paper,
 )
@@ -159,6 +166,10 @@ COVTYPE_SUBSET = TabularDataset(
     read=read_subset,
     test_fraction=0.3,
     split_source=SPLIT + " (covtype's ratio)",
-    undersampling=Undersampling(0, 0.03, "covtype's DP-HP rate for the same class, Lodgepole Pine "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)"),
+    undersampling=Undersampling(
+        0,
+        0.03,
+        "covtype's DP-HP rate for the same class, Lodgepole Pine "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)",
+    ),
 )

@@ -31,13 +31,19 @@ from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import check_header, code_binary, features, numerical, read_csv
 
 DATA_FILE = DataFile(
-    "credit", "creditcard.csv", None, None,  # content checksum not pinned yet (see module docstring)
+    "credit",
+    "creditcard.csv",
+    None,
+    None,  # content checksum not pinned yet (see module docstring)
     "Kaggle, Credit Card Fraud Detection (www.kaggle.com/datasets/mlg-ulb/creditcardfraud), licence DbCL v1.0",
     manual="log in to Kaggle, download www.kaggle.com/datasets/mlg-ulb/creditcardfraud and extract creditcard.csv",
 )
 SAMPLE_FILE = DataFile(
-    "credit-sample", "creditcard_sample.csv", "2942d1f71d326ef41f8092c4affdb9a8aee8982599d5345df3ecaea29c4ef377",
-    None, "a 1,722-row sample of Kaggle's creditcard.csv (all 492 frauds + 1,230 normal rows) in the local data mirror",
+    "credit-sample",
+    "creditcard_sample.csv",
+    "2942d1f71d326ef41f8092c4affdb9a8aee8982599d5345df3ecaea29c4ef377",
+    None,
+    "a 1,722-row sample of Kaggle's creditcard.csv (all 492 frauds + 1,230 normal rows) in the local data mirror",
     manual="this sample exists only in the project's shared data mirror (shared/data/credit-sample)",
 )
 
@@ -54,9 +60,7 @@ SCHEMA = Schema(
     columns=COLUMNS,
     label=LABEL,
     classes=CLASSES,
-    public_facts=(
-        PublicFact("published_rows", 284_807, "Kaggle mlg-ulb/creditcardfraud: 284,807 transactions"),
-    ),
+    public_facts=(PublicFact("published_rows", 284_807, "Kaggle mlg-ulb/creditcardfraud: 284,807 transactions"),),
 )
 SAMPLE_SCHEMA = Schema(columns=COLUMNS, label=LABEL, classes=CLASSES)
 
@@ -91,8 +95,12 @@ CREDIT = TabularDataset(
     read=read,
     test_fraction=0.2,
     split_source=SOURCE_SPLIT,
-    undersampling=Undersampling(0, 0.002, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.002 of class 0 (DP-MERF Table 4: 0.005)"),
+    undersampling=Undersampling(
+        0,
+        0.002,
+        "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.002 of class 0 (DP-MERF Table 4: 0.005)",
+    ),
 )
 
 CREDIT_SAMPLE = TabularDataset(

@@ -31,8 +31,9 @@ def discrete_schema(columns: tuple[Column, ...], facts: tuple[PublicFact, ...] =
     for column in columns:
         if column.kind not in (ColumnKind.ORDINAL, ColumnKind.CATEGORICAL) or not column.categories:
             raise ValueError(f"discrete column {column.name!r} needs kind ordinal/categorical and its bin labels")
-    return Schema(columns=columns, label="(none: all columns are modelled)", classes=ALL_ROWS,
-                  public_facts=(ONE_CLASS, *facts))
+    return Schema(
+        columns=columns, label="(none: all columns are modelled)", classes=ALL_ROWS, public_facts=(ONE_CLASS, *facts)
+    )
 
 
 def domain_sizes(schema: Schema) -> np.ndarray:

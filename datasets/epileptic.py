@@ -26,7 +26,10 @@ from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, check_header, features, numeric, numerical, read_csv
 
 DATA_FILE = DataFile(
-    "epileptic", "data.csv", None, None,  # content checksum not pinned yet (see module docstring)
+    "epileptic",
+    "data.csv",
+    None,
+    None,  # content checksum not pinned yet (see module docstring)
     "the UCI Machine Learning Repository, Epileptic Seizure Recognition (dataset 388; now withdrawn, mirrored on Kaggle)",
     manual="download data.csv of 'Epileptic Seizure Recognition' (11,500 × 180) from a UCI mirror such as Kaggle",
 )
@@ -67,8 +70,12 @@ EPILEPTIC = TabularDataset(
     read=read,
     test_fraction=0.3,
     split_source="70/30 as in DP-MERF and DP-HP "
-        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
-        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
-    undersampling=Undersampling(0, 1.0, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: rate 1.0 (none)"),
+    "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+    "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    undersampling=Undersampling(
+        0,
+        1.0,
+        "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: rate 1.0 (none)",
+    ),
 )

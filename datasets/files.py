@@ -26,6 +26,7 @@ from bench.core.data import DataError
 
 from bench.core.paths import DATA_DIR_VARIABLE, OFFLINE_VARIABLE, data_folder, offline
 from bench.core.walls import refuse_inside_fit
+
 DOWNLOAD_TIMEOUT_S = 60
 _CHUNK = 1 << 20
 
@@ -70,15 +71,17 @@ def _download(data_file: DataFile, target: Path) -> None:
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{data_file.filename}.", suffix=".part")
     temporary_path = Path(temporary)
     try:
-        with os.fdopen(handle, "wb") as out, urllib.request.urlopen(data_file.url, timeout=DOWNLOAD_TIMEOUT_S) as response:
+        with (
+            os.fdopen(handle, "wb") as out,
+            urllib.request.urlopen(data_file.url, timeout=DOWNLOAD_TIMEOUT_S) as response,
+        ):
             while chunk := response.read(_CHUNK):
                 out.write(chunk)
         _verify(temporary_path, data_file)
         temporary_path.replace(target)
     except (urllib.error.URLError, OSError) as error:
         raise DataFileError(
-            f"could not download {data_file.filename} from {data_file.url} ({error}); "
-            f"put the file at {target} by hand"
+            f"could not download {data_file.filename} from {data_file.url} ({error}); put the file at {target} by hand"
         ) from None
     finally:
         temporary_path.unlink(missing_ok=True)
@@ -105,7 +108,9 @@ def fetch(data_file: DataFile, data_dir: Path | str | None) -> Path:
     if data_file.url is None or data_file.sha256 is None:
         raise DataFileError(f"{data_file.filename} is missing: {data_file.manual or data_file.source}; {where}")
     if offline():
-        raise DataFileError(f"{data_file.filename} is missing and {OFFLINE_VARIABLE} is set: get it from {data_file.url}; {where}")
+        raise DataFileError(
+            f"{data_file.filename} is missing and {OFFLINE_VARIABLE} is set: get it from {data_file.url}; {where}"
+        )
     _download(data_file, target)
     return target
 

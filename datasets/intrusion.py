@@ -49,20 +49,85 @@ from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import binary, categorical, code_labels, features, numerical, read_csv
 
 DATA_FILE = DataFile(
-    "intrusion", "kddcup.data_10_percent.gz", "f8c8267ebcd9c0ed1fd7d6277fe5bfff8732e9b7db8e61b873542b2a534b6f9a",
+    "intrusion",
+    "kddcup.data_10_percent.gz",
+    "f8c8267ebcd9c0ed1fd7d6277fe5bfff8732e9b7db8e61b873542b2a534b6f9a",
     "http://kdd.ics.uci.edu/databases/kddcup99/kddcup.data_10_percent.gz",
     "the UCI KDD Archive, KDD Cup 1999 Data (kdd.ics.uci.edu/databases/kddcup99/kddcup99.html)",
 )
 
 PROTOCOLS = ("icmp", "tcp", "udp")
 SERVICES = (
-    "aol", "auth", "bgp", "courier", "csnet_ns", "ctf", "daytime", "discard", "domain", "domain_u", "echo", "eco_i",
-    "ecr_i", "efs", "exec", "finger", "ftp", "ftp_data", "gopher", "harvest", "hostnames", "http", "http_2784",
-    "http_443", "http_8001", "imap4", "IRC", "iso_tsap", "klogin", "kshell", "ldap", "link", "login", "mtp", "name",
-    "netbios_dgm", "netbios_ns", "netbios_ssn", "netstat", "nnsp", "nntp", "ntp_u", "other", "pm_dump", "pop_2",
-    "pop_3", "printer", "private", "red_i", "remote_job", "rje", "shell", "smtp", "sql_net", "ssh", "sunrpc",
-    "supdup", "systat", "telnet", "tftp_u", "tim_i", "time", "urh_i", "urp_i", "uucp", "uucp_path", "vmnet", "whois",
-    "X11", "Z39_50",
+    "aol",
+    "auth",
+    "bgp",
+    "courier",
+    "csnet_ns",
+    "ctf",
+    "daytime",
+    "discard",
+    "domain",
+    "domain_u",
+    "echo",
+    "eco_i",
+    "ecr_i",
+    "efs",
+    "exec",
+    "finger",
+    "ftp",
+    "ftp_data",
+    "gopher",
+    "harvest",
+    "hostnames",
+    "http",
+    "http_2784",
+    "http_443",
+    "http_8001",
+    "imap4",
+    "IRC",
+    "iso_tsap",
+    "klogin",
+    "kshell",
+    "ldap",
+    "link",
+    "login",
+    "mtp",
+    "name",
+    "netbios_dgm",
+    "netbios_ns",
+    "netbios_ssn",
+    "netstat",
+    "nnsp",
+    "nntp",
+    "ntp_u",
+    "other",
+    "pm_dump",
+    "pop_2",
+    "pop_3",
+    "printer",
+    "private",
+    "red_i",
+    "remote_job",
+    "rje",
+    "shell",
+    "smtp",
+    "sql_net",
+    "ssh",
+    "sunrpc",
+    "supdup",
+    "systat",
+    "telnet",
+    "tftp_u",
+    "tim_i",
+    "time",
+    "urh_i",
+    "urp_i",
+    "uucp",
+    "uucp_path",
+    "vmnet",
+    "whois",
+    "X11",
+    "Z39_50",
 )
 FLAGS = ("OTH", "REJ", "RSTO", "RSTOS0", "RSTR", "S0", "S1", "S2", "S3", "SF", "SH")
 
@@ -129,17 +194,28 @@ SCHEMA = Schema(
     columns=COLUMNS,
     label="attack_category",
     classes=CLASSES,
-    public_facts=(PublicFact("published_rows", 494_021, "KDD Cup 1999: kddcup.data_10_percent holds 494,021 connections"),),
+    public_facts=(
+        PublicFact("published_rows", 494_021, "KDD Cup 1999: kddcup.data_10_percent holds 494,021 connections"),
+    ),
 )
 
 
 def read(data_dir: Path | None) -> Table:
     path = fetch(DATA_FILE, data_dir)
-    dtypes = {j: ("category" if column is not None and column.kind == ColumnKind.CATEGORICAL else np.float64)
-              for j, column in enumerate(FILE_COLUMNS)}
+    dtypes = {
+        j: ("category" if column is not None and column.kind == ColumnKind.CATEGORICAL else np.float64)
+        for j, column in enumerate(FILE_COLUMNS)
+    }
     dtypes[len(FILE_COLUMNS)] = "category"
-    frame = read_csv(path, N_FILE_COLUMNS, "KDD Cup 1999 kddcup.data_10_percent", header=None, dtype=dtypes,
-                     keep_default_na=False, na_values=[])
+    frame = read_csv(
+        path,
+        N_FILE_COLUMNS,
+        "KDD Cup 1999 kddcup.data_10_percent",
+        header=None,
+        dtype=dtypes,
+        keep_default_na=False,
+        na_values=[],
+    )
     x = features(frame, COLUMNS, SOURCES, path)
     y = code_labels(frame[len(FILE_COLUMNS)], ATTACK_CLASS, "attack", path, strip=".")
     return Table(x, y)
@@ -152,10 +228,12 @@ INTRUSION = TabularDataset(
     read=read,
     test_fraction=0.3,
     split_source="70/30 as in DP-MERF and DP-HP "
-        "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
-        "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+    "(github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py, "
+    "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
     undersampling=Undersampling(
-        0, 0.03, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.03 of class 0, dos (DP-MERF Table 4: 0.1)"
+        0,
+        0.03,
+        "DP-HP grid "
+        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py): keep 0.03 of class 0, dos (DP-MERF Table 4: 0.1)",
     ),
 )

@@ -32,12 +32,17 @@ from datasets.tabular import Table, TabularDataset, Undersampling
 from datasets.tabular_io import DataFormatError, numeric, numerical, read_csv
 
 UCI = "the UCI Machine Learning Repository, ISOLET (archive.ics.uci.edu/dataset/54/isolet)"
-MANUAL = ("download isolet.zip from https://archive.ics.uci.edu/dataset/54/isolet and uncompress "
-          "isolet1+2+3+4.data.Z and isolet5.data.Z (uncompress or gzip -d)")
+MANUAL = (
+    "download isolet.zip from https://archive.ics.uci.edu/dataset/54/isolet and uncompress "
+    "isolet1+2+3+4.data.Z and isolet5.data.Z (uncompress or gzip -d)"
+)
 TRAIN_FILE = DataFile("isolet", "isolet1+2+3+4.data", None, None, UCI, manual=MANUAL)  # checksum not pinned yet
 TEST_FILE = DataFile("isolet", "isolet5.data", None, None, UCI, manual=MANUAL)  # checksum not pinned yet
 SUBSET_FILE = DataFile(
-    "isolet-subset", "isolet_1560.mat", "9d04317e379b959639e5bf0cc553a9d81c39935ebf1f6983ca20a2facd325578", None,
+    "isolet-subset",
+    "isolet_1560.mat",
+    "9d04317e379b959639e5bf0cc553a9d81c39935ebf1f6983ca20a2facd325578",
+    None,
     "the isolet1 speaker group of ISOLET (1,560 rows) as a MATLAB file (D. Cai's data page), in the local data mirror",
     manual="this subset is in the project's shared data mirror (shared/data/isolet-subset)",
 )
@@ -52,8 +57,11 @@ SCHEMA = Schema(
     label="vowel",
     classes=CLASSES,
     public_facts=(
-        PublicFact("published_rows", {"isolet1+2+3+4.data": 6_238, "isolet5.data": 1_559},
-                   "isolet.info: 7797 instances (3 missing of 150 speakers × 26 letters × 2)"),
+        PublicFact(
+            "published_rows",
+            {"isolet1+2+3+4.data": 6_238, "isolet5.data": 1_559},
+            "isolet.info: 7797 instances (3 missing of 150 speakers × 26 letters × 2)",
+        ),
     ),
 )
 SUBSET_SCHEMA = Schema(columns=COLUMNS, label="vowel", classes=CLASSES)
@@ -98,15 +106,21 @@ def read_subset(data_dir: Path | None) -> Table:
         raise DataFormatError(f"{path} lacks the arrays 'fea' and 'gnd'; is it isolet_1560.mat?")
     fea, gnd = np.asarray(content["fea"], dtype=np.float64), np.asarray(content["gnd"]).ravel()
     if fea.ndim != 2 or fea.shape[1] != N_FEATURES or len(gnd) != len(fea):
-        raise DataFormatError(f"{path}: fea has shape {fea.shape} and gnd {gnd.shape}; expected (n, {N_FEATURES}) and (n,)")
+        raise DataFormatError(
+            f"{path}: fea has shape {fea.shape} and gnd {gnd.shape}; expected (n, {N_FEATURES}) and (n,)"
+        )
     if not np.isfinite(fea).all():
         raise DataFormatError(f"{path}: fea has missing or infinite values")
     return Table(fea.astype(np.float32), _binary_letters(gnd.astype(np.float64), path))
 
 
 SPLIT = "70/30 as in DP-MERF and DP-HP (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"
-NO_UNDERSAMPLING = Undersampling(0, 1.0, "DP-HP grid "
-        "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: rate 1.0 (none)")
+NO_UNDERSAMPLING = Undersampling(
+    0,
+    1.0,
+    "DP-HP grid "
+    "(github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py) and DP-MERF Table 4: rate 1.0 (none)",
+)
 
 ISOLET = TabularDataset(
     name="isolet",

@@ -54,8 +54,18 @@ FASHION_SHA256 = {
 
 MNIST_CLASSES = tuple(str(digit) for digit in range(10))
 # Label names in label order: the Fashion-MNIST README's "Labels" table.
-FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
-                   "Ankle boot")
+FASHION_CLASSES = (
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
 
 
 def idx_files(folder: str, url: str, source: str, sha256: dict[str, str]) -> dict[str, DataFile]:
@@ -106,12 +116,18 @@ def reader(files: dict[str, DataFile]) -> Callable[[Path | None], ImageArrays]:
 
 ROWS = {"train": N_TRAIN, "test": N_TEST}
 MNIST_SCHEMA = image_schema(
-    (1, SIDE, SIDE), MNIST_CLASSES, "MNIST's documented format: 28×28 greyscale (yann.lecun.com/exdb/mnist)",
-    ROWS, "yann.lecun.com/exdb/mnist: a training set of 60,000 examples, and a test set of 10,000 examples",
+    (1, SIDE, SIDE),
+    MNIST_CLASSES,
+    "MNIST's documented format: 28×28 greyscale (yann.lecun.com/exdb/mnist)",
+    ROWS,
+    "yann.lecun.com/exdb/mnist: a training set of 60,000 examples, and a test set of 10,000 examples",
 )
 FASHION_SCHEMA = image_schema(
-    (1, SIDE, SIDE), FASHION_CLASSES, "Fashion-MNIST README: 28x28 grayscale images",
-    ROWS, "Fashion-MNIST README: a training set of 60,000 examples and a test set of 10,000 examples",
+    (1, SIDE, SIDE),
+    FASHION_CLASSES,
+    "Fashion-MNIST README: 28x28 grayscale images",
+    ROWS,
+    "Fashion-MNIST README: a training set of 60,000 examples and a test set of 10,000 examples",
 )
 
 MNIST = ImageDataset(

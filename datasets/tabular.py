@@ -69,10 +69,14 @@ class TabularDataset:
         if protocol == "paper":
             table = (self.read_paper or self.read)(data_dir)
             train, test = paper_split(table, self.test_fraction, self.undersampling, seed)
-            return Split(self._labelled(train), self._labelled(test), PAPER_CAVEATS + self._tuned_caveats() + self.caveats)
+            return Split(
+                self._labelled(train), self._labelled(test), PAPER_CAVEATS + self._tuned_caveats() + self.caveats
+            )
         table = self.read(data_dir)
         train, test = sound_split(table, self.test_fraction, self.undersampling, seed)
-        return Split(self._labelled(train), self._labelled(test), self._tuned_caveats() + self._count_caveats() + self.caveats)
+        return Split(
+            self._labelled(train), self._labelled(test), self._tuned_caveats() + self._count_caveats() + self.caveats
+        )
 
     def _count_caveats(self) -> tuple[str, ...]:
         """Bernoulli undersampling makes the training row count Binomial in the private class count;
@@ -102,11 +106,11 @@ def _take(table: Table, index: np.ndarray) -> Table:
     return Table(table.x[index], table.y[index])
 
 
-def sound_split(table: Table, test_fraction: float, undersampling: Undersampling | None, seed: int) -> tuple[Table, Table]:
+def sound_split(
+    table: Table, test_fraction: float, undersampling: Undersampling | None, seed: int
+) -> tuple[Table, Table]:
     index = np.arange(len(table.y))
-    train_index, test_index = train_test_split(
-        index, test_size=test_fraction, random_state=seed, stratify=table.y
-    )
+    train_index, test_index = train_test_split(index, test_size=test_fraction, random_state=seed, stratify=table.y)
     if undersampling is not None and undersampling.rate < 1:
         rng = np.random.default_rng([seed, 7])
         majority = table.y[train_index] == undersampling.majority_class
@@ -115,7 +119,9 @@ def sound_split(table: Table, test_fraction: float, undersampling: Undersampling
     return _take(table, np.sort(train_index)), _take(table, np.sort(test_index))
 
 
-def paper_split(table: Table, test_fraction: float, undersampling: Undersampling | None, seed: int) -> tuple[Table, Table]:
+def paper_split(
+    table: Table, test_fraction: float, undersampling: Undersampling | None, seed: int
+) -> tuple[Table, Table]:
     index = np.arange(len(table.y))
     if undersampling is not None and undersampling.rate < 1:
         rng = np.random.default_rng([seed, 11])

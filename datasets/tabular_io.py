@@ -72,7 +72,14 @@ def read_csv(path: Path, expected_columns: int, what: str, **kwargs) -> pd.DataF
     a column count other than ``expected_columns``."""
     try:
         frame = pd.read_csv(path, **kwargs)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, UnicodeDecodeError, EOFError, OSError) as error:
+    except (
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+        ValueError,
+        UnicodeDecodeError,
+        EOFError,
+        OSError,
+    ) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise DataFormatError(f"{path} cannot be parsed as {what} ({reason}); is it the original file?") from None
     if frame.shape[1] != expected_columns:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+
 def content_key(*parts: str | np.ndarray) -> str:
     """sha256 over the parts; an array contributes its shape, dtype and bytes."""
     digest = hashlib.sha256()

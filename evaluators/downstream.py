@@ -177,8 +177,12 @@ def _lr_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
     # classes; OneVsRestClassifier reproduces 0.24's one-vs-rest liblinear (class_weight is then
     # balanced per binary problem, slightly different from 0.24).
     liblinear = [
-        (f"liblinear_l1_balanced_C{c}", LogisticRegression(
-            solver="liblinear", l1_ratio=1.0, class_weight="balanced", tol=1e-8, C=c, random_state=s))
+        (
+            f"liblinear_l1_balanced_C{c}",
+            LogisticRegression(
+                solver="liblinear", l1_ratio=1.0, class_weight="balanced", tol=1e-8, C=c, random_state=s
+            ),
+        )
         for c in (0.1, 0.05)
     ]
     if not f.binary:
@@ -198,8 +202,21 @@ def _gnb_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
         positive = f.class_frequencies[-1] if len(f.class_frequencies) == 2 else 1.0
         return [("vs1e-3_reversed_priors", GaussianNB(var_smoothing=1e-3, priors=(positive, 1 - positive)))]
     priors = f.class_frequencies
-    grid = [(1e-3, True), (1e-12, True), (1e-13, False), (0.2, True), (0.5, True), (0.8, True), (1.2, True),
-            (2.0, True), (10.0, True), (20.0, True), (0.34, True), (0.138, True), (1e-2, True)]
+    grid = [
+        (1e-3, True),
+        (1e-12, True),
+        (1e-13, False),
+        (0.2, True),
+        (0.5, True),
+        (0.8, True),
+        (1.2, True),
+        (2.0, True),
+        (10.0, True),
+        (20.0, True),
+        (0.34, True),
+        (0.138, True),
+        (1e-2, True),
+    ]
     return [
         (f"vs{vs:g}" + ("_priors" if use else ""), GaussianNB(var_smoothing=vs, priors=priors if use else None))
         for vs, use in grid
@@ -224,14 +241,22 @@ def _svc_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
     # loss='hinge' needs the dual solver; dual='auto' (the 1.5+ default) picks it.
     out = [
         ("hinge_tol1e-8", LinearSVC(max_iter=10000, tol=1e-8, loss="hinge", random_state=s)),
-        ("hinge_tol1e-8_balanced", LinearSVC(max_iter=10000, tol=1e-8, loss="hinge", class_weight="balanced", random_state=s)),
+        (
+            "hinge_tol1e-8_balanced",
+            LinearSVC(max_iter=10000, tol=1e-8, loss="hinge", class_weight="balanced", random_state=s),
+        ),
         ("hinge_tol1e-12_C0.01", LinearSVC(max_iter=10000, tol=1e-12, loss="hinge", C=0.01, random_state=s)),
     ]
     if not f.binary:
         out += [
-            ("crammer_singer_tol1e-12", LinearSVC(max_iter=10000, tol=1e-12, multi_class="crammer_singer", random_state=s)),
-            ("crammer_singer_tol1e-16_C0.1", LinearSVC(
-                max_iter=10000, tol=1e-16, loss="hinge", multi_class="crammer_singer", C=0.1, random_state=s)),
+            (
+                "crammer_singer_tol1e-12",
+                LinearSVC(max_iter=10000, tol=1e-12, multi_class="crammer_singer", random_state=s),
+            ),
+            (
+                "crammer_singer_tol1e-16_C0.1",
+                LinearSVC(max_iter=10000, tol=1e-16, loss="hinge", multi_class="crammer_singer", C=0.1, random_state=s),
+            ),
             ("hinge_maxiter20000_tol1e-16", LinearSVC(max_iter=20000, tol=1e-16, loss="hinge", random_state=s)),
         ]
     return out
@@ -241,17 +266,23 @@ def _tree_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
     # ADAPT: max_features='auto' was removed (1.3); for classifiers it meant 'sqrt', so the
     # reference's 'auto' variant is the 'sqrt' one and is not repeated.
     return [
-        (f"entropy_balanced_{mf}", DecisionTreeClassifier(
-            criterion="entropy", class_weight="balanced", max_features=mf, random_state=f.seed))
+        (
+            f"entropy_balanced_{mf}",
+            DecisionTreeClassifier(criterion="entropy", class_weight="balanced", max_features=mf, random_state=f.seed),
+        )
         for mf in ("log2", "sqrt")
     ]
 
 
 def _lda_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
     priors = None if f.binary else f.class_frequencies  # HP passes priors in the multi-class branch only
-    out = [("eigen_auto_shrinkage", LinearDiscriminantAnalysis(solver="eigen", tol=1e-12, shrinkage="auto", priors=priors))]
+    out = [
+        ("eigen_auto_shrinkage", LinearDiscriminantAnalysis(solver="eigen", tol=1e-12, shrinkage="auto", priors=priors))
+    ]
     for shrinkage in (0.6, 0.75) + (() if f.binary else (0.9,)):
-        out.append((f"lsqr_shrinkage{shrinkage:g}", LinearDiscriminantAnalysis(solver="lsqr", tol=1e-12, shrinkage=shrinkage)))
+        out.append(
+            (f"lsqr_shrinkage{shrinkage:g}", LinearDiscriminantAnalysis(solver="lsqr", tol=1e-12, shrinkage=shrinkage))
+        )
     return out
 
 
@@ -261,7 +292,9 @@ def _ada_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
     grid = [(100, 0.8), (200, 0.5), (100, 0.5)]
     if not f.binary:
         grid += [(100, 5.0), (1000, 5.0), (1000, 4.0)]
-    return [(f"n{n}_lr{lr:g}", AdaBoostClassifier(n_estimators=n, learning_rate=lr, random_state=f.seed)) for n, lr in grid]
+    return [
+        (f"n{n}_lr{lr:g}", AdaBoostClassifier(n_estimators=n, learning_rate=lr, random_state=f.seed)) for n, lr in grid
+    ]
 
 
 def _bagging_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
@@ -272,7 +305,10 @@ def _bagging_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
         # reference's max_features=10 is capped at the number of features.
         out += [
             ("n200", BaggingClassifier(n_estimators=200, random_state=s)),
-            ("n200_maxfeatures10", BaggingClassifier(n_estimators=200, max_features=min(10, f.n_features), random_state=s)),
+            (
+                "n200_maxfeatures10",
+                BaggingClassifier(n_estimators=200, max_features=min(10, f.n_features), random_state=s),
+            ),
         ]
     return out
 
@@ -290,7 +326,10 @@ def _gbm_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
         ("lr0.5_n200", GradientBoostingClassifier(learning_rate=0.5, n_estimators=200, random_state=s)),
         ("sklearn_default", GradientBoostingClassifier(random_state=s)),
         *[
-            (f"subsample0.5_n100_lr{lr:g}", GradientBoostingClassifier(subsample=0.5, n_estimators=100, learning_rate=lr, random_state=s))
+            (
+                f"subsample0.5_n100_lr{lr:g}",
+                GradientBoostingClassifier(subsample=0.5, n_estimators=100, learning_rate=lr, random_state=s),
+            )
             for lr in (0.05, 0.01, 0.001)
         ],
     ]
@@ -311,7 +350,9 @@ def _xgb(learning_rate: float, seed: int) -> XGBClassifier:
     # max_depth=6). ADAPT: disable_default_eval_metric only matters with an eval set (none here),
     # so it is left out; tree_method is now 'hist' (0.90: 'auto' = exact/approx) and base_score
     # is fitted (0.90: 0.5). n_jobs=1: the pool parallelises over classifiers.
-    return XGBClassifier(learning_rate=learning_rate, max_depth=3, n_estimators=100, n_jobs=1, random_state=seed, verbosity=0)
+    return XGBClassifier(
+        learning_rate=learning_rate, max_depth=3, n_estimators=100, n_jobs=1, random_state=seed, verbosity=0
+    )
 
 
 def _xgb_variants(f: TrainingFacts) -> list[tuple[str, Any]]:
@@ -381,7 +422,9 @@ CLASSIFIERS: tuple[ClassifierSpec, ...] = (
         "HP: GradientBoostingClassifier(subsample=0.1, n_estimators=50)",
         _gbm_variants,
     ),
-    ClassifierSpec("mlp", lambda f: MLPClassifier(random_state=f.seed), "MERF id 10 = HP: MLPClassifier()", _mlp_variants),
+    ClassifierSpec(
+        "mlp", lambda f: MLPClassifier(random_state=f.seed), "MERF id 10 = HP: MLPClassifier()", _mlp_variants
+    ),
     ClassifierSpec(
         "xgboost",
         lambda f: _xgb(0.5, f.seed),
@@ -444,8 +487,12 @@ def _params_key(estimator: Any) -> str:
 def _declared_metrics() -> dict[str, MetricSpec]:
     higher, diagnostic = Direction.HIGHER, MetricSpec.diagnostic
     return {
-        "roc_auc": MetricSpec.quality(higher, "ROC-AUC on the real test split (binary; scores, or hard labels under paper.*)"),
-        "pr_auc": MetricSpec.quality(higher, "average precision on the real test split (binary; scores, or hard labels under paper.*)"),
+        "roc_auc": MetricSpec.quality(
+            higher, "ROC-AUC on the real test split (binary; scores, or hard labels under paper.*)"
+        ),
+        "pr_auc": MetricSpec.quality(
+            higher, "average precision on the real test split (binary; scores, or hard labels under paper.*)"
+        ),
         "accuracy": MetricSpec.quality(higher, "accuracy on the real test split"),
         "f1": MetricSpec.quality(higher, "F1 of the positive class (class index 1) on the real test split (binary)"),
         "f1_weighted": MetricSpec.quality(higher, "support-weighted F1 on the real test split (multi-class)"),
@@ -545,7 +592,9 @@ def tasks_for(name: str, estimators: list[tuple[str, Any]], binary: bool) -> lis
             label = group[0][0]
             tasks.append(Task((name, label), largest, binary and label == BASE, cost=estimated_cost(largest)))
             continue
-        stages = tuple(Stage((name, label), ensemble_of(e).n_estimators, binary and label == BASE) for label, e in group)
+        stages = tuple(
+            Stage((name, label), ensemble_of(e).n_estimators, binary and label == BASE) for label, e in group
+        )
         tasks.append(Task((name, "grown"), largest, False, cost=estimated_cost(largest), grown=stages))
     return tasks
 
@@ -623,7 +672,9 @@ class PooledClassifiers:
         for task_id, result in results.items():
             if result.error is not None:
                 errors[describe(task_id)] = result.error
-                warnings.warn(f"{evaluator}: {describe(task_id)} failed: {result.error}", DownstreamWarning, stacklevel=3)
+                warnings.warn(
+                    f"{evaluator}: {describe(task_id)} failed: {result.error}", DownstreamWarning, stacklevel=3
+                )
         return Fits(results, errors, max(peaks, default=math.nan))
 
 
@@ -689,7 +740,9 @@ class DownstreamClassifiers(PooledClassifiers):
                 try:
                     built += [(label, self._scaled(variant)) for label, variant in spec.variants(facts)]
                 except Exception as error:  # noqa: BLE001
-                    known[(spec.name, "variants")] = TaskResult(error=f"building the variants: {type(error).__name__}: {error}")
+                    known[(spec.name, "variants")] = TaskResult(
+                        error=f"building the variants: {type(error).__name__}: {error}"
+                    )
             seen: set[str] = set()
             candidates[spec.name] = [BASE] if (spec.name, BASE) in known else []
             unique: list[tuple[str, Any]] = []
@@ -703,7 +756,11 @@ class DownstreamClassifiers(PooledClassifiers):
             tasks += tasks_for(spec.name, unique, binary)
 
         fits = self.run_fits(
-            tasks, x_train, y_train, x_test, known,
+            tasks,
+            x_train,
+            y_train,
+            x_test,
+            known,
             describe=lambda task_id: task_id[0] if task_id[1] == BASE else f"{task_id[0]}/{task_id[1]}",
         )
         values = self._collect(specs, fits.results, candidates, y_test, binary, paper)
@@ -722,7 +779,9 @@ class DownstreamClassifiers(PooledClassifiers):
         names = [spec.name for spec in specs]
         base = {name: results[(name, BASE)] for name in names}
         values = summarise_fits(
-            names, base, lambda r: score_metrics(y_test, r.pred, r.scores, binary),
+            names,
+            base,
+            lambda r: score_metrics(y_test, r.pred, r.scores, binary),
             BINARY_METRICS if binary else MULTICLASS_METRICS,
         )
         if not paper:

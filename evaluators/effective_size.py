@@ -55,7 +55,9 @@ CSV_FILE = "effective_size.csv"
 PNG_FILE = "effective_size.png"
 
 SIZED = {
-    "acc": MetricSpec.quality(Direction.HIGHER, "accuracy on the real test images after training on <size> synthetic images"),
+    "acc": MetricSpec.quality(
+        Direction.HIGHER, "accuracy on the real test images after training on <size> synthetic images"
+    ),
     "fit_seconds": MetricSpec.diagnostic("wall time of one classifier's fit on <size> synthetic images"),
     "failed": MetricSpec.diagnostic("1 if the classifier failed at this size (see the errors), else 0"),
     "n_failed": MetricSpec.diagnostic("classifiers that failed at this size"),
@@ -145,9 +147,9 @@ class EffectiveSize(ImageClassifiers):
             )
             at_size[f"n_train_n{size}"] = float(used)
             values.update(at_size)
-            curve.append(SizePoint(
-                size, used, at_size[f"acc_n{size}"], {name: at_size[f"{name}.acc_n{size}"] for name in names}
-            ))
+            curve.append(
+                SizePoint(size, used, at_size[f"acc_n{size}"], {name: at_size[f"{name}.acc_n{size}"] for name in names})
+            )
         values["n_failed"] = float(sum(values[f"n_failed_n{size}"] for size in n_train))
         values["worker_peak_mib"] = fits.worker_peak_mib
         artifacts = {CSV_FILE: curve_csv(curve, names), PNG_FILE: curve_png(curve, names)} if curve else {}
@@ -160,8 +162,9 @@ def curve_csv(curve: list[SizePoint], names: list[str]) -> bytes:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["size", "n_train", "mean_accuracy", *names])
     for point in curve:
-        writer.writerow([point.size, point.n_train, _text(point.accuracy),
-                         *[_text(point.per_classifier[name]) for name in names]])
+        writer.writerow(
+            [point.size, point.n_train, _text(point.accuracy), *[_text(point.per_classifier[name]) for name in names]]
+        )
     return out.getvalue().encode()
 
 
@@ -173,10 +176,15 @@ def curve_png(curve: list[SizePoint], names: list[str]) -> bytes:
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     colours = plt.get_cmap("tab20").colors  # 20 distinct colours: one per classifier
     for index, name in enumerate(names):
-        ax.plot(sizes, [p.per_classifier[name] for p in curve], linewidth=0.9, alpha=0.7,
-                color=colours[index % len(colours)], label=name)
-    ax.plot(sizes, [p.accuracy for p in curve], color="black", linewidth=2.2, marker="o",
-            label=f"mean of {len(names)}")
+        ax.plot(
+            sizes,
+            [p.per_classifier[name] for p in curve],
+            linewidth=0.9,
+            alpha=0.7,
+            color=colours[index % len(colours)],
+            label=name,
+        )
+    ax.plot(sizes, [p.accuracy for p in curve], color="black", linewidth=2.2, marker="o", label=f"mean of {len(names)}")
     format_size_axis(ax, sizes)
     ax.set_ylabel("accuracy on the real test images")
     ax.set_title("effective size: per classifier (thin) and their mean")

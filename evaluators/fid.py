@@ -123,8 +123,10 @@ def load_network(path: str, sha256: str, device: str) -> fid_inception.Inception
     try:
         state_dict = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # unpickling errors come in many types
-        raise FidWeightsError(f"{path} cannot be read as a weights file ({type(error).__name__}: {error}); "
-                              f"use pytorch-fid's {STANDARD_WEIGHTS} or the data mirror's {MIRROR_WEIGHTS}") from None
+        raise FidWeightsError(
+            f"{path} cannot be read as a weights file ({type(error).__name__}: {error}); "
+            f"use pytorch-fid's {STANDARD_WEIGHTS} or the data mirror's {MIRROR_WEIGHTS}"
+        ) from None
     network = fold_batch_norms(fid_network(fid_inception_core(state_dict, Path(path))))
     return network.to(device=device, memory_format=torch.channels_last)
 
@@ -154,14 +156,17 @@ def available_cores() -> int:
 
 
 def feature_batches(
-    images: np.ndarray, network: Callable[[torch.Tensor], list[torch.Tensor]], batch_size: int, device: str,
+    images: np.ndarray,
+    network: Callable[[torch.Tensor], list[torch.Tensor]],
+    batch_size: int,
+    device: str,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Iterator[torch.Tensor]:
     """The pool3 features of ``images`` (n × C × H × W, values in [0, 1]), batch by batch."""
     n = len(images)
     with torch.inference_mode():
         for start in range(0, n, batch_size):
-            batch = torch.from_numpy(np.ascontiguousarray(images[start:start + batch_size], dtype=np.float32))
+            batch = torch.from_numpy(np.ascontiguousarray(images[start : start + batch_size], dtype=np.float32))
             batch = batch.to(device).clamp(0.0, 1.0)  # not in place: the tensor may share the caller's array
             if batch.shape[1] == 1:  # greyscale: the same plane in R, G and B
                 batch = batch.expand(-1, 3, -1, -1)
@@ -171,7 +176,10 @@ def feature_batches(
 
 
 def activation_statistics(
-    images: np.ndarray, network: Callable[[torch.Tensor], list[torch.Tensor]], batch_size: int, device: str,
+    images: np.ndarray,
+    network: Callable[[torch.Tensor], list[torch.Tensor]],
+    batch_size: int,
+    device: str,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean and covariance (as ``np.cov``) of the pool3 features of ``images`` (n × C × H × W).
@@ -238,7 +246,9 @@ class FrechetInceptionDistance:
     seed: int = 0
     # ``--profile smoke`` cells: 500 synthetic against 1,000 real images, a number to check that a
     # run works, not one to compare with the papers (their FID uses 5,000 against the whole split)
-    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"smoke": {"n_samples": 500, "n_real": 1000}})
+    profiles: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: {"smoke": {"n_samples": 500, "n_real": 1000}}
+    )
 
     def applies_to(self, schema: Schema) -> bool:
         return is_image_schema(schema) and image_shape(schema)[0] in (1, 3)
@@ -246,8 +256,10 @@ class FrechetInceptionDistance:
     def reference_split(self, protocol: str) -> str:
         reference = self.reference or PROTOCOL_REFERENCE.get(protocol)
         if reference not in REFERENCES:
-            raise ValueError(f"fid: unknown protocol {protocol!r} or reference {self.reference!r}; "
-                             f"protocols {', '.join(PROTOCOL_REFERENCE)}, references {', '.join(REFERENCES)}")
+            raise ValueError(
+                f"fid: unknown protocol {protocol!r} or reference {self.reference!r}; "
+                f"protocols {', '.join(PROTOCOL_REFERENCE)}, references {', '.join(REFERENCES)}"
+            )
         return reference
 
     def network(self, context: EvalContext) -> tuple[fid_inception.InceptionV3, str, str]:
@@ -265,7 +277,9 @@ class FrechetInceptionDistance:
         index = subset_index(len(real), self.n_real, np.random.default_rng([self.seed, 2]))
         images = as_images(real.x[index] if len(index) < len(real) else real.x, real.schema)
         stats = cached_arrays(
-            context.cache_dir, "fid", f"real-{real_statistics_key(images, weights_sha256)}",
+            context.cache_dir,
+            "fid",
+            f"real-{real_statistics_key(images, weights_sha256)}",
             lambda: dict(zip(("mu", "sigma"), activation_statistics(images, network, self.batch_size, device))),
         )
         return stats["mu"], stats["sigma"], len(images)
@@ -289,9 +303,11 @@ class FrechetInceptionDistance:
             from pytorch_fid.fid_score import calculate_frechet_distance
 
             distance = float(calculate_frechet_distance(mu, sigma, mu_real, sigma_real))
-        return Evaluation({
-            "fid": distance,
-            "n_samples": float(len(images)),
-            "n_real": float(n_real),
-            "seconds_per_image": seconds / len(images),
-        })
+        return Evaluation(
+            {
+                "fid": distance,
+                "n_samples": float(len(images)),
+                "n_real": float(n_real),
+                "seconds_per_image": seconds / len(images),
+            }
+        )

@@ -52,10 +52,16 @@ DECILES = 10
 def _metrics() -> dict[str, MetricSpec]:
     q, d = MetricSpec.quality, MetricSpec.diagnostic
     return {
-        "column_shapes": q(Direction.HIGHER, "mean 1 − KS (numerical) / 1 − TV (categorical) per column, label included"),
+        "column_shapes": q(
+            Direction.HIGHER, "mean 1 − KS (numerical) / 1 − TV (categorical) per column, label included"
+        ),
         "column_pairs": q(Direction.HIGHER, "mean correlation / contingency similarity over column pairs"),
-        "detection_auc": q(Direction.LOWER, "C2ST: cross-validated AUC of a classifier telling real from synthetic rows (0.5 ideal)"),
-        "alpha_precision": q(Direction.HIGHER, "integrated α-precision: synthetic rows inside the real α-supports (1 ideal)"),
+        "detection_auc": q(
+            Direction.LOWER, "C2ST: cross-validated AUC of a classifier telling real from synthetic rows (0.5 ideal)"
+        ),
+        "alpha_precision": q(
+            Direction.HIGHER, "integrated α-precision: synthetic rows inside the real α-supports (1 ideal)"
+        ),
         "beta_recall": q(Direction.HIGHER, "integrated β-recall: real rows inside the synthetic β-supports (1 ideal)"),
         "pairs_scored": d("column pairs scored"),
         "time_s": d("seconds for the whole fidelity evaluation"),
@@ -65,7 +71,9 @@ def _metrics() -> dict[str, MetricSpec]:
 @dataclass(frozen=True)
 class Fidelity:
     name: str = "fidelity"
-    description: str = "fidelity on the table: column shapes (KS/TV), column pairs (correlation/contingency), detection AUC (C2ST)"
+    description: str = (
+        "fidelity on the table: column shapes (KS/TV), column pairs (correlation/contingency), detection AUC (C2ST)"
+    )
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE})
     max_rows: int = 5000
     max_pairs: int = 300
@@ -87,25 +95,43 @@ class Fidelity:
         real = _columns(subset(real_train, rng.permutation(len(real_train))[: 4 * self.max_rows]))
         syn = _columns(subset(synthetic, rng.permutation(len(synthetic))[: 4 * self.max_rows]))
         kinds = [c.kind for c in real_train.schema.columns] + [ColumnKind.CATEGORICAL]
-        sizes = [len(c.categories) if c.categories else 2 for c in real_train.schema.columns] + [real_train.schema.n_classes]
+        sizes = [len(c.categories) if c.categories else 2 for c in real_train.schema.columns] + [
+            real_train.schema.n_classes
+        ]
         shapes = [column_similarity(r, s, kind, k) for r, s, kind, k in zip(real.T, syn.T, kinds, sizes)]
         pairs = list(itertools.combinations(range(len(kinds)), 2))
         if len(pairs) > self.max_pairs:
             pairs = [pairs[i] for i in np.sort(rng.choice(len(pairs), self.max_pairs, replace=False))]
         codes_real, codes_syn, code_sizes = _codes(real, syn, kinds, sizes)
         pair_scores = [pair_similarity(real, syn, codes_real, codes_syn, kinds, code_sizes, i, j) for i, j in pairs]
-        return Evaluation({
-            "column_shapes": float(np.mean(shapes)),
-            "column_pairs": float(np.mean(pair_scores)) if pair_scores else float("nan"),
-            "detection_auc": detection_auc(synthetic, subset(real_test, in_class_mix(real_test, real_train, self.max_rows, rng)),
-                                           real_train, self.max_rows, rng),
-            **dict(zip(("alpha_precision", "beta_recall"), alpha_precision_beta_recall(
-                distance_features(subset(real_train, rng.permutation(len(real_train))[: self.max_rows]), real_train),
-                distance_features(subset(synthetic, rng.permutation(len(synthetic))[: self.max_rows]), real_train),
-            ))),
-            "pairs_scored": float(len(pair_scores)),
-            "time_s": time.perf_counter() - started,
-        })
+        return Evaluation(
+            {
+                "column_shapes": float(np.mean(shapes)),
+                "column_pairs": float(np.mean(pair_scores)) if pair_scores else float("nan"),
+                "detection_auc": detection_auc(
+                    synthetic,
+                    subset(real_test, in_class_mix(real_test, real_train, self.max_rows, rng)),
+                    real_train,
+                    self.max_rows,
+                    rng,
+                ),
+                **dict(
+                    zip(
+                        ("alpha_precision", "beta_recall"),
+                        alpha_precision_beta_recall(
+                            distance_features(
+                                subset(real_train, rng.permutation(len(real_train))[: self.max_rows]), real_train
+                            ),
+                            distance_features(
+                                subset(synthetic, rng.permutation(len(synthetic))[: self.max_rows]), real_train
+                            ),
+                        ),
+                    )
+                ),
+                "pairs_scored": float(len(pair_scores)),
+                "time_s": time.perf_counter() - started,
+            }
+        )
 
 
 def _columns(data: LabelledData) -> np.ndarray:
@@ -145,8 +171,12 @@ def pair_similarity(real, syn, codes_real, codes_syn, kinds, sizes, i: int, j: i
         rho_syn = _correlation(syn[:, i], syn[:, j])
         return 1.0 - abs(rho_real - rho_syn) / 2
     size = sizes[i] * sizes[j]
-    joint_real = _frequencies(np.clip(codes_real[:, i], 0, sizes[i] - 1) * sizes[j] + np.clip(codes_real[:, j], 0, sizes[j] - 1), size)
-    joint_syn = _frequencies(np.clip(codes_syn[:, i], 0, sizes[i] - 1) * sizes[j] + np.clip(codes_syn[:, j], 0, sizes[j] - 1), size)
+    joint_real = _frequencies(
+        np.clip(codes_real[:, i], 0, sizes[i] - 1) * sizes[j] + np.clip(codes_real[:, j], 0, sizes[j] - 1), size
+    )
+    joint_syn = _frequencies(
+        np.clip(codes_syn[:, i], 0, sizes[i] - 1) * sizes[j] + np.clip(codes_syn[:, j], 0, sizes[j] - 1), size
+    )
     return 1.0 - total_variation(joint_real, joint_syn)
 
 
@@ -188,10 +218,12 @@ def detection_auc(
     n = min(len(synthetic), len(real), max_rows)
     if n < 10:
         return float("nan")
-    rows = np.vstack([
-        distance_features(subset(real, rng.permutation(len(real))[:n]), scale),
-        distance_features(subset(synthetic, rng.permutation(len(synthetic))[:n]), scale),
-    ])
+    rows = np.vstack(
+        [
+            distance_features(subset(real, rng.permutation(len(real))[:n]), scale),
+            distance_features(subset(synthetic, rng.permutation(len(synthetic))[:n]), scale),
+        ]
+    )
     is_real = np.r_[np.ones(n), np.zeros(n)]
     folds = StratifiedKFold(5, shuffle=True, random_state=int(rng.integers(2**31)))
     # leaves of at most a tenth of the rows: a small test split (cervical: about 150 rows) must still be learnable

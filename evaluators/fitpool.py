@@ -53,8 +53,15 @@ import numpy as np
 STARTUP_TIMEOUT_S = 300.0  # a worker interpreter must be ready (imports done) within this
 # Imported by each worker before it reports ready.
 PRELOAD = (
-    "threadpoolctl", "sklearn.discriminant_analysis", "sklearn.ensemble", "sklearn.linear_model",
-    "sklearn.multiclass", "sklearn.naive_bayes", "sklearn.neural_network", "sklearn.svm", "sklearn.tree",
+    "threadpoolctl",
+    "sklearn.discriminant_analysis",
+    "sklearn.ensemble",
+    "sklearn.linear_model",
+    "sklearn.multiclass",
+    "sklearn.naive_bayes",
+    "sklearn.neural_network",
+    "sklearn.svm",
+    "sklearn.tree",
     "xgboost",
 )
 
@@ -73,7 +80,9 @@ class TaskResult:
     worker_peak_mib: float = float("nan")  # peak RSS of the process that ran it (pool only)
 
 
-def _predict(estimator: Any, present: np.ndarray, x_test: np.ndarray, want_scores: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def _predict(
+    estimator: Any, present: np.ndarray, x_test: np.ndarray, want_scores: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
     pred = present[np.asarray(estimator.predict(x_test)).astype(np.int64)]
     if not want_scores:
         return pred, None
@@ -234,7 +243,9 @@ def _training_rows(x_train: np.ndarray, y_train: np.ndarray, rows: np.ndarray | 
     return x_train[rows], y_train[rows]
 
 
-def run_tasks_in_process(tasks: list[Task], x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray) -> dict[Hashable, TaskResult]:
+def run_tasks_in_process(
+    tasks: list[Task], x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray
+) -> dict[Hashable, TaskResult]:
     """Serial, in this process, without timeouts (tests and debugging)."""
     results = {}
     for task in tasks:

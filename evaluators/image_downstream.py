@@ -100,8 +100,14 @@ def _xgb(f: TrainingFacts) -> XGBClassifier:
     # the split candidates are the same. base_score is fitted now (0.90: 0.5). n_jobs=1: the pool
     # parallelises over classifiers.
     return XGBClassifier(
-        colsample_bytree=0.1, objective="multi:softprob", n_estimators=50, max_depth=3, learning_rate=0.1,
-        n_jobs=1, random_state=f.seed, verbosity=0,
+        colsample_bytree=0.1,
+        objective="multi:softprob",
+        n_estimators=50,
+        max_depth=3,
+        learning_rate=0.1,
+        n_jobs=1,
+        random_state=f.seed,
+        verbosity=0,
     )
 
 
@@ -138,7 +144,9 @@ IMAGE_CLASSIFIERS: tuple[ClassifierSpec, ...] = (
         lambda f: DecisionTreeClassifier(class_weight="balanced", random_state=f.seed),
         "T10: DecisionTreeClassifier(class_weight='balanced')",
     ),
-    ClassifierSpec("LDA", _lda, "T10: LinearDiscriminantAnalysis(solver='eigen', n_components=9, tol=1e-8, shrinkage=0.5)"),
+    ClassifierSpec(
+        "LDA", _lda, "T10: LinearDiscriminantAnalysis(solver='eigen', n_components=9, tol=1e-8, shrinkage=0.5)"
+    ),
     ClassifierSpec(
         "Ada",
         # ADAPT: algorithm='SAMME.R' no longer exists (deprecated in sklearn 1.4, the parameter
@@ -160,7 +168,9 @@ IMAGE_CLASSIFIERS: tuple[ClassifierSpec, ...] = (
         lambda f: GradientBoostingClassifier(subsample=0.1, n_estimators=50, random_state=f.seed),
         "T10: GradientBoostingClassifier(subsample=0.1, n_estimators=50)",
     ),
-    ClassifierSpec("XGB", _xgb, "T10: XGBClassifier(colsample_bytree=0.1, objective='multi:softprob', n_estimators=50)"),
+    ClassifierSpec(
+        "XGB", _xgb, "T10: XGBClassifier(colsample_bytree=0.1, objective='multi:softprob', n_estimators=50)"
+    ),
 )
 
 IMAGE_CLASSIFIER_NAMES: tuple[str, ...] = tuple(spec.name for spec in IMAGE_CLASSIFIERS)
@@ -169,8 +179,18 @@ IMAGE_CLASSIFIER_NAMES: tuple[str, ...] = tuple(spec.name for spec in IMAGE_CLAS
 # a wrong guess costs wall time, never a result). The committed DP-MEPF MNIST record's timings
 # (results/runs/dpmepf-table2), Ada from benchmarks/bench_image_downstream.py after the histograms.
 IMAGE_FIT_SECONDS: Mapping[str, float] = {
-    "GBM": 409.0, "Ada": 150.0, "RF": 109.0, "LSVC": 97.0, "DT": 75.0, "Bag": 51.0, "XGB": 47.0,
-    "MLP": 31.0, "LR": 15.0, "LDA": 2.8, "GNB": 0.8, "BNB": 0.5,
+    "GBM": 409.0,
+    "Ada": 150.0,
+    "RF": 109.0,
+    "LSVC": 97.0,
+    "DT": 75.0,
+    "Bag": 51.0,
+    "XGB": 47.0,
+    "MLP": 31.0,
+    "LR": 15.0,
+    "LDA": 2.8,
+    "GNB": 0.8,
+    "BNB": 0.5,
 }
 
 
@@ -227,8 +247,9 @@ def fit_key(estimator: Any, data_key: str, rows: np.ndarray | None) -> str:
     """The cache key of one fit: the data's (training images, labels, test images), the rows of
     the subset, the estimator's class and every parameter (its seed included)."""
     settings = repr(sorted((name, repr(value)) for name, value in estimator.get_params(deep=True).items()))
-    return content_key(data_key, type(estimator).__module__, type(estimator).__name__, settings,
-                       np.arange(0) if rows is None else rows)
+    return content_key(
+        data_key, type(estimator).__module__, type(estimator).__name__, settings, np.arange(0) if rows is None else rows
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,7 +316,9 @@ class ImageClassifiers(PooledClassifiers):
                     keys[(spec.name, size)] = fit_key(estimator, data_key, rows)
                     stored = load_arrays(Path(cache_dir) / FIT_CACHE / f"{keys[(spec.name, size)]}.npz")
                     if stored is not None:
-                        known[(spec.name, size)] = TaskResult(pred=stored["pred"], fit_seconds=float(stored["fit_seconds"]))
+                        known[(spec.name, size)] = TaskResult(
+                            pred=stored["pred"], fit_seconds=float(stored["fit_seconds"])
+                        )
                         continue
                 cost = IMAGE_FIT_SECONDS.get(spec.name, estimated_cost(estimator)) * len(used) / len(y_train)
                 tasks.append(Task((spec.name, size), estimator, want_scores=False, rows=rows, cost=cost))
@@ -304,8 +327,10 @@ class ImageClassifiers(PooledClassifiers):
         for task in tasks:
             result = fits.results[task.id]
             if cache_dir is not None and result.error is None and result.pred is not None:
-                save_arrays(Path(cache_dir) / FIT_CACHE / f"{keys[task.id]}.npz",
-                            {"pred": result.pred, "fit_seconds": np.float64(result.fit_seconds)})
+                save_arrays(
+                    Path(cache_dir) / FIT_CACHE / f"{keys[task.id]}.npz",
+                    {"pred": result.pred, "fit_seconds": np.float64(result.fit_seconds)},
+                )
         return names, fits, n_train
 
 
@@ -333,7 +358,10 @@ class ImageDownstreamClassifiers(ImageClassifiers):
         names, fits, n_train = self.fit_sizes(synthetic, real_test, [size], context.cache_dir)
         y_test = np.asarray(real_test.y, dtype=np.int64)
         values = summarise_fits(
-            names, {name: fits.results[(name, size)] for name in names}, lambda r: accuracy_and_f1(y_test, r), IMAGE_METRICS
+            names,
+            {name: fits.results[(name, size)] for name in names},
+            lambda r: accuracy_and_f1(y_test, r),
+            IMAGE_METRICS,
         )
         values["n_train"] = float(n_train[size])
         values["worker_peak_mib"] = fits.worker_peak_mib
@@ -355,4 +383,3 @@ def with_fraction(fraction: float, name: str) -> ImageDownstreamClassifiers:
 
 def registered() -> list[ImageDownstreamClassifiers]:
     return [ImageDownstreamClassifiers(), with_fraction(0.1, "image-downstream-10pct")]
-

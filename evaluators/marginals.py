@@ -142,9 +142,9 @@ def gram_l1_distance(real: np.ndarray, synthetic: np.ndarray, sizes: np.ndarray,
         real_grams = _grouped_gram(real_one_hot[:, tail], _prefix_codes(real, sizes, prefix))
         synthetic_grams = _grouped_gram(synthetic_one_hot[:, tail], _prefix_codes(synthetic, sizes, prefix))
         for v in real_grams.keys() | synthetic_grams.keys():
-            difference = (
-                real_grams[v] / len(real) if v in real_grams else 0.0
-            ) - (synthetic_grams[v] / len(synthetic) if v in synthetic_grams else 0.0)
+            difference = (real_grams[v] / len(real) if v in real_grams else 0.0) - (
+                synthetic_grams[v] / len(synthetic) if v in synthetic_grams else 0.0
+            )
             total += float((difference.abs() * upper_pairs).sum())
     return total
 
@@ -225,4 +225,3 @@ class MarginalErrors:
             if alpha + 1 <= real.shape[1]:
                 values[f"paper.tv_{alpha}"] = mean_tv_distance(real_bins, generated_bins, bins, alpha + 1)
         return Evaluation(values)
-

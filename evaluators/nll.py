@@ -43,7 +43,9 @@ class NegativeLogLikelihood:
         density = synthetic.schema.true_density
         if density is None:
             raise ValueError("nll needs a dataset with a known density (e.g. gmm2d)")
-        return Evaluation({
-            "mean": float(-np.mean(density.log_prob(synthetic.x, synthetic.y))),
-            "paper_sum": float(-np.sum(density.log_prob_paper(synthetic.x, synthetic.y))),
-        })
+        return Evaluation(
+            {
+                "mean": float(-np.mean(density.log_prob(synthetic.x, synthetic.y))),
+                "paper_sum": float(-np.sum(density.log_prob_paper(synthetic.x, synthetic.y))),
+            }
+        )

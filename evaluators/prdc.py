@@ -44,7 +44,9 @@ from evaluators.fid import (
 NEAREST_K = 5  # Naeem et al. 2020, Sec. 4: k = 5 throughout
 
 
-def features_of(images: np.ndarray, network, batch_size: int, device: str, progress=lambda done, total: None) -> np.ndarray:
+def features_of(
+    images: np.ndarray, network, batch_size: int, device: str, progress=lambda done, total: None
+) -> np.ndarray:
     return torch.cat([f.float().cpu() for f in feature_batches(images, network, batch_size, device, progress)]).numpy()
 
 
@@ -60,7 +62,9 @@ class PrecisionRecallDensityCoverage:
         default_factory=lambda: {
             "precision": MetricSpec.quality(Direction.HIGHER, "share of synthetic images inside the real k-NN balls"),
             "recall": MetricSpec.quality(Direction.HIGHER, "share of real images inside the synthetic k-NN balls"),
-            "density": MetricSpec.quality(Direction.HIGHER, "mean count of real k-NN balls holding a synthetic image, / k"),
+            "density": MetricSpec.quality(
+                Direction.HIGHER, "mean count of real k-NN balls holding a synthetic image, / k"
+            ),
             "coverage": MetricSpec.quality(Direction.HIGHER, "share of real k-NN balls holding a synthetic image"),
             "n_samples": MetricSpec.diagnostic("images per set"),
         }
@@ -94,11 +98,14 @@ class PrecisionRecallDensityCoverage:
         network, weights_sha256, device = fid.network(context)
         real_index = subset_index(len(reference), n, np.random.default_rng([self.seed, 4]))
         real_images = as_images(reference.x[real_index], reference.schema)
-        synthetic_images = as_images(synthetic.x[subset_index(len(synthetic), n, np.random.default_rng([self.seed, 3]))],
-                                     synthetic.schema)
+        synthetic_images = as_images(
+            synthetic.x[subset_index(len(synthetic), n, np.random.default_rng([self.seed, 3]))], synthetic.schema
+        )
         with torch_threads(self.threads or available_cores()) if device == "cpu" else contextlib.nullcontext():
             real = cached_arrays(
-                context.cache_dir, "prdc", f"real-{content_key(PREPROCESSING_VERSION, weights_sha256, real_images)}",
+                context.cache_dir,
+                "prdc",
+                f"real-{content_key(PREPROCESSING_VERSION, weights_sha256, real_images)}",
                 lambda: {"features": features_of(real_images, network, self.batch_size, device)},
             )["features"]
             fake = features_of(synthetic_images, network, self.batch_size, device, context.progress)

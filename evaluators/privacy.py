@@ -59,11 +59,17 @@ COPY_DISTANCE = 1e-6
 def _metrics() -> dict[str, MetricSpec]:
     q, d = MetricSpec.quality, MetricSpec.diagnostic
     return {
-        "dcr_share": q(Direction.LOWER, "share of synthetic rows closer to a training row than to a holdout row (ties ½)"),
+        "dcr_share": q(
+            Direction.LOWER, "share of synthetic rows closer to a training row than to a holdout row (ties ½)"
+        ),
         "dcr_copies": q(Direction.LOWER, "share of synthetic rows that are exact copies of a training row"),
         "dcr_copies_null": d("share of fresh real rows (reference test rows) that equal a training row"),
-        "dcr_p5": q(Direction.HIGHER, "5th percentile of the distance from a synthetic row to its closest training row"),
-        "nndr_p5": q(Direction.HIGHER, "5th percentile of closest / second-closest training-row distance of synthetic rows"),
+        "dcr_p5": q(
+            Direction.HIGHER, "5th percentile of the distance from a synthetic row to its closest training row"
+        ),
+        "nndr_p5": q(
+            Direction.HIGHER, "5th percentile of closest / second-closest training-row distance of synthetic rows"
+        ),
         "mia_auc": q(Direction.LOWER, "DOMIAS membership-inference AUC on members vs non-members (0.5: no signal)"),
         "mia_auc_low": d("lower end of the 95% CI of mia_auc (Hanley & McNeil)"),
         "mia_auc_high": d("upper end of the 95% CI of mia_auc (Hanley & McNeil)"),
@@ -100,7 +106,9 @@ class OutputPrivacy:
         rng = np.random.default_rng([context.seed, 0x5EC])
         members, non_members, reference = class_matched(real_train, real_test, self.max_rows, rng)
         if len(members) < 2:
-            raise ValueError("too few test rows per class for a holdout: the privacy evaluator needs test rows of each class")
+            raise ValueError(
+                "too few test rows per class for a holdout: the privacy evaluator needs test rows of each class"
+            )
         kept = rng.permutation(len(synthetic))[: 2 * self.max_rows]
 
         def features(data: LabelledData, index: np.ndarray) -> np.ndarray:
@@ -123,21 +131,23 @@ class OutputPrivacy:
         domias = np.log(d_ref + 1e-6) - np.log(d_syn + 1e-6)
         auc = float(roc_auc_score(is_member, domias))
         low, high = hanley_mcneil_interval(auc, len(mem), len(non))
-        return Evaluation({
-            "dcr_share": share,
-            "dcr_copies": float(np.mean(closest <= COPY_DISTANCE)),
-            "dcr_copies_null": copies_null,
-            "dcr_p5": float(np.percentile(closest, 5)),
-            "nndr_p5": float(np.percentile(ratio, 5)),
-            "mia_auc": auc,
-            "mia_auc_low": low,
-            "mia_auc_high": high,
-            "mia_tpr_at_fpr_1pct": tpr_at_fpr(domias[is_member == 1], domias[is_member == 0], 0.01),
-            "mia_tpr_at_fpr_01pct": tpr_at_fpr(domias[is_member == 1], domias[is_member == 0], 0.001),
-            "gan_leaks_auc": float(roc_auc_score(is_member, -d_syn)),
-            "mia_rows": float(len(mem)),
-            "time_s": time.perf_counter() - started,
-        })
+        return Evaluation(
+            {
+                "dcr_share": share,
+                "dcr_copies": float(np.mean(closest <= COPY_DISTANCE)),
+                "dcr_copies_null": copies_null,
+                "dcr_p5": float(np.percentile(closest, 5)),
+                "nndr_p5": float(np.percentile(ratio, 5)),
+                "mia_auc": auc,
+                "mia_auc_low": low,
+                "mia_auc_high": high,
+                "mia_tpr_at_fpr_1pct": tpr_at_fpr(domias[is_member == 1], domias[is_member == 0], 0.01),
+                "mia_tpr_at_fpr_01pct": tpr_at_fpr(domias[is_member == 1], domias[is_member == 0], 0.001),
+                "gan_leaks_auc": float(roc_auc_score(is_member, -d_syn)),
+                "mia_rows": float(len(mem)),
+                "time_s": time.perf_counter() - started,
+            }
+        )
 
 
 def closer_share(to_train: np.ndarray, to_holdout: np.ndarray) -> float:
@@ -157,7 +167,9 @@ def nearest(points: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
 def hanley_mcneil_interval(auc: float, positives: int, negatives: int, confidence: float = 0.95) -> tuple[float, float]:
     """The normal-approximation CI of an AUC by Hanley & McNeil (1982), eq. 2."""
     q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
-    variance = (auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)) / (positives * negatives)
+    variance = (auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)) / (
+        positives * negatives
+    )
     half = float(stats.norm.ppf(0.5 + confidence / 2)) * math.sqrt(max(variance, 0.0))
     return max(0.0, auc - half), min(1.0, auc + half)
 

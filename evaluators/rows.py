@@ -32,7 +32,9 @@ def distance_features(data: LabelledData, reference: LabelledData) -> np.ndarray
         elif column.kind == ColumnKind.BINARY:
             columns.append(values[:, None])
         else:
-            low, high = column.bounds if column.bounds is not None else (reference.x[:, j].min(), reference.x[:, j].max())
+            low, high = (
+                column.bounds if column.bounds is not None else (reference.x[:, j].min(), reference.x[:, j].max())
+            )
             columns.append(((np.clip(values, low, high) - low) / max(high - low, 1e-12))[:, None])
     columns.append(_one_hot(data.y.astype(np.float64), data.schema.n_classes))
     return np.hstack(columns)

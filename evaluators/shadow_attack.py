@@ -47,7 +47,9 @@ from evaluators.rows import class_matched, distance_features, in_class_mix, is_t
 def _metrics() -> dict[str, MetricSpec]:
     q, d = MetricSpec.quality, MetricSpec.diagnostic
     return {
-        "shadow_auc": q(Direction.LOWER, "shadow-model membership-inference AUC on members vs non-members (0.5: no signal)"),
+        "shadow_auc": q(
+            Direction.LOWER, "shadow-model membership-inference AUC on members vs non-members (0.5: no signal)"
+        ),
         "shadow_auc_low": d("lower end of the 95% CI of shadow_auc (Hanley & McNeil)"),
         "shadow_auc_high": d("upper end of the 95% CI of shadow_auc (Hanley & McNeil)"),
         "shadow_tpr_at_fpr_1pct": q(Direction.LOWER, "shadow-model attack's true-positive rate at 1% false positives"),
@@ -61,9 +63,11 @@ def _metrics() -> dict[str, MetricSpec]:
 @dataclass(frozen=True)
 class ShadowModelAttack:
     name: str = "shadow-mia"
-    description: str = ("membership inference by shadow models: the run's method refitted on reference rows plus half "
-                        "the candidates, a classifier of nearest-synthetic-row distances learnt from the shadows; "
-                        "lower AUC is better")
+    description: str = (
+        "membership inference by shadow models: the run's method refitted on reference rows plus half "
+        "the candidates, a classifier of nearest-synthetic-row distances learnt from the shadows; "
+        "lower AUC is better"
+    )
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE})
     shadows: int = 8
     max_targets: int = 200  # members (= non-members), class-matched
@@ -87,8 +91,10 @@ class ShadowModelAttack:
         self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
     ) -> Evaluation:
         if context.shadow_fit is None:
-            raise ValueError("shadow-mia refits the run's method: run it in a cell (--evaluators shadow-mia) or "
-                             "through `python -m bench evaluate`, which rebuild the method from the run")
+            raise ValueError(
+                "shadow-mia refits the run's method: run it in a cell (--evaluators shadow-mia) or "
+                "through `python -m bench evaluate`, which rebuild the method from the run"
+            )
         started = time.perf_counter()
         rng = np.random.default_rng([context.seed, 0x5AD0])
         members, non_members, _ = class_matched(real_train, real_test, self.max_targets, rng)
@@ -116,20 +122,23 @@ class ShadowModelAttack:
         inside = np.stack(shadow_in)[:, :, None].astype(float)  # shadows × targets × 1
         training = [per_target(f, stacked, inside, leave_out=k) for k, f in enumerate(stacked)]
         attack = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(
-            np.vstack(training), np.concatenate(shadow_in).astype(int))
+            np.vstack(training), np.concatenate(shadow_in).astype(int)
+        )
         scores = attack.decision_function(per_target(features(synthetic), stacked, inside))
         auc = float(roc_auc_score(is_member, scores))
         low, high = hanley_mcneil_interval(auc, len(members), len(non_members))
-        return Evaluation({
-            "shadow_auc": auc,
-            "shadow_auc_low": low,
-            "shadow_auc_high": high,
-            "shadow_tpr_at_fpr_1pct": tpr_at_fpr(scores[is_member == 1], scores[is_member == 0], 0.01),
-            "shadow_targets": float(len(members)),
-            "shadow_fits": float(self.shadows),
-            "shadow_rows": float(len(reference) + int(np.mean([c.sum() for c in shadow_in]))),
-            "time_s": time.perf_counter() - started,
-        })
+        return Evaluation(
+            {
+                "shadow_auc": auc,
+                "shadow_auc_low": low,
+                "shadow_auc_high": high,
+                "shadow_tpr_at_fpr_1pct": tpr_at_fpr(scores[is_member == 1], scores[is_member == 0], 0.01),
+                "shadow_targets": float(len(members)),
+                "shadow_fits": float(self.shadows),
+                "shadow_rows": float(len(reference) + int(np.mean([c.sum() for c in shadow_in]))),
+                "time_s": time.perf_counter() - started,
+            }
+        )
 
 
 def per_target(values: np.ndarray, shadows: np.ndarray, inside: np.ndarray, leave_out: int | None = None) -> np.ndarray:

@@ -144,7 +144,11 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
             h, totals = histograms.fill(w)
             level, stump = self._stump(h, totals, splittable, levels)
             feature, _, left_class, right_class = stump
-            predicted = np.where(codes[:, feature] <= level, left_class, right_class) if feature >= 0 else np.full(n, left_class)
+            predicted = (
+                np.where(codes[:, feature] <= level, left_class, right_class)
+                if feature >= 0
+                else np.full(n, left_class)
+            )
             incorrect = predicted != y
             error = float(np.average(incorrect, weights=w))
             if error <= 0:
@@ -153,7 +157,9 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
                 break
             if error >= 1.0 - 1.0 / k:
                 if not stumps:
-                    raise ValueError("BaseClassifier in AdaBoostClassifier ensemble is worse than random, ensemble can not be fit.")
+                    raise ValueError(
+                        "BaseClassifier in AdaBoostClassifier ensemble is worse than random, ensemble can not be fit."
+                    )
                 break
             alpha = self.learning_rate * (math.log((1.0 - error) / error) + math.log(k - 1.0))
             stumps.append(stump)

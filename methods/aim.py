@@ -41,6 +41,7 @@ with __import__("warnings").catch_warnings():
     __import__("warnings").simplefilter("ignore")
     from mbi.junction_tree import hypothetical_model_size
 
+
 @dataclass(frozen=True)
 class AIMParams:
     workload_degree: int
@@ -113,16 +114,25 @@ class AIM:
             eligible = [c for c in candidates if hypothetical_model_size(domain, cliques + [c]) <= size_limit]
             noise_std = multiplier * COUNT_L2_SENSITIVITY
             estimates = model_marginals(
-                model, eligible, index, SAMPLE_FACTOR * data.n_rows, context.stream_seed(f"model-marginals-round-{len(cliques)}")
+                model,
+                eligible,
+                index,
+                SAMPLE_FACTOR * data.n_rows,
+                context.stream_seed(f"model-marginals-round-{len(cliques)}"),
             )
             # score wᵣ (‖Mᵣ(D) − Mᵣ(model)‖₁ − √(2/π) σ nᵣ), AIM (McKenna et al. 2022) Alg. 2;
             # the handle derives its sensitivity, 2 · max wᵣ
-            chosen = eligible[data.select(
-                "round selection (exponential mechanism on weighted L1 errors)",
-                [measurer.query(c) for c in eligible], [estimates[c] for c in eligible], epsilon=selection_epsilon,
-                rng=rng, weights=[candidates[c] for c in eligible],
-                offsets=[math.sqrt(2 / math.pi) * noise_std * sizes[c] for c in eligible],
-            )]
+            chosen = eligible[
+                data.select(
+                    "round selection (exponential mechanism on weighted L1 errors)",
+                    [measurer.query(c) for c in eligible],
+                    [estimates[c] for c in eligible],
+                    epsilon=selection_epsilon,
+                    rng=rng,
+                    weights=[candidates[c] for c in eligible],
+                    offsets=[math.sqrt(2 / math.pi) * noise_std * sizes[c] for c in eligible],
+                )
+            ]
             measurements += measurer.measure([chosen], multiplier, "selected marginal")
             cliques.append(chosen)
             before = estimates[chosen]

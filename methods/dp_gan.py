@@ -80,24 +80,37 @@ class DPGanParams:
 HYPERPARAMETERS = HyperParameters(
     DPGanParams,
     defaults={
-        "epochs": Setting(20, "documented choice: expected passes over the data (the seeds give none for tabular GANs)"),
+        "epochs": Setting(
+            20, "documented choice: expected passes over the data (the seeds give none for tabular GANs)"
+        ),
         "batch_size": Setting(64, "documented choice: expected Poisson batch (q = batch/n)"),
         "max_grad_norm": Setting(1.0, "documented choice: per-sample clipping norm (Opacus examples)"),
         "lr_discriminator": Setting(2e-4, "documented choice: Adam 2e-4, β = (0.5, 0.999) (DCGAN defaults)"),
         "lr_generator": Setting(2e-4, "documented choice: Adam 2e-4, β = (0.5, 0.999) (DCGAN defaults)"),
-        "noise_dim": Setting(10, "as the seeds' tabular generators "
-            "(github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"),
-        "hidden": Setting("4d-2d", "generator widths as the seeds' tabular generators "
-            "(github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"),
-        "discriminator_hidden": Setting("2d-1d", "documented choice: LeakyReLU(0.2) MLP, no BatchNorm (per-sample gradients)"),
+        "noise_dim": Setting(
+            10, "as the seeds' tabular generators (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)"
+        ),
+        "hidden": Setting(
+            "4d-2d",
+            "generator widths as the seeds' tabular generators "
+            "(github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py)",
+        ),
+        "discriminator_hidden": Setting(
+            "2d-1d", "documented choice: LeakyReLU(0.2) MLP, no BatchNorm (per-sample gradients)"
+        ),
         "label_share": Setting(0.1, "dp-cgan: share of ε (and δ/2) for the class proportions when they are not public"),
     },
     per_dataset={
         "gmm2d": {
-            "hidden": Setting("200-500-500-200", "the 2-D generator of the mean-embedding methods "
-                "(github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py)"),
+            "hidden": Setting(
+                "200-500-500-200",
+                "the 2-D generator of the mean-embedding methods "
+                "(github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py)",
+            ),
             "discriminator_hidden": Setting("200-200", "documented choice for 2-D data"),
-            "batch_size": Setting(500, "the 2-D batch of the seeds' code (github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py)"),
+            "batch_size": Setting(
+                500, "the 2-D batch of the seeds' code (github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py)"
+            ),
             "epochs": Setting(10, "documented choice: 1,800 DP-SGD steps on 90,000 rows"),
             "noise_dim": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: d_code 5"),
         },
@@ -106,7 +119,6 @@ HYPERPARAMETERS = HyperParameters(
     },
     profiles={"smoke": {"epochs": 1, "batch_size": 256}},
 )
-
 
 
 class Generator(nn.Module):
@@ -158,7 +170,9 @@ def generator_gradient(net: Generator, critic: nn.Module, size: int, labels: tor
     """Non-saturating generator loss −log D(G(z)); backpropagates into the generator. Its inputs
     are the two networks and the labels to generate — no real rows."""
     x, one_hot = _fake_batch(net, size, labels)
-    loss = nn.functional.binary_cross_entropy_with_logits(_logits(critic, x, one_hot), torch.ones(size, device=x.device))
+    loss = nn.functional.binary_cross_entropy_with_logits(
+        _logits(critic, x, one_hot), torch.ones(size, device=x.device)
+    )
     loss.backward()
     return loss.detach()
 
@@ -166,8 +180,9 @@ def generator_gradient(net: Generator, critic: nn.Module, size: int, labels: tor
 def real_loss(model: nn.Module, x: torch.Tensor, one_hot: torch.Tensor) -> torch.Tensor:
     """The discriminator's loss on a real batch, summed over its rows (the handle clips each row's
     gradient of it): −log D(x)."""
-    return nn.functional.binary_cross_entropy_with_logits(_logits(model, x, one_hot), torch.ones(len(x), device=x.device),
-                                                          reduction="sum")
+    return nn.functional.binary_cross_entropy_with_logits(
+        _logits(model, x, one_hot), torch.ones(len(x), device=x.device), reduction="sum"
+    )
 
 
 def discriminator_step(training: DPSGDTraining, fake_x: torch.Tensor, fake_one_hot: torch.Tensor) -> None:
@@ -230,8 +245,12 @@ class DPGan:
         if self.conditional:
             public = data.schema.public_fact("class_proportions") is not None
             share = p.label_share
-            sigma = 0.0 if public else ledger.calibrate_gaussian(
-                1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2
+            sigma = (
+                0.0
+                if public
+                else ledger.calibrate_gaussian(
+                    1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2
+                )
             )
             proportions = release_proportions(data, context, sigma).float()
 
@@ -247,16 +266,25 @@ class DPGan:
         optimiser_d = torch.optim.Adam(critic.parameters(), lr=p.lr_discriminator, betas=betas)
 
         def encode(rows: LabelledData) -> tuple[torch.Tensor, torch.Tensor]:
-            return (torch.as_tensor(space.encode(rows.x)),
-                    nn.functional.one_hot(torch.as_tensor(rows.y, dtype=torch.long), n_classes).float())
+            return (
+                torch.as_tensor(space.encode(rows.x)),
+                nn.functional.one_hot(torch.as_tensor(rows.y, dtype=torch.long), n_classes).float(),
+            )
 
         # charged before any real row is touched, under replace-one: a replaced row can move
         # the clipped sum by 2C (bench.privacy.replace_one), not C as Opacus' accountants assume
         training = data.dp_sgd(
             f"discriminator DP-SGD ({steps} steps, Poisson q = {1.0 / steps_per_epoch:.4g}, clipping norm {clip:g})",
-            critic, optimiser_d, encode, clipping_norm=clip, epochs=p.epochs, steps_per_epoch=steps_per_epoch,
-            expected_batch=batch, noise_rng=context.torch_rng("dp-sgd-noise"),
-            batch_rng=context.torch_rng("poisson-batches"), device=device,
+            critic,
+            optimiser_d,
+            encode,
+            clipping_norm=clip,
+            epochs=p.epochs,
+            steps_per_epoch=steps_per_epoch,
+            expected_batch=batch,
+            noise_rng=context.torch_rng("dp-sgd-noise"),
+            batch_rng=context.torch_rng("poisson-batches"),
+            device=device,
         )
         label_rng = context.torch_rng("generated-labels")
         for done in training.steps():

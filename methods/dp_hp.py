@@ -86,7 +86,13 @@ class DPHermiteParams:
 
 
 def _table6(
-    batch_fraction: float, prod_order: int, prod_dims: int, sum_order: int, gamma: float, epochs: int, code_note: str = ""
+    batch_fraction: float,
+    prod_order: int,
+    prod_dims: int,
+    sum_order: int,
+    gamma: float,
+    epochs: int,
+    code_note: str = "",
 ) -> dict[str, Setting]:
     """A row of DP-HP's Table 6 (DP-HP (arXiv:2106.05042) Sec. 5.3 and App. G.3, (1, 1e-5)-DP tabular classification), with
     the epochs of the authors' grid (the paper gives none) and the tabular code's constants."""
@@ -98,7 +104,10 @@ def _table6(
         "prod_dims": Setting(prod_dims, f"{table}: prod dimension"),
         "sum_order": Setting(sum_order, f"{table}: order hermite (sum){note}"),
         "gamma": Setting(gamma, f"{table}: gamma (weights the product term){note}"),
-        "epochs": Setting(epochs, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid: epochs (absent from Table 6)"),
+        "epochs": Setting(
+            epochs,
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid: epochs (absent from Table 6)",
+        ),
     }
 
 
@@ -117,13 +126,18 @@ def _table4(
         "sum_order": Setting(100, f"{table}: order hermite 100"),
         "gamma": Setting(gamma, f"{table}: gamma"),
         "sum_share": Setting(0.5, f"{code}: split rate 0.5"),
-        "epochs": Setting(20, "Table 4 gives no epochs; DP-HP (arXiv:2106.05042) Table 5's γ ablation used 8, which "
+        "epochs": Setting(
+            20,
+            "Table 4 gives no epochs; DP-HP (arXiv:2106.05042) Table 5's γ ablation used 8, which "
             "leaves this generator undertrained (3-way TV the same from ε = 0.1 to ∞; 20 epochs: 0.49 → 0.39, preset "
-            "dphp-gaps), and the authors' code needs 20 to reach Table 1 (issue 19)"),
+            "dphp-gaps), and the authors' code needs 20 to reach Table 1 (issue 19)",
+        ),
         "lr": Setting(1e-4, f"{code}: Adam lr 1e-4"),
         "noise_dim": Setting(5, f"{code}: input noise dim 5"),
         # D = the table's columns, not the encoded width: one-hot (sound) would make it 400 × 117
-        "hidden": Setting(f"{400 * columns}-{100 * columns}", f"{code}: 5 → 400·D → 100·D → D (D = {columns}), BN + ReLU"),
+        "hidden": Setting(
+            f"{400 * columns}-{100 * columns}", f"{code}: 5 → 400·D → 100·D → D (D = {columns}), BN + ReLU"
+        ),
     }
 
 
@@ -143,13 +157,19 @@ def _table9(dataset: str, length_sq: float, gamma: float, architecture: str) -> 
         "gamma_on": Setting("sum", f"{code}: γ multiplies the sum loss"),
         "sum_share": Setting(0.8, f"{code}: ε split 0.8/0.2 (sum/product), δ/2 each"),
         "batch_size": Setting(200, f"{table}: mini-batch 200 (300 steps per epoch)"),
-        "batch_fraction": Setting(None, f"DP-HP (arXiv:2106.05042) Table 9 ({dataset}): a fixed batch of 200, not a fraction"),
+        "batch_fraction": Setting(
+            None, f"DP-HP (arXiv:2106.05042) Table 9 ({dataset}): a fixed batch of 200, not a fraction"
+        ),
         "epochs": Setting(10, f"{table}: 10 epochs"),
         "lr": Setting(1e-2, f"{table}: learning rate 0.01"),
         "lr_decay": Setting(0.9, f"{code}: StepLR 0.9 per epoch"),
         "noise_dim": Setting(5, f"{code}: d_code 5"),
-        "architecture": Setting(architecture, f"{table}: {'fully connected' if architecture == 'fc' else 'CNN + bilinear upsampling'}"),
-        "hidden": Setting("500-500" if architecture == "fc" else "500", f"{code}: gen-spec 500,500 (fc) / fc 500 (CNN)"),
+        "architecture": Setting(
+            architecture, f"{table}: {'fully connected' if architecture == 'fc' else 'CNN + bilinear upsampling'}"
+        ),
+        "hidden": Setting(
+            "500-500" if architecture == "fc" else "500", f"{code}: gen-spec 500,500 (fc) / fc 500 (CNN)"
+        ),
         "labels": Setting("uniform", f"{code}: uniform labels per batch; proportions not released"),
     }
 
@@ -161,26 +181,42 @@ HYPERPARAMETERS = HyperParameters(
         "prod_order": Setting(5, "DP-HP (arXiv:2106.05042) Table 6 (adult): order hermite prod 5"),
         "prod_dims": Setting(5, "DP-HP (arXiv:2106.05042) Table 6 (adult): prod dimension 5"),
         "gamma": Setting(0.1, "DP-HP (arXiv:2106.05042) Table 6 (adult): gamma 0.1"),
-        "gamma_on": Setting("prod", "DP-HP (arXiv:2106.05042) eq. 16; "
-            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py weights the product term"),
-        "prod_target_scale": Setting(1.0, "1 = the product target is the released mean embedding (DP-HP (arXiv:2106.05042) "
+        "gamma_on": Setting(
+            "prod",
+            "DP-HP (arXiv:2106.05042) eq. 16; "
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py weights the product term",
+        ),
+        "prod_target_scale": Setting(
+            1.0,
+            "1 = the product target is the released mean embedding (DP-HP (arXiv:2106.05042) "
             "eq. 15). github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py divides the real product sum by the batch "
             "size instead of n, a factor n/B (180 on gmm2d) that makes the product loss reward generated points in dense "
-            "regions; set it to reproduce that script (a constant on the released target: post-processing, no privacy cost)"),
-        "sum_share": Setting(0.6, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: split-eps-rate 0.6 for the sum part"),
-        "sum_length_sq": Setting(
-            None, "None = per coordinate ((1 − 1/√2) × public range)²; else ℓ² for every coordinate (DP-HP (arXiv:2106.05042) Table 9's "
-            "'kernel length' = ℓ² in github.com/ParkLabML/DP-HP dp_mehp/all_aux_files.py find_rho)"
+            "regions; set it to reproduce that script (a constant on the released target: post-processing, no privacy cost)",
         ),
-        "prod_length_sq": Setting(None, "None = as the sum kernel's per-coordinate ℓ² ("
-            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: uses the same ρ_d)"),
+        "sum_share": Setting(
+            0.6,
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: split-eps-rate 0.6 for the sum part",
+        ),
+        "sum_length_sq": Setting(
+            None,
+            "None = per coordinate ((1 − 1/√2) × public range)²; else ℓ² for every coordinate (DP-HP (arXiv:2106.05042) Table 9's "
+            "'kernel length' = ℓ² in github.com/ParkLabML/DP-HP dp_mehp/all_aux_files.py find_rho)",
+        ),
+        "prod_length_sq": Setting(
+            None,
+            "None = as the sum kernel's per-coordinate ℓ² ("
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: uses the same ρ_d)",
+        ),
         "length_scale_rule": Setting(
             "public-range",
             "public-range = (1 − 1/√2) × each coordinate's public range, when sum_length_sq is None; median-heuristic = "
             "the seeds' rule (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py heuristic_for_length_scale: "
             "ℓ_d = median |x_i − x_j| over 500 rows), which reads the private rows uncharged: an ablation for --eps inf only",
-            rule=Rule(choices=("public-range", "median-heuristic"), non_private_only=("median-heuristic",),
-                      non_private_reason="it reads the private rows without charging them, as the seeds' code does"),
+            rule=Rule(
+                choices=("public-range", "median-heuristic"),
+                non_private_only=("median-heuristic",),
+                non_private_reason="it reads the private rows without charging them, as the seeds' code does",
+            ),
         ),
         "kernel_inputs": Setting(
             "raw",
@@ -203,41 +239,84 @@ HYPERPARAMETERS = HyperParameters(
             "per-class = each class's product mean embedding (DP-HP (arXiv:2106.05042) eq. 15); unconditional = "
             "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py, whose per-class loop sums all of "
             "X_train into every class's product target: an ablation for --eps inf only (its sensitivity is not derived here)",
-            rule=Rule(choices=("per-class", "unconditional"), non_private_only=("unconditional",),
-                      non_private_reason="the seeds' unconditional product target has no derived sensitivity here"),
+            rule=Rule(
+                choices=("per-class", "unconditional"),
+                non_private_only=("unconditional",),
+                non_private_reason="the seeds' unconditional product target has no derived sensitivity here",
+            ),
         ),
-        "epochs": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid (adult: 20 epochs)"),
+        "epochs": Setting(
+            20, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py grid (adult: 20 epochs)"
+        ),
         "batch_fraction": Setting(0.1, "DP-HP (arXiv:2106.05042) Table 6 (adult): batch rate 0.1"),
         "batch_size": Setting(None, "None = batch_fraction × n; the 2-D and image code use a fixed batch"),
         "lr": Setting(1e-2, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: Adam lr 0.01"),
-        "lr_decay": Setting(1.0, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: no scheduler"),
-        "noise_dim": Setting(10, "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: 10 noise dims (+ label; one-hot here, see README)"),
-        "hidden": Setting("4c-2c", "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: hidden layers 4·D and 2·D with BN + ReLU, D = the table's columns"),
-        "architecture": Setting("fc", "DP-HP (arXiv:2106.05042) Table 9 and "
-            "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: fully connected (tabular, MNIST); conv = CNN + bilinear upsampling"),
-        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: ConvCondGen n_channels 16,8"),
+        "lr_decay": Setting(
+            1.0, "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py: no scheduler"
+        ),
+        "noise_dim": Setting(
+            10,
+            "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: 10 noise dims (+ label; one-hot here, see README)",
+        ),
+        "hidden": Setting(
+            "4c-2c",
+            "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: hidden layers 4·D and 2·D with BN + ReLU, D = the table's columns",
+        ),
+        "architecture": Setting(
+            "fc",
+            "DP-HP (arXiv:2106.05042) Table 9 and "
+            "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: fully connected (tabular, MNIST); conv = CNN + bilinear upsampling",
+        ),
+        "conv_channels": Setting(
+            "16-8", "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: ConvCondGen n_channels 16,8"
+        ),
         "conv_kernel": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: kernel sizes 5,5"),
-        "labels": Setting("released", "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py "
-            "releases class proportions with the sum part"),
+        "labels": Setting(
+            "released",
+            "github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py "
+            "releases class proportions with the sum part",
+        ),
     },
     per_dataset={
         "gmm2d": {
-            "sum_order": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: order 20 "
-                "(DP-HP Sec. 5.1's order 25 does not fit its feature count)"),
-            "prod_order": Setting(20, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: order 20 for both kernels"),
-            "prod_dims": Setting(2, "DP-HP (arXiv:2106.05042) Sec. 5.1: no dimension subsampling (product over both dims)"),
-            "gamma": Setting(10.0, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: loss = loss_prod + 10·loss_sum"),
-            "gamma_on": Setting("sum", "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: the 10 multiplies the sum loss"),
-            "sum_share": Setting(0.5, "DP-HP (arXiv:2106.05042) App. G.2: ε/2 each (the 2-D code adds no noise; the γ ablation's split)"),
-            "sum_length_sq": Setting(10.0, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: ℓ²_sum = 10 (ρ = 0.0499)"),
-            "prod_length_sq": Setting(0.5, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: ℓ²_prod = 0.5 (ρ = 0.618)"),
+            "sum_order": Setting(
+                20,
+                "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: order 20 "
+                "(DP-HP Sec. 5.1's order 25 does not fit its feature count)",
+            ),
+            "prod_order": Setting(
+                20, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: order 20 for both kernels"
+            ),
+            "prod_dims": Setting(
+                2, "DP-HP (arXiv:2106.05042) Sec. 5.1: no dimension subsampling (product over both dims)"
+            ),
+            "gamma": Setting(
+                10.0, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: loss = loss_prod + 10·loss_sum"
+            ),
+            "gamma_on": Setting(
+                "sum", "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: the 10 multiplies the sum loss"
+            ),
+            "sum_share": Setting(
+                0.5, "DP-HP (arXiv:2106.05042) App. G.2: ε/2 each (the 2-D code adds no noise; the γ ablation's split)"
+            ),
+            "sum_length_sq": Setting(
+                10.0, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: ℓ²_sum = 10 (ρ = 0.0499)"
+            ),
+            "prod_length_sq": Setting(
+                0.5, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: ℓ²_prod = 0.5 (ρ = 0.618)"
+            ),
             "epochs": Setting(100, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: 100 epochs"),
             "batch_size": Setting(500, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: batch 500"),
             "batch_fraction": Setting(None, "DP-HP (arXiv:2106.05042) 2-D code: a fixed batch of 500, not a fraction"),
             "lr": Setting(1e-2, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: Adam lr 0.01"),
-            "lr_decay": Setting(0.9, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: StepLR γ = 0.9 per epoch"),
+            "lr_decay": Setting(
+                0.9, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: StepLR γ = 0.9 per epoch"
+            ),
             "noise_dim": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: d_code 5"),
-            "hidden": Setting("200-500-500-200", "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: FCCondGen 200-500-500-200"),
+            "hidden": Setting(
+                "200-500-500-200",
+                "github.com/ParkLabML/DP-HP dp_mehp/dp_mehp_synth_data_2d.py: FCCondGen 200-500-500-200",
+            ),
         },
         "adult": _table6(0.1, 5, 5, 100, 0.1, 20),
         "adult-dphp": _table6(0.1, 5, 5, 100, 0.1, 20),  # the same table, as DP-HP's code reads it
@@ -261,13 +340,22 @@ HYPERPARAMETERS = HyperParameters(
     },
     per_dataset_non_private={
         "mnist": {"gamma": Setting(5.0, "DP-HP (arXiv:2106.05042) Table 9 (MNIST non-priv): gamma 5 on the sum loss")},
-        "fashion-mnist": {"gamma": Setting(20.0, "DP-HP (arXiv:2106.05042) Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")},
+        "fashion-mnist": {
+            "gamma": Setting(20.0, "DP-HP (arXiv:2106.05042) Table 9 (FashionMNIST non-priv): gamma 20 on the sum loss")
+        },
     },
     # batch_fraction none: the smoke batch is 200 rows on every dataset (batch_rows lets a fraction win)
-    profiles={"smoke": {
-        "sum_order": 10, "prod_order": 3, "prod_dims": 2, "epochs": 2, "batch_size": 200, "batch_fraction": None,
-        "hidden": "2d-2d",
-    }},
+    profiles={
+        "smoke": {
+            "sum_order": 10,
+            "prod_order": 3,
+            "prod_dims": 2,
+            "epochs": 2,
+            "batch_size": 200,
+            "batch_fraction": None,
+            "hidden": "2d-2d",
+        }
+    },
 )
 
 
@@ -376,7 +464,9 @@ def draw_coordinates(dimension: int, k: int, rng: np.random.Generator) -> tuple[
 @dataclass(frozen=True)
 class DPHermite:
     name: str = "dp-hp"
-    description: str = "DP-HP: Hermite-polynomial sum + subsampled product kernel embeddings, generator trained to match"
+    description: str = (
+        "DP-HP: Hermite-polynomial sum + subsampled product kernel embeddings, generator trained to match"
+    )
     data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
     private: bool = True
     # fits at 1 and 2 threads agree bit for bit on adult at the paper's settings, both protocols
@@ -414,10 +504,14 @@ class DPHermite:
 
         if p.length_scale_rule == "median-heuristic":
             if context.budget.is_private:
-                raise ValueError("dp-hp.length_scale_rule=median-heuristic reads the private rows without charging them "
-                                 "(the seeds' code does); it is an ablation for --eps inf only")
-            sum_l2 = prod_l2 = data.uncharged("the seeds' median-heuristic length scales", lambda rows: median_heuristic_sq(
-                space.encode(rows.x), context.rng("length scales")))
+                raise ValueError(
+                    "dp-hp.length_scale_rule=median-heuristic reads the private rows without charging them "
+                    "(the seeds' code does); it is an ablation for --eps inf only"
+                )
+            sum_l2 = prod_l2 = data.uncharged(
+                "the seeds' median-heuristic length scales",
+                lambda rows: median_heuristic_sq(space.encode(rows.x), context.rng("length scales")),
+            )
         else:
             sum_l2 = length_scales_sq(space, p.sum_length_sq)
             prod_l2 = length_scales_sq(space, p.prod_length_sq) if p.prod_length_sq is not None else sum_l2
@@ -433,8 +527,11 @@ class DPHermite:
         shift = None
         if p.kernel_inputs == "centred":  # a public constant: the kernels see z − shift, real and generated rows alike
             shift = torch.as_tensor(space.coordinate_midpoints(), dtype=torch.float64, device=device)
-            ledger.use_public_fact("kernel input shift", "the middle of each coordinate's public range",
-                                   "a function of the schema's public bounds, never of the rows")
+            ledger.use_public_fact(
+                "kernel input shift",
+                "the middle of each coordinate's public range",
+                "a function of the schema's public bounds, never of the rows",
+            )
 
         def encode(rows: LabelledData) -> torch.Tensor:  # each row on its own: the handle checks it
             z = torch.as_tensor(space.encode(rows.x), device=device)
@@ -443,32 +540,61 @@ class DPHermite:
         noise_rng = context.torch_rng("embedding-noise")
 
         if p.prod_target_rule == "unconditional" and context.budget.is_private:
-            raise ValueError("dp-hp.prod_target_rule=unconditional (the seeds' tabular code) has no derived sensitivity "
-                             "here; it is an ablation for --eps inf only")
+            raise ValueError(
+                "dp-hp.prod_target_rule=unconditional (the seeds' tabular code) has no derived sensitivity "
+                "here; it is an ablation for --eps inf only"
+            )
 
-        def release(kernel, elements_per_row: int, sigma: float, what: str, unconditional: bool = False) -> torch.Tensor:
+        def release(
+            kernel, elements_per_row: int, sigma: float, what: str, unconditional: bool = False
+        ) -> torch.Tensor:
             # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F): the handle
             # checks the kernel's class sums against the clipped per-row features and derives 2/m
             if unconditional:  # ε = ∞ only (refused above): every class's row holds the sum over all rows
-                embedding = data.uncharged("the seeds' unconditional product target", lambda rows: embedding_sum(
-                    kernel.class_sums, encode(rows), torch.zeros(m, dtype=torch.long, device=device), n_classes,
-                    elements_per_row)) / m
+                embedding = (
+                    data.uncharged(
+                        "the seeds' unconditional product target",
+                        lambda rows: embedding_sum(
+                            kernel.class_sums,
+                            encode(rows),
+                            torch.zeros(m, dtype=torch.long, device=device),
+                            n_classes,
+                            elements_per_row,
+                        ),
+                    )
+                    / m
+                )
                 embedding = embedding[:1].expand_as(embedding).contiguous()
-                noisy = ledger.gaussian(embedding, sensitivity=replace_one_l2(1.0, rows=m), noise_multiplier=sigma,
-                                        what=what, rng=noise_rng)
+                noisy = ledger.gaussian(
+                    embedding, sensitivity=replace_one_l2(1.0, rows=m), noise_multiplier=sigma, what=what, rng=noise_rng
+                )
             elif isinstance(kernel, HermiteProductKernel):
-                noisy = data.kronecker_sum(what, lambda rows: kernel.factors(encode(rows)), noise_multiplier=sigma,
-                                           rng=noise_rng, mean=True, chunk_rows=rows_per_chunk(elements_per_row))
+                noisy = data.kronecker_sum(
+                    what,
+                    lambda rows: kernel.factors(encode(rows)),
+                    noise_multiplier=sigma,
+                    rng=noise_rng,
+                    mean=True,
+                    chunk_rows=rows_per_chunk(elements_per_row),
+                )
             else:
                 noisy = data.structured_sum(
-                    what, lambda rows: kernel.row_features(encode(rows)),
+                    what,
+                    lambda rows: kernel.row_features(encode(rows)),
                     lambda rows: kernel.class_sums(encode(rows), torch.as_tensor(rows.y, device=device), n_classes),
-                    norm_bound=1.0, noise_multiplier=sigma, rng=noise_rng, mean=True,
-                    chunk_rows=rows_per_chunk(kernel.width), structured_chunk_rows=rows_per_chunk(elements_per_row))
+                    norm_bound=1.0,
+                    noise_multiplier=sigma,
+                    rng=noise_rng,
+                    mean=True,
+                    chunk_rows=rows_per_chunk(kernel.width),
+                    structured_chunk_rows=rows_per_chunk(elements_per_row),
+                )
             return (noisy / proportions[:, None]).float()
 
         sum_target = release(
-            sum_kernel, sum_kernel.elements_per_row(torch.device(device)), sigma_sum,
+            sum_kernel,
+            sum_kernel.elements_per_row(torch.device(device)),
+            sigma_sum,
             f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
         )
         product_what = (
@@ -496,8 +622,13 @@ class DPHermite:
                 return
             coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
             kernel = HermiteProductKernel(prod_rho, p.prod_order, coordinates)
-            target = release(kernel, kernel.elements_per_row(n_classes), sigma_prod, product_what.format(epoch + 1),
-                             unconditional=p.prod_target_rule == "unconditional")
+            target = release(
+                kernel,
+                kernel.elements_per_row(n_classes),
+                sigma_prod,
+                product_what.format(epoch + 1),
+                unconditional=p.prod_target_rule == "unconditional",
+            )
             generated = HermiteProductKernel(prod_rho.float(), kernel.order, coordinates, clip=False)
             product[:] = [ProductTarget(generated, target * p.prod_target_scale)]
 

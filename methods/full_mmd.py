@@ -57,21 +57,33 @@ class FullMMDParams:
 HYPERPARAMETERS = HyperParameters(
     FullMMDParams,
     defaults={
-        "length_scale": Setting(None, "None = √(d/6) × public ranges, as dp-merf (none in DP-HP (arXiv:2106.05042) Sec. 5.3)"),
+        "length_scale": Setting(
+            None, "None = √(d/6) × public ranges, as dp-merf (none in DP-HP (arXiv:2106.05042) Sec. 5.3)"
+        ),
         "epochs": Setting(10, "DP-HP (arXiv:2106.05042) Table 9: 10 epochs (DP-HP's image setting)"),
         "batch_size": Setting(200, "DP-HP (arXiv:2106.05042) Table 9: mini-batch 200"),
         "lr": Setting(1e-2, "DP-HP (arXiv:2106.05042) Table 9: lr 0.01"),
-        "lr_decay": Setting(0.9, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: StepLR 0.9 per epoch"),
+        "lr_decay": Setting(
+            0.9, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: StepLR 0.9 per epoch"
+        ),
         "noise_dim": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: d_code 5"),
         "architecture": Setting("fc", "methods/nets.py: fc or conv (images)"),
-        "hidden": Setting("4d-2d", "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: tabular hidden widths 4·D, 2·D"),
-        "conv_channels": Setting("16-8", "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: ConvCondGen n_channels 16,8"),
+        "hidden": Setting(
+            "4d-2d", "github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py: tabular hidden widths 4·D, 2·D"
+        ),
+        "conv_channels": Setting(
+            "16-8", "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: ConvCondGen n_channels 16,8"
+        ),
         "conv_kernel": Setting(5, "github.com/ParkLabML/DP-HP dp_mehp/prod_and_sum_kernel_image.py: kernel sizes 5,5"),
     },
     per_dataset={
         "mnist": _images("MNIST", "fc"),
         "fashion-mnist": _images("FashionMNIST", "conv"),
-        "gmm2d": {"hidden": Setting("200-500-500-200", "github.com/ParkLabML/DP-MERF code_balanced/README.md: the 2-D FCCondGen widths")},
+        "gmm2d": {
+            "hidden": Setting(
+                "200-500-500-200", "github.com/ParkLabML/DP-MERF code_balanced/README.md: the 2-D FCCondGen widths"
+            )
+        },
     },
     profiles={"smoke": {"epochs": 1, "batch_size": 100, "hidden": "2d-2d"}},
 )

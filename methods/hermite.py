@@ -22,6 +22,7 @@ import math
 
 import torch
 
+
 def rho_from_length_scale_sq(length_scale_sq: float | torch.Tensor) -> torch.Tensor:
     """ρ ∈ (0, 1) with ρ/(1−ρ²) = 1/(2ℓ²) (DP-HP (arXiv:2106.05042) footnote 4), the positive root written as
     2a/(1+√(1+4a²)), a = 1/(2ℓ²), which has no cancellation for large ℓ."""
@@ -113,5 +114,3 @@ def clip_feature_norm(phi: torch.Tensor) -> torch.Tensor:
     sensitivity bound then holds by construction, not only up to floating-point error."""
     norm = phi.norm(dim=-1, keepdim=True)
     return phi / norm.clamp(min=1.0)
-
-

@@ -191,7 +191,9 @@ class _SumClassSums(torch.autograd.Function):
         return torch.from_numpy(grad_x), None, None, None, None, None
 
 
-def sum_class_sums(x: torch.Tensor, labels: torch.Tensor, rho: torch.Tensor, order: int, n_classes: int, clip: bool) -> torch.Tensor:
+def sum_class_sums(
+    x: torch.Tensor, labels: torch.Tensor, rho: torch.Tensor, order: int, n_classes: int, clip: bool
+) -> torch.Tensor:
     """Σ_{i: yᵢ = c} φ(x_{i,d}) for every class c and coordinate d: a (K × D × order+1) tensor,
     differentiable in x (unclipped only); x on the CPU, float32 or float64."""
     numba.set_num_threads(min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))  # as torch: no oversubscription

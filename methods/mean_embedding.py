@@ -90,13 +90,15 @@ def release_proportions(data: PrivateData, context: FitContext, noise_multiplier
     if _label_mode(context) == "uniform":
         uniform = torch.full((schema.n_classes,), 1.0 / schema.n_classes, dtype=torch.float64)
         context.ledger.use_public_fact(
-            "class_proportions", f"uniform 1/{schema.n_classes}",
+            "class_proportions",
+            f"uniform 1/{schema.n_classes}",
             "assumed, not estimated: generated labels are uniform (the seeds' image code); no row is read",
         )
         return uniform
     (counts,) = data.counts(
         [CountQuery("class counts", lambda rows: rows.y, schema.n_classes)],
-        noise_multiplier=noise_multiplier, rng=context.torch_rng("class-proportions-noise"),
+        noise_multiplier=noise_multiplier,
+        rng=context.torch_rng("class-proportions-noise"),
     )
     noisy = torch.as_tensor(counts, dtype=torch.float64) / data.n_rows
     return noisy.clamp(min=1e-3)  # the authors' clamp of negative noisy proportions

@@ -28,6 +28,7 @@ from bench.core.data import DataKind
 from bench.api.contracts import FitContext
 from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, mbi
 
+
 @dataclass(frozen=True)
 class MSTParams:
     iterations: int
@@ -43,8 +44,12 @@ HYPERPARAMETERS = HyperParameters(
 
 
 def spanning_tree(
-    data: PrivateData, measurer: Measurer, estimated: dict[tuple[str, str], np.ndarray], attributes: list[str],
-    epsilon: float, rng: np.random.Generator,
+    data: PrivateData,
+    measurer: Measurer,
+    estimated: dict[tuple[str, str], np.ndarray],
+    attributes: list[str],
+    epsilon: float,
+    rng: np.random.Generator,
 ) -> list[tuple[str, str]]:
     """Kruskal's algorithm with each edge drawn by the handle's exponential mechanism among the
     edges joining two components, scored by the L1 error of the pair's true marginal against its
@@ -59,16 +64,23 @@ def spanning_tree(
     tree = []
     for _ in range(len(attributes) - 1):
         candidates = [e for e in estimated if root(e[0]) != root(e[1])]
-        chosen = candidates[data.select(
-            "spanning-tree edge (exponential mechanism on 2-way L1 errors)",
-            [measurer.query(e) for e in candidates], [estimated[e] for e in candidates], epsilon=epsilon, rng=rng,
-        )]
+        chosen = candidates[
+            data.select(
+                "spanning-tree edge (exponential mechanism on 2-way L1 errors)",
+                [measurer.query(e) for e in candidates],
+                [estimated[e] for e in candidates],
+                epsilon=epsilon,
+                rng=rng,
+            )
+        ]
         tree.append(chosen)
         component[root(chosen[0])] = root(chosen[1])
     return tree
 
 
-def independent_pair_tables(model: mbi.MarkovRandomField, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+def independent_pair_tables(
+    model: mbi.MarkovRandomField, pairs: list[tuple[str, str]]
+) -> dict[tuple[str, str], np.ndarray]:
     """Each pair's count vector under a model fitted to 1-way marginals only, which is a product
     distribution: total × p_a ⊗ p_b, exactly what ``model.project(pair)`` returns. mbi compiles
     one JAX program per projected pair; on census-discrete's 820 pairs that took tens of minutes

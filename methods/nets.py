@@ -98,15 +98,20 @@ class ConvolutionalConditionalGenerator(nn.Module):
         self.start = (channels[0], height // factor, width // factor)
         start_size = channels[0] * self.start[1] * self.start[2]
         self.fc = nn.Sequential(
-            nn.Linear(noise_dim + n_classes, fc_width), nn.BatchNorm1d(fc_width), nn.ReLU(),
-            nn.Linear(fc_width, start_size), nn.BatchNorm1d(start_size),
+            nn.Linear(noise_dim + n_classes, fc_width),
+            nn.BatchNorm1d(fc_width),
+            nn.ReLU(),
+            nn.Linear(fc_width, start_size),
+            nn.BatchNorm1d(start_size),
         )
         layers: list[nn.Module] = []
         stages = list(zip(channels, (*channels[1:], out_channels)))
         for index, (in_ch, out_ch) in enumerate(stages):
             # UpsamplingBilinear2d of the seeds' code = align_corners=True
-            layers += [nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True),
-                       nn.Conv2d(in_ch, out_ch, kernel, padding=kernel // 2)]
+            layers += [
+                nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True),
+                nn.Conv2d(in_ch, out_ch, kernel, padding=kernel // 2),
+            ]
             if index < len(stages) - 1:
                 layers.append(nn.ReLU())
         self.conv = nn.Sequential(*layers)
@@ -126,8 +131,12 @@ class ResidualBlockUp(nn.Module):
     def __init__(self, in_channels: int, out_channels: int) -> None:
         super().__init__()
         self.main = nn.Sequential(
-            nn.BatchNorm2d(in_channels), nn.ReLU(), nn.Upsample(scale_factor=2, mode="nearest"),
-            nn.Conv2d(in_channels, out_channels, 3, padding=1), nn.BatchNorm2d(out_channels), nn.ReLU(),
+            nn.BatchNorm2d(in_channels),
+            nn.ReLU(),
+            nn.Upsample(scale_factor=2, mode="nearest"),
+            nn.Conv2d(in_channels, out_channels, 3, padding=1),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(),
             nn.Conv2d(out_channels, out_channels, 3, padding=1),
         )
         self.skip = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1), nn.Upsample(scale_factor=2, mode="nearest"))
@@ -148,13 +157,17 @@ class ResnetConditionalGenerator(nn.Module):
         channels, height, width = image_shape
         blocks = (height // 4).bit_length() - 1
         if height != width or height < 8 or 4 * 2**blocks != height:
-            raise ValueError(f"the resnet generator needs square images of side 4·2^k ≥ 8 (got {height}×{width}); use architecture=conv")
+            raise ValueError(
+                f"the resnet generator needs square images of side 4·2^k ≥ 8 (got {height}×{width}); use architecture=conv"
+            )
         self.noise_dim, self.n_classes = noise_dim, n_classes
         widths = [ngf * 2 ** (blocks - 1 - i) for i in range(blocks)]
         self.start = nn.ConvTranspose2d(noise_dim + n_classes, widths[0] * 2 if blocks else ngf, 4, 1, 0, bias=False)
         ins = [widths[0] * 2, *widths[:-1]]
         self.blocks = nn.Sequential(*(ResidualBlockUp(i, o) for i, o in zip(ins, widths)))
-        self.out = nn.Sequential(nn.BatchNorm2d(widths[-1]), nn.ReLU(), nn.Conv2d(widths[-1], channels, 3, padding=1), nn.Tanh())
+        self.out = nn.Sequential(
+            nn.BatchNorm2d(widths[-1]), nn.ReLU(), nn.Conv2d(widths[-1], channels, 3, padding=1), nn.Tanh()
+        )
         for module in self.modules():
             if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):
                 nn.init.xavier_uniform_(module.weight)
@@ -201,7 +214,9 @@ def build_generator(
             raise ValueError("architecture=conv needs image data; use architecture=fc for this dataset")
         (fc_width,) = parse_widths(params.hidden, out_dim)[:1]
         channels = parse_widths(params.conv_channels, 1)
-        return ConvolutionalConditionalGenerator(noise_dim, n_classes, fc_width, channels, params.conv_kernel, image_shape, head)
+        return ConvolutionalConditionalGenerator(
+            noise_dim, n_classes, fc_width, channels, params.conv_kernel, image_shape, head
+        )
     raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)} (got {architecture!r})")
 
 

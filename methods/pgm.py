@@ -83,7 +83,9 @@ class Measurer:
 
     def measure(self, cliques: Sequence[Clique], noise_multiplier: float, what: str) -> list[mbi.LinearMeasurement]:
         noisy = self.data.counts(
-            [self.query(clique) for clique in cliques], noise_multiplier=noise_multiplier, rng=self.rng,
+            [self.query(clique) for clique in cliques],
+            noise_multiplier=noise_multiplier,
+            rng=self.rng,
             what=f"{what}: {len(cliques)} marginal(s) {', '.join('×'.join(c) for c in cliques[:3])}"
             + (" …" if len(cliques) > 3 else ""),
         )
@@ -93,7 +95,9 @@ class Measurer:
 
 
 def estimate(
-    domain: mbi.Domain, measurements: list[mbi.LinearMeasurement], iterations: int,
+    domain: mbi.Domain,
+    measurements: list[mbi.LinearMeasurement],
+    iterations: int,
     warm_start: mbi.MarkovRandomField | None = None,
 ) -> mbi.MarkovRandomField:
     return estimation.MirrorDescent().estimate(domain, measurements, iters=iterations, warm_start=warm_start)
@@ -128,9 +132,7 @@ def model_marginals(
     ``sample_rows`` rows drawn from the model. ``mbi``'s exact projection of an uncovered clique
     compiles a new JAX program per clique (≈ 1.6 s each on 2 cores), which would make scoring
     hundreds of candidates per round take minutes."""
-    tables = {
-        tuple(factor.domain.attributes): np.asarray(factor.values) for factor in model.marginals.tables.values()
-    }
+    tables = {tuple(factor.domain.attributes): np.asarray(factor.values) for factor in model.marginals.tables.values()}
     domain = model.domain
     out: dict[Clique, np.ndarray] = {}
     sample = None

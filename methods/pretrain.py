@@ -38,8 +38,19 @@ from torch import nn
 
 CROP = 28
 # the training recipe, hashed into every checkpoint's key: change it and old checkpoints no longer match
-RECIPE = {"optimiser": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "schedule": "cosine", "batch": 128,
-          "crop": CROP, "flip": 0.5, "seed": 0, "input": "[-1, 1]", "version": 1}
+RECIPE = {
+    "optimiser": "sgd",
+    "lr": 0.1,
+    "momentum": 0.9,
+    "weight_decay": 5e-4,
+    "schedule": "cosine",
+    "batch": 128,
+    "crop": CROP,
+    "flip": 0.5,
+    "seed": 0,
+    "input": "[-1, 1]",
+    "version": 1,
+}
 
 
 class BasicBlock(nn.Module):
@@ -51,7 +62,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(out_channels)
         self.shortcut = nn.Sequential()
         if stride != 1 or in_channels != out_channels:
-            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride, bias=False), nn.BatchNorm2d(out_channels))
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride, bias=False), nn.BatchNorm2d(out_channels)
+            )
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The block's output and its first ReLU (both post-ReLU: the encoder's two taps)."""
@@ -113,14 +126,24 @@ def as_three_channels(x: np.ndarray, shape: tuple[int, int, int], grey: bool) ->
 
 def checkpoint_key(arch: str, public: str, grey: bool, epochs: int, limit: int | None) -> str:
     """The content key of a pretrained checkpoint (module docstring)."""
-    text = json.dumps({"arch": arch, "public": public, "grey": grey, "epochs": epochs, "limit": limit, "recipe": RECIPE},
-                      sort_keys=True)
+    text = json.dumps(
+        {"arch": arch, "public": public, "grey": grey, "epochs": epochs, "limit": limit, "recipe": RECIPE},
+        sort_keys=True,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def pretrain_resnet18(
-    train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, shape: tuple[int, int, int],
-    epochs: int, batch: int = RECIPE["batch"], lr: float = RECIPE["lr"], seed: int = RECIPE["seed"], device: str = "cpu",
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    test_x: np.ndarray,
+    test_y: np.ndarray,
+    shape: tuple[int, int, int],
+    epochs: int,
+    batch: int = RECIPE["batch"],
+    lr: float = RECIPE["lr"],
+    seed: int = RECIPE["seed"],
+    device: str = "cpu",
     log=print,
 ) -> tuple[ResNet18Cifar, float]:
     """Train on the public images (n × 3·H·W in [0, 1]); returns the network and its test accuracy."""
@@ -130,7 +153,9 @@ def pretrain_resnet18(
     generator = torch.Generator().manual_seed(seed)
     net = ResNet18Cifar(int(max(train_y.max(), test_y.max())) + 1).to(device)
     steps = epochs * math.ceil(len(train_x) / batch)
-    optimiser = torch.optim.SGD(net.parameters(), lr=lr, momentum=RECIPE["momentum"], weight_decay=RECIPE["weight_decay"])
+    optimiser = torch.optim.SGD(
+        net.parameters(), lr=lr, momentum=RECIPE["momentum"], weight_decay=RECIPE["weight_decay"]
+    )
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, max(steps, 1))
     images = torch.from_numpy(np.ascontiguousarray(train_x, dtype=np.float32)).view(len(train_x), *shape)
     labels = torch.as_tensor(train_y, dtype=torch.long)
@@ -160,7 +185,9 @@ def test_accuracy(net: nn.Module, x: np.ndarray, y: np.ndarray, shape, device: s
     correct = 0
     for start in range(0, len(x), 500):
         batch = torch.from_numpy(np.ascontiguousarray(x[start : start + 500], dtype=np.float32)).view(-1, *shape)
-        correct += int((net(_scale(_centre(batch)).to(device)).argmax(1).cpu() == torch.as_tensor(y[start : start + 500])).sum())
+        correct += int(
+            (net(_scale(_centre(batch)).to(device)).argmax(1).cpu() == torch.as_tensor(y[start : start + 500])).sum()
+        )
     return correct / max(len(x), 1)
 
 
@@ -174,16 +201,32 @@ def state_sha256(state: dict) -> str:
     return digest.hexdigest()
 
 
-def save_checkpoint(net: ResNet18Cifar, path: Path, public: str, accuracy: float, epochs: int, key: str = "",
-                    trained_on: tuple[str, ...] = ()) -> None:
+def save_checkpoint(
+    net: ResNet18Cifar,
+    path: Path,
+    public: str,
+    accuracy: float,
+    epochs: int,
+    key: str = "",
+    trained_on: tuple[str, ...] = (),
+) -> None:
     """``trained_on``: the registered datasets the weights saw (dp-mepf refuses the checkpoint for
     a private dataset among them); ``public``: the label shown in ledgers. The weights' content
     hash is stored beside them, so an edited checkpoint is refused."""
     path.parent.mkdir(parents=True, exist_ok=True)
     state = net.state_dict()
     torch.save(
-        {"arch": "resnet18-cifar", "public_data": public, "trained_on": list(trained_on), "test_accuracy": accuracy,
-         "epochs": epochs, "key": key, "recipe": RECIPE, "weights_sha256": state_sha256(state), "state_dict": state},
+        {
+            "arch": "resnet18-cifar",
+            "public_data": public,
+            "trained_on": list(trained_on),
+            "test_accuracy": accuracy,
+            "epochs": epochs,
+            "key": key,
+            "recipe": RECIPE,
+            "weights_sha256": state_sha256(state),
+            "state_dict": state,
+        },
         path,
     )
 
@@ -206,7 +249,13 @@ def cached_checkpoint(path: Path, key: str) -> dict | None:
 
 
 def run_pretraining(
-    public: str, data_dir: Path | None, out: Path | None, epochs: int, limit: int | None, device: str, grey: bool = False,
+    public: str,
+    data_dir: Path | None,
+    out: Path | None,
+    epochs: int,
+    limit: int | None,
+    device: str,
+    grey: bool = False,
     log=print,
 ) -> PretrainedCheckpoint:
     """Load the public dataset from the registry, train, save (or reuse a checkpoint with the
@@ -218,8 +267,10 @@ def run_pretraining(
     path = out or Path("encoders") / f"resnet18-cifar-{public}{'-grey' if grey else ''}-{key}.pt"
     stored = cached_checkpoint(path, key)
     if stored is not None:
-        log(f"cached: {path} has key {key} (public data {stored['public_data']}, test accuracy "
-            f"{stored['test_accuracy']:.3f}); not retrained")
+        log(
+            f"cached: {path} has key {key} (public data {stored['public_data']}, test accuracy "
+            f"{stored['test_accuracy']:.3f}); not retrained"
+        )
         return PretrainedCheckpoint(path, key, stored["public_data"], stored["test_accuracy"], stored["epochs"], True)
     if path.exists():
         log(f"{path} exists with another key; overwriting it with key {key}")
@@ -232,12 +283,20 @@ def run_pretraining(
     test_rows = np.sort(rng.permutation(len(test))[:limit]) if limit else slice(None)
     colour = (3, *shape[1:])
     net, accuracy = pretrain_resnet18(
-        as_three_channels(train.x[rows], shape, grey), train.y[rows], as_three_channels(test.x[test_rows], shape, grey),
-        test.y[test_rows], colour, epochs, device=device, log=log,
+        as_three_channels(train.x[rows], shape, grey),
+        train.y[rows],
+        as_three_channels(test.x[test_rows], shape, grey),
+        test.y[test_rows],
+        colour,
+        epochs,
+        device=device,
+        log=log,
     )
     save_checkpoint(net, path, label, accuracy, epochs, key, trained_on=(public,))
-    log(f"saved {path} (public data {label}, test accuracy {accuracy:.3f}); use it with "
-        f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={path}")
+    log(
+        f"saved {path} (public data {label}, test accuracy {accuracy:.3f}); use it with "
+        f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={path}"
+    )
     return PretrainedCheckpoint(path, key, label, accuracy, epochs, False)
 
 
@@ -248,7 +307,13 @@ class EncoderPretrainer:
     name: str = "resnet18-cifar"
 
     def pretrain(
-        self, public: str, data_dir: Path | None, out: Path | None, epochs: int, limit: int | None, device: str,
+        self,
+        public: str,
+        data_dir: Path | None,
+        out: Path | None,
+        epochs: int,
+        limit: int | None,
+        device: str,
         grey: bool = False,
     ) -> PretrainedCheckpoint:
         return run_pretraining(public, data_dir, out, epochs, limit, device, grey)

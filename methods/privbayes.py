@@ -32,6 +32,7 @@ from bench.core.params import HyperParameters, Setting
 from bench.core.data import DataKind, LabelledData, Schema
 from bench.api.contracts import FitContext
 
+
 @dataclass(frozen=True)
 class PrivBayesParams:
     structure_share: float
@@ -48,7 +49,6 @@ HYPERPARAMETERS = HyperParameters(
     },
     profiles={"smoke": {"max_parents": 1}},
 )
-
 
 
 def joint_query(sizes: np.ndarray, columns: tuple[int, ...]) -> CountQuery:
@@ -116,22 +116,29 @@ class PrivBayes:
                         candidates.append((attribute, parents))
             pick = data.select_by_mutual_information(
                 "network structure step (exponential mechanism on mutual information)",
-                [(joint_query(sizes, (attribute, *parents)), int(sizes[attribute])) for attribute, parents in candidates],
-                epsilon=step_epsilon, rng=rng,
+                [
+                    (joint_query(sizes, (attribute, *parents)), int(sizes[attribute]))
+                    for attribute, parents in candidates
+                ],
+                epsilon=step_epsilon,
+                rng=rng,
             )
             order.append(candidates[pick])
             chosen.append(candidates[pick][0])
             context.progress(step + 1, d)
         flat_counts = data.laplace_counts(
             [joint_query(sizes, (*parents, attribute)) for attribute, parents in order],
-            epsilon=parameter_epsilon / d, rng=rng, what="joint counts of each attribute with its parents",
+            epsilon=parameter_epsilon / d,
+            rng=rng,
+            what="joint counts of each attribute with its parents",
         )
-        noisy_counts = [counts.reshape(tuple(int(sizes[j]) for j in (*parents, attribute)))
-                        for (attribute, parents), counts in zip(order, flat_counts)]
+        noisy_counts = [
+            counts.reshape(tuple(int(sizes[j]) for j in (*parents, attribute)))
+            for (attribute, parents), counts in zip(order, flat_counts)
+        ]
         conditionals = {}
         for (attribute, parents), counts in zip(order, noisy_counts):
             counts = np.clip(counts, 0, None)
             mass = counts.sum(axis=-1, keepdims=True)
             conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])
         return BayesianNetworkSampler(order, conditionals, schema, context.stream_seed("synthetic-rows"))
-

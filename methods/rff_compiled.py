@@ -101,7 +101,10 @@ def compiled_kernels(coordinates: int, frequencies: int, dtype: torch.dtype = to
     if kernels is None:
         return None
     try:
-        rows, frequencies_t = torch.zeros(2, coordinates, dtype=dtype), torch.zeros(coordinates, frequencies, dtype=dtype)
+        rows, frequencies_t = (
+            torch.zeros(2, coordinates, dtype=dtype),
+            torch.zeros(coordinates, frequencies, dtype=dtype),
+        )
         # as inside the autograd function, which the graphs' guards check: grad mode off, and two
         # distinct gradient tensors (one passed twice would guard on that aliasing)
         grad_cos, grad_sin = torch.zeros(frequencies, dtype=dtype), torch.zeros(frequencies, dtype=dtype)
@@ -110,8 +113,11 @@ def compiled_kernels(coordinates: int, frequencies: int, dtype: torch.dtype = to
             kernels.gradient(rows, frequencies_t, grad_cos, grad_sin)
         return kernels
     except Exception as error:  # noqa: BLE001 — any failure to compile means: use the eager kernel
-        print(f"note: DP-MERF's compiled kernel is unavailable ({type(error).__name__}: {str(error)[:200]}); "
-              "using the eager one (slower, the same sums to float rounding)", file=sys.stderr)
+        print(
+            f"note: DP-MERF's compiled kernel is unavailable ({type(error).__name__}: {str(error)[:200]}); "
+            "using the eager one (slower, the same sums to float rounding)",
+            file=sys.stderr,
+        )
         return None
 
 
@@ -142,7 +148,11 @@ class CompiledCosSinClassSums(torch.autograd.Function):
         grad_rows = torch.empty_like(rows)
         for label, start, stop in ctx.blocks:
             grad_rows[start:stop] = ctx.kernels.gradient(
-                rows[start:stop], frequencies_t, grad_sums[label, :half].contiguous(), grad_sums[label, half:].contiguous())
+                rows[start:stop],
+                frequencies_t,
+                grad_sums[label, :half].contiguous(),
+                grad_sums[label, half:].contiguous(),
+            )
         grad_x = torch.empty_like(grad_rows)
         grad_x[order] = grad_rows
         return grad_x, None, None, None, None

@@ -195,7 +195,7 @@ class OutputHead(nn.Module):
         out, start = [], 0
         for (activation, width), piece in zip(self.segments, pieces):
             if activation == "range":
-                out.append(self.low[start:start + width] + self.span[start:start + width] * torch.sigmoid(piece))
+                out.append(self.low[start : start + width] + self.span[start : start + width] * torch.sigmoid(piece))
             else:
                 out.append(_ACTIVATIONS[activation](piece))
             start += width

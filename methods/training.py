@@ -36,7 +36,9 @@ class Schedule:
         return self.epochs * self.steps_per_epoch
 
     @staticmethod
-    def passes(epochs: int, rows: int, batch: int, lr: float, lr_decay: float, steps_per_epoch: int | None = None) -> "Schedule":
+    def passes(
+        epochs: int, rows: int, batch: int, lr: float, lr_decay: float, steps_per_epoch: int | None = None
+    ) -> "Schedule":
         """``epochs`` of ``steps_per_epoch`` steps, None = ⌈rows / batch⌉ (one pass over the data)."""
         return Schedule(epochs, steps_per_epoch or max(1, math.ceil(rows / batch)), lr, lr_decay)
 
@@ -108,7 +110,9 @@ def freed_memory_kept() -> Iterator[None]:
         libc.malloc_trim(0)
 
 
-def label_sampler(weights: torch.Tensor, batch: int, rng: torch.Generator, device: torch.device) -> Callable[[], torch.Tensor]:
+def label_sampler(
+    weights: torch.Tensor, batch: int, rng: torch.Generator, device: torch.device
+) -> Callable[[], torch.Tensor]:
     """Draws a batch of generated labels ~ ``weights`` (the released class proportions)."""
     cpu_weights = weights.detach().float().cpu()
 

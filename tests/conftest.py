@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 # A plugin module with methods that misbehave on purpose; loaded through DPBENCH_PLUGINS so that
 # the grid's worker processes (spawned fresh) see them too.
 PLUGIN_SOURCE = textwrap.dedent(
-    '''
+    """
     import os, time
     from dataclasses import dataclass, field
     from bench.core.params import HyperParameters, NoParameters
@@ -182,7 +182,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     from bench.api.registry import EVALUATORS
     EVALUATORS.register(CrashingEvaluator())
     EVALUATORS.register(PoolThreads())
-    '''
+    """
 )
 
 
@@ -239,12 +239,24 @@ class MlflowServer:
     def start(self) -> None:
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "mlflow", "server",
-                "--backend-store-uri", f"sqlite:///{self.folder / 'server.db'}",
-                "--artifacts-destination", str(self.folder / "server-artifacts"),
-                "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--backend-store-uri",
+                f"sqlite:///{self.folder / 'server.db'}",
+                "--artifacts-destination",
+                str(self.folder / "server-artifacts"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
             ],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -278,14 +290,35 @@ def cell_record(cell, metrics: dict, run_id: str | None = None, start_time: int 
     tests that need no store)."""
     from bench.harness.record import Code, Record, SplitFacts
 
-    return Record(experiment="test", run_id=run_id or cell.key, key=cell.key, kind="cell", label=cell.label,
-                  status="FINISHED", start_time=start_time, end_time=start_time + 1, cell=cell,
-                  split=SplitFacts(n_train, n_train // 4, cell.delta.resolve(n_train)), params=cell.mlflow_params(), metrics=dict(metrics),
-                  timings={}, tags={}, code=Code("0" * 40, False), machine={}, ledger=None)
+    return Record(
+        experiment="test",
+        run_id=run_id or cell.key,
+        key=cell.key,
+        kind="cell",
+        label=cell.label,
+        status="FINISHED",
+        start_time=start_time,
+        end_time=start_time + 1,
+        cell=cell,
+        split=SplitFacts(n_train, n_train // 4, cell.delta.resolve(n_train)),
+        params=cell.mlflow_params(),
+        metrics=dict(metrics),
+        timings={},
+        tags={},
+        code=Code("0" * 40, False),
+        machine={},
+        ledger=None,
+    )
 
 
-def plain_cell(method: str = "real", dataset: str = "cervical", epsilon: float = float("inf"), seed: int = 0,
-               params: dict | None = None, **fields):
+def plain_cell(
+    method: str = "real",
+    dataset: str = "cervical",
+    epsilon: float = float("inf"),
+    seed: int = 0,
+    params: dict | None = None,
+    **fields,
+):
     """A cell of ``method`` on ``dataset`` with the given parameters (none: a method without any)."""
     import math
 
@@ -295,5 +328,12 @@ def plain_cell(method: str = "real", dataset: str = "cervical", epsilon: float =
     fields.setdefault("evaluators", ())
     fields.setdefault("profile", "paper")
     fields.setdefault("calibrator", "tight")
-    return Cell(method=method, dataset=dataset, epsilon=epsilon, seed=seed, params=dict(params or {}),
-                param_sources={}, **fields)
+    return Cell(
+        method=method,
+        dataset=dataset,
+        epsilon=epsilon,
+        seed=seed,
+        params=dict(params or {}),
+        param_sources={},
+        **fields,
+    )

@@ -79,9 +79,11 @@ def bench_arrows() -> list[tuple[str, str]]:
 def test_bench_floors_import_only_downwards():
     """core < privacy < api < harness < report < testing < cli: no arrow runs up (the review of
     e5ccc90 found core ↔ privacy tied and the layers unpinned)."""
-    upward = [f"{a} (floor {FLOORS[floor_of(a)]}) imports {b} (floor {FLOORS[floor_of(b)]})"
-              for a, b in bench_arrows()
-              if floor_of(a) is not None and floor_of(b) is not None and floor_of(b) > floor_of(a)]
+    upward = [
+        f"{a} (floor {FLOORS[floor_of(a)]}) imports {b} (floor {FLOORS[floor_of(b)]})"
+        for a, b in bench_arrows()
+        if floor_of(a) is not None and floor_of(b) is not None and floor_of(b) > floor_of(a)
+    ]
     assert upward == []
 
 
@@ -102,9 +104,15 @@ def test_no_import_circle_in_the_tree():
                 graph.add_edge(module_name(path), target)
     circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
     assert circles == []
-    crossing = sorted({(a.split(".")[0], b.split(".")[0]) for a, b in graph.edges
-                       if a.split(".")[0] in PLUGIN_PACKAGES and b.split(".")[0] in PLUGIN_PACKAGES
-                       and a.split(".")[0] != b.split(".")[0]})
+    crossing = sorted(
+        {
+            (a.split(".")[0], b.split(".")[0])
+            for a, b in graph.edges
+            if a.split(".")[0] in PLUGIN_PACKAGES
+            and b.split(".")[0] in PLUGIN_PACKAGES
+            and a.split(".")[0] != b.split(".")[0]
+        }
+    )
     assert crossing == []
 
 
@@ -132,8 +140,9 @@ def test_only_the_entry_point_imports_the_command_line():
 def test_the_scan_would_see_a_lazy_import(tmp_path):
     """The arrow test is not vacuous: imports inside functions and import_module strings count."""
     probe = tmp_path / "probe.py"
-    probe.write_text("import importlib\ndef f():\n    from methods.pretrain import x\n"
-                     "    importlib.import_module('evaluators')\n")
+    probe.write_text(
+        "import importlib\ndef f():\n    from methods.pretrain import x\n    importlib.import_module('evaluators')\n"
+    )
     assert {"methods.pretrain", "evaluators"} <= imported_modules(probe)
 
 
@@ -181,13 +190,16 @@ def test_every_card_matches_the_object_it_names(registry):
             assert ("named-only" in card.tags) == (not getattr(made, "run_by_default", True)), card.name
 
 
-@pytest.mark.parametrize("registry,name", [(METHODS, "dp-merf"), (METHODS, "real"), (METHODS, "uniform"),
-                                           (EVALUATORS, "prdc"), (EVALUATORS, "downstream")])
+@pytest.mark.parametrize(
+    "registry,name",
+    [(METHODS, "dp-merf"), (METHODS, "real"), (METHODS, "uniform"), (EVALUATORS, "prdc"), (EVALUATORS, "downstream")],
+)
 def test_an_object_registered_directly_gets_the_card_its_builtin_declares(registry, name):
     """A plugin module registers objects, not cards: `bench list` must tag them as a card would."""
     fresh: Registry = Registry(registry.kind, "dpbench.test-none")
     fresh.register(registry.get(name))
     assert fresh.card(name).tags == registry.card(name).tags and fresh.card(name).kinds == registry.card(name).kinds
+
 
 def test_a_card_that_names_the_wrong_object_is_refused():
     registry: Registry = Registry("method", "dpbench.test-none")
@@ -204,8 +216,12 @@ def test_citations_point_at_the_papers_not_at_notes_outside_the_repository():
     files = [p for folder in ("bench", "methods", "datasets", "evaluators") for p in (REPO / folder).rglob("*.py")]
     files += [REPO / "README.md", REPO / "results" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     pattern = re.compile(r"seed-(dphp|dpmerf|dpmepf|dissertation)\.md|shared/research|anchors-[a-z-]+\.md")
-    found = [f"{p.relative_to(REPO)}:{i}" for p in files for i, line in enumerate(p.read_text().splitlines(), 1)
-             if pattern.search(line)]
+    found = [
+        f"{p.relative_to(REPO)}:{i}"
+        for p in files
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert found == []
 
 
@@ -233,10 +249,13 @@ def test_no_method_draws_noise_outside_the_ledger_or_from_numpy_s_global_generat
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                     continue
                 called = ast.unparse(node.func)
-                global_generator = ast.unparse(node.func.value) in ("np.random", "numpy.random") and node.func.attr not in (
-                    "default_rng", "Generator", "SeedSequence", "PCG64")
+                global_generator = ast.unparse(node.func.value) in (
+                    "np.random",
+                    "numpy.random",
+                ) and node.func.attr not in ("default_rng", "Generator", "SeedSequence", "PCG64")
                 assert not global_generator or (path.name, function.name) in GLOBAL_GENERATOR_USES, (
-                    f"{path.name}:{node.lineno} {called}: numpy's global generator")
+                    f"{path.name}:{node.lineno} {called}: numpy's global generator"
+                )
                 if node.func.attr in NOISE_DRAWS:
                     found.setdefault((path.name, function.name), []).append(node.lineno)
     unexpected = {where: lines for where, lines in found.items() if where not in PUBLIC_DRAWS}

@@ -136,7 +136,9 @@ def test_independent_bins_numerical_columns_on_public_bounds(data_dir):
         real = np.clip(split.train.x[:, j], low, high)
         # without noise, the share of synthetic values in each bin is the share of real ones
         real_bins = np.bincount(np.minimum(((real - low) // width).astype(int), 19), minlength=20) / len(real)
-        ours_bins = np.bincount(np.minimum(((sample.x[:, j] - low) // width).astype(int), 19), minlength=20) / len(sample)
+        ours_bins = np.bincount(np.minimum(((sample.x[:, j] - low) // width).astype(int), 19), minlength=20) / len(
+            sample
+        )
         assert np.abs(real_bins - ours_bins).max() < 0.02, column.name
         assert low <= sample.x[:, j].min() and sample.x[:, j].max() <= high
 
@@ -146,10 +148,17 @@ def test_ledger_gaussian_records_then_adds_noise_of_the_stated_scale():
 
     ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
     sigma = ledger.calibrate_gaussian(compositions=2)
-    noisy = ledger.gaussian(np.zeros(200_000), sensitivity=2.0, noise_multiplier=sigma, what="a", rng=np.random.default_rng(0))
+    noisy = ledger.gaussian(
+        np.zeros(200_000), sensitivity=2.0, noise_multiplier=sigma, what="a", rng=np.random.default_rng(0)
+    )
     assert noisy.std() == pytest.approx(2.0 * sigma, rel=0.01)
-    noisy_t = ledger.gaussian(torch.zeros(200_000, dtype=torch.float64), sensitivity=1.0, noise_multiplier=sigma,
-                              what="b", rng=torch.Generator().manual_seed(0))
+    noisy_t = ledger.gaussian(
+        torch.zeros(200_000, dtype=torch.float64),
+        sensitivity=1.0,
+        noise_multiplier=sigma,
+        what="b",
+        rng=torch.Generator().manual_seed(0),
+    )
     assert float(noisy_t.std()) == pytest.approx(sigma, rel=0.01)
     assert [r.what for r in ledger.releases] == ["a", "b"]
     assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-5)

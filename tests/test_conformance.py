@@ -39,8 +39,10 @@ class HistogramSampler:
 
 def _queries(schema) -> list[CountQuery]:
     """The 1-way histograms of every column and the label, as handle queries."""
-    columns = [CountQuery(f"1-way histogram of {c.name}", lambda rows, j=j: rows.x[:, j].astype(int), len(c.categories))
-               for j, c in enumerate(schema.columns)]
+    columns = [
+        CountQuery(f"1-way histogram of {c.name}", lambda rows, j=j: rows.x[:, j].astype(int), len(c.categories))
+        for j, c in enumerate(schema.columns)
+    ]
     return columns + [CountQuery("1-way histogram of the label", lambda rows: rows.y, schema.n_classes)]
 
 
@@ -51,7 +53,9 @@ def _counts(train: LabelledData) -> list[np.ndarray]:
 
 
 def _sampler(histograms, schema, context, global_numpy=False) -> HistogramSampler:
-    return HistogramSampler([np.clip(h, 0, None) + 1e-9 for h in histograms], schema, context.rng("sampling"), global_numpy)
+    return HistogramSampler(
+        [np.clip(h, 0, None) + 1e-9 for h in histograms], schema, context.rng("sampling"), global_numpy
+    )
 
 
 BROKEN = "a deliberately broken variant for the kit's tests"
@@ -73,7 +77,9 @@ class LaplaceHistograms:
         rng = context.rng("noise")
         noisy = data.laplace_counts(queries, epsilon=epsilon, rng=rng)
         if self.breakage == "own-noise":  # records the releases, then adds noise the ledger never drew
-            noisy = [c + rng.laplace(0, COUNT_L1_SENSITIVITY / epsilon, c.shape) for c in _counts(data.rows(trusted=BROKEN))]
+            noisy = [
+                c + rng.laplace(0, COUNT_L1_SENSITIVITY / epsilon, c.shape) for c in _counts(data.rows(trusted=BROKEN))
+            ]
         if self.breakage == "ignores-release":
             noisy = [np.ones_like(c) for c in noisy]
         if self.breakage == "unseeded":
@@ -104,12 +110,15 @@ class GaussianHistograms:
         if self.breakage == "reads-rows-records-nothing":
             return _sampler(counts, data.schema, context)
         declared = COUNT_L2_SENSITIVITY / 2 if self.breakage == "half-sensitivity" else COUNT_L2_SENSITIVITY
-        noisy = context.ledger.gaussian_each(counts, sensitivity=declared, noise_multiplier=sigma,
-                                             what="1-way histograms", rng=context.rng("noise"))
+        noisy = context.ledger.gaussian_each(
+            counts, sensitivity=declared, noise_multiplier=sigma, what="1-way histograms", rng=context.rng("noise")
+        )
         if self.breakage == "halved-noise-after-the-door":
             noisy = [c + (h - c) / 2 for c, h in zip(counts, noisy)]
         if self.breakage == "extra-table-own-torch-noise":
-            extra = torch.as_tensor(counts[0]) + torch.randn(len(counts[0]), generator=context.torch_rng("extra"), dtype=torch.float64)
+            extra = torch.as_tensor(counts[0]) + torch.randn(
+                len(counts[0]), generator=context.torch_rng("extra"), dtype=torch.float64
+            )
             noisy = [extra.numpy(), *noisy[1:]]
         if self.breakage == "one-column-from-its-exact-histogram":
             noisy = [counts[0], *noisy[1:]]
@@ -127,8 +136,12 @@ pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (ad
 def test_a_sound_method_passes_every_check(method):
     report = check(method)
     assert report.passed == ["adult-discrete"]
-    assert set(report.checks["adult-discrete"]) == set(CHECKS) - {"declaration", "data_independence", "audit",
-                                                                   "thread_invariance"}
+    assert set(report.checks["adult-discrete"]) == set(CHECKS) - {
+        "declaration",
+        "data_independence",
+        "audit",
+        "thread_invariance",
+    }
 
 
 @dataclass(frozen=True)
@@ -140,8 +153,11 @@ class ThreadCountHistograms(GaussianHistograms):
     thread_invariant_kinds: frozenset = frozenset({DataKind.DISCRETE})
 
     def fit(self, data: PrivateData, context) -> HistogramSampler:
-        noisy = data.counts(_queries(data.schema), noise_multiplier=context.ledger.calibrate_gaussian(len(_queries(data.schema))),
-                            rng=context.rng("noise"))
+        noisy = data.counts(
+            _queries(data.schema),
+            noise_multiplier=context.ledger.calibrate_gaussian(len(_queries(data.schema))),
+            rng=context.rng("noise"),
+        )
         return _sampler([h + np.eye(len(h))[0] * 50 * torch.get_num_threads() for h in noisy], data.schema, context)
 
 
@@ -157,8 +173,12 @@ def test_every_broken_variant_that_reads_raw_rows_is_also_caught_by_queries_only
     """The handle's queries cannot express the attacker's bugs (their sensitivity is derived, their
     values come back noisy): each broken variant has to ask for the raw rows, which the named check
     queries_only reports whatever the bug."""
-    for breakage in ("halved-noise-after-the-door", "extra-table-own-torch-noise", "half-sensitivity",
-                     "one-column-from-its-exact-histogram"):
+    for breakage in (
+        "halved-noise-after-the-door",
+        "extra-table-own-torch-noise",
+        "half-sensitivity",
+        "one-column-from-its-exact-histogram",
+    ):
         with pytest.raises(ConformanceError, match=r"\[queries_only\].*deliberately broken"):
             check(GaussianHistograms(breakage=breakage))
 
@@ -193,8 +213,13 @@ def test_the_kit_s_small_audit_refutes_the_understated_sensitivity_and_passes_th
 
 def test_an_expected_failure_is_noted_and_an_unexpected_pass_is_not_allowed():
     broken = GaussianHistograms(breakage="half-sensitivity")
-    report = check(broken, expected_failures={"sensitivity_probe": "a known understatement, for the test",
-                                              "queries_only": "it reads the raw rows to declare its own sensitivity"})
+    report = check(
+        broken,
+        expected_failures={
+            "sensitivity_probe": "a known understatement, for the test",
+            "queries_only": "it reads the raw rows to declare its own sensitivity",
+        },
+    )
     assert any(note.startswith("[sensitivity_probe]") for note in report.notes)
     with pytest.raises(ConformanceError, match=r"\[release_replay\] expected to fail"):
         check(GaussianHistograms(), expected_failures={"release_replay": "it does not"})
@@ -223,7 +248,9 @@ def test_a_bad_declaration_is_named():
 def test_run_cell_is_the_python_api_of_one_cell(tmp_path):
     import bench
 
-    private = bench.run_cell("independent", "adult-discrete", epsilon=0.5, evaluators=(), data_dir=DATA_DIR, out=tmp_path)
+    private = bench.run_cell(
+        "independent", "adult-discrete", epsilon=0.5, evaluators=(), data_dir=DATA_DIR, out=tmp_path
+    )
     assert private.ok, private.error
     assert private.metrics["privacy.epsilon_spent"] <= 0.5 * (1 + 1e-9)
     assert private.ledger["releases"] and (tmp_path / "synthetic_sample.csv").exists()
@@ -304,9 +331,14 @@ class BrokenDataset:
         return Split(train, split.test, split.caveats)
 
 
-@pytest.mark.parametrize("breakage,check_name", [
-    ("unseeded-split", "deterministic_split"), ("code-outside-domain", "public_domain"), ("seed-dependent-size", "public_size"),
-])
+@pytest.mark.parametrize(
+    "breakage,check_name",
+    [
+        ("unseeded-split", "deterministic_split"),
+        ("code-outside-domain", "public_domain"),
+        ("seed-dependent-size", "public_size"),
+    ],
+)
 def test_a_broken_dataset_is_caught_by_its_named_check(breakage, check_name):
     from bench.testing import check_dataset
 
@@ -335,9 +367,13 @@ class PlainMarginalGap:
         from bench.api.contracts import Evaluation
 
         self.calls += 1
-        gaps = [abs(np.bincount(synthetic.x[:, j].astype(int), minlength=len(c.categories)) / len(synthetic)
-                    - np.bincount(real_test.x[:, j].astype(int), minlength=len(c.categories)) / len(real_test)).mean()
-                for j, c in enumerate(synthetic.schema.columns)]
+        gaps = [
+            abs(
+                np.bincount(synthetic.x[:, j].astype(int), minlength=len(c.categories)) / len(synthetic)
+                - np.bincount(real_test.x[:, j].astype(int), minlength=len(c.categories)) / len(real_test)
+            ).mean()
+            for j, c in enumerate(synthetic.schema.columns)
+        ]
         metrics = {"gap": float(np.mean(gaps)) + (self.calls if self.breakage == "stateful" else 0)}
         if self.breakage == "undeclared":
             metrics["surprise"] = 1.0

@@ -21,7 +21,9 @@ def write_proc(proc: Path, busy: int, processes: dict[int, tuple[int, int]]) -> 
     for pid, (parent, ticks) in processes.items():
         (proc / str(pid)).mkdir(exist_ok=True)
         # the command name has a space and a parenthesis, as /proc allows
-        (proc / str(pid) / "stat").write_text(f"{pid} (py thon) x) S {parent} 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0\n")
+        (proc / str(pid) / "stat").write_text(
+            f"{pid} (py thon) x) S {parent} 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0\n"
+        )
 
 
 class Clock:
@@ -96,8 +98,14 @@ def test_a_real_program_outside_the_tree_is_foreign_and_a_child_is_not(tmp_path)
         child.kill()
         child.wait()
     # the shell exits at once, so the spinner is reparented away from this tree
-    pid = int(subprocess.run(["sh", "-c", f"{' '.join(spin[:2])} '{spin[2]}' >/dev/null 2>&1 & echo $!"],
-                             capture_output=True, text=True, check=True).stdout)
+    pid = int(
+        subprocess.run(
+            ["sh", "-c", f"{' '.join(spin[:2])} '{spin[2]}' >/dev/null 2>&1 & echo $!"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     try:
         load = ForeignLoad(window_s=1.5, windows=1)
         time.sleep(1.6)

@@ -64,7 +64,9 @@ def test_random_fourier_class_sums_and_their_gradient_are_the_same_on_the_gpu_in
     half = 1_000
     x = torch.randn(40_000, 6, generator=generator, dtype=torch.float64)
     labels = torch.randint(0, 2, (40_000,), generator=generator)
-    frequencies = draw_frequencies(2 * half, torch.full((6,), 0.8, dtype=torch.float64), generator)  # D = 2 · half features
+    frequencies = draw_frequencies(
+        2 * half, torch.full((6,), 0.8, dtype=torch.float64), generator
+    )  # D = 2 · half features
     target = torch.randn(2, 2 * half, generator=generator, dtype=torch.float64)
     assert (labels == 0).sum() > 2 * CUDA_TILE_ENTRIES // half  # several GPU tiles a class
 
@@ -95,7 +97,9 @@ def test_hermite_features_are_the_same_function_on_the_gpu(order):
 def test_a_row_gets_the_same_encoder_features_alone_as_within_a_batch(data_dir):
     """DP-MEPF's release sums per-row features, checked row-wise; at the ``cpu`` profile's seven
     layers cuDNN's default TF32 convolutions broke that on an H100 (``methods/encoders.py``)."""
-    images = (torch.as_tensor(MNIST.read(data_dir).train_x[:100], dtype=torch.float32) / 255).reshape(-1, 1, 28, 28).cuda()
+    images = (
+        (torch.as_tensor(MNIST.read(data_dir).train_x[:100], dtype=torch.float32) / 255).reshape(-1, 1, 28, 28).cuda()
+    )
     _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem,b0,b1,b2,b3,b4,b5", data_dir=data_dir)
     encoder = encoder.freeze().cuda()
     with torch.no_grad():
@@ -115,19 +119,37 @@ def tiny_mnist(data_dir):
 
 
 def run_cell(method: str, dataset: str, epsilon: float, device: str, folder) -> tuple[object, dict]:
-    spec = GridSpec(methods=[method], datasets=[dataset], epsilons=[epsilon], seeds=[0], profile="smoke",
-                    device=device, evaluators=[], threads=1)
+    spec = GridSpec(
+        methods=[method],
+        datasets=[dataset],
+        epsilons=[epsilon],
+        seeds=[0],
+        profile="smoke",
+        device=device,
+        evaluators=[],
+        threads=1,
+    )
     (cell,), _ = expand(spec)
     folder.mkdir()
-    outcome = execute(dataclasses.replace(cell, evaluators=(), evaluator_settings={}).to_json(), str(folder),
-                      lambda fraction: None)
+    outcome = execute(
+        dataclasses.replace(cell, evaluators=(), evaluator_settings={}).to_json(), str(folder), lambda fraction: None
+    )
     return outcome, json.loads((folder / "ledger.json").read_text())
 
 
-@pytest.mark.parametrize("method, dataset, epsilon", [
-    ("dp-merf", "gmm2d", 1.0), ("dp-hp", "cervical", 1.0), ("dp-gan", "gmm2d", 3.0), ("dp-cgan", "gmm2d", 3.0),
-    ("full-mmd", "gmm2d", float("inf")), ("dp-merf", TINY, 1.0), ("dp-hp", TINY, 1.0), ("dp-mepf", TINY, 1.0),
-])
+@pytest.mark.parametrize(
+    "method, dataset, epsilon",
+    [
+        ("dp-merf", "gmm2d", 1.0),
+        ("dp-hp", "cervical", 1.0),
+        ("dp-gan", "gmm2d", 3.0),
+        ("dp-cgan", "gmm2d", 3.0),
+        ("full-mmd", "gmm2d", float("inf")),
+        ("dp-merf", TINY, 1.0),
+        ("dp-hp", TINY, 1.0),
+        ("dp-mepf", TINY, 1.0),
+    ],
+)
 def test_a_cell_runs_on_the_gpu_and_spends_what_the_cpu_cell_spends(method, dataset, epsilon, tiny_mnist, tmp_path):
     on_gpu, gpu_ledger = run_cell(method, dataset, epsilon, "cuda", tmp_path / "cuda")
     assert on_gpu.status == "FINISHED", on_gpu.error
@@ -138,6 +160,8 @@ def test_a_cell_runs_on_the_gpu_and_spends_what_the_cpu_cell_spends(method, data
     assert len(gpu_ledger["releases"]) == len(cpu_ledger["releases"])
     for on, off in zip(gpu_ledger["releases"], cpu_ledger["releases"]):
         assert same_numbers(on, off), (on, off)
-    assert same_numbers({"independent": on_gpu.metrics.get("privacy.epsilon_independent")},
-                        {"independent": on_cpu.metrics.get("privacy.epsilon_independent")})
+    assert same_numbers(
+        {"independent": on_gpu.metrics.get("privacy.epsilon_independent")},
+        {"independent": on_cpu.metrics.get("privacy.epsilon_independent")},
+    )
     assert (tmp_path / "cuda" / "synthetic.npz").exists()

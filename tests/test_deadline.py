@@ -35,7 +35,9 @@ def test_a_deadline_is_a_duration_from_now_or_the_next_clock_time(text, expected
     assert parse_deadline(text, NOW) == expected
 
 
-@pytest.mark.parametrize("text", ["", "soon", "0m", "0s", "-5m", "24:00", "14:60", "2 hours", "1m2h", "1e9999h", "9999999999999h"])
+@pytest.mark.parametrize(
+    "text", ["", "soon", "0m", "0s", "-5m", "24:00", "14:60", "2 hours", "1m2h", "1e9999h", "9999999999999h"]
+)
 def test_a_deadline_that_names_no_future_moment_is_a_usage_error(text):
     with pytest.raises(GridError, match="--deadline .* is neither a duration"):
         parse_deadline(text, NOW)
@@ -74,16 +76,24 @@ class JumpAtFirstStart(LocalExecutor):
 
 def test_no_cell_starts_after_the_deadline_the_running_one_finishes_and_a_rerun_resumes(workdir, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{workdir}/mlflow.db")
-    cells, _ = expand(GridSpec(methods=["real"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0, 1, 2],
-                               profile="smoke", evaluators=["nll"]))
+    cells, _ = expand(
+        GridSpec(
+            methods=["real"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0, 1, 2], profile="smoke", evaluators=["nll"]
+        )
+    )
     clock = LateClock()
     monkeypatch.setattr(runner, "time", clock)
     executor = JumpAtFirstStart(clock)
-    report = run_grid(cells, "deadline", jobs=1, show_progress=False, executor=executor,
-                      start_deadline=time.time() + 3600)
+    report = run_grid(
+        cells, "deadline", jobs=1, show_progress=False, executor=executor, start_deadline=time.time() + 3600
+    )
     assert executor.started == [cells[0].label]
     assert report.finished == [cells[0]] and report.not_started == cells[1:]
-    assert report.ok and "1 finished, 0 failed, 0 skipped (already finished; --rerun forces), 2 not started (--deadline passed" in report.summary()
+    assert (
+        report.ok
+        and "1 finished, 0 failed, 0 skipped (already finished; --rerun forces), 2 not started (--deadline passed"
+        in report.summary()
+    )
     client = tracking.client()
     runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "deadline", create=False)))
     assert [run.info.status for run in runs] == ["FINISHED"]  # nothing claimed for the cells left
@@ -95,11 +105,21 @@ def test_no_cell_starts_after_the_deadline_the_running_one_finishes_and_a_rerun_
 
 def test_the_command_line_exits_4_and_says_how_to_resume(workdir):
     """What a script or a person reads: exit 4 and how to resume (the resume itself: the test above)."""
-    smoke = ["--methods", "real", "--datasets", "gmm2d", "--seeds", "0-1", "--profile", "smoke",
-             "--evaluators", "nll", "--no-progress"]
+    smoke = [
+        "--methods",
+        "real",
+        "--datasets",
+        "gmm2d",
+        "--seeds",
+        "0-1",
+        "--profile",
+        "smoke",
+        "--evaluators",
+        "nll",
+        "--no-progress",
+    ]
     late = run_cli("run", *smoke, "--deadline", "0.001s")  # passed before the store is even opened
     assert late.returncode == 4, late.stdout + late.stderr
     assert "0 finished, 0 failed, 0 skipped (already finished; --rerun forces), 2 not started" in late.stdout
     assert "2 cell(s) not started; run the same command again to run them" in late.stderr
     assert "Traceback" not in late.stderr
-

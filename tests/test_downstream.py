@@ -49,9 +49,9 @@ def draw(schema: Schema, n: int, seed: int, separation: float = 1.0, purity: flo
     centre = separation * (2 * y / max(schema.n_classes - 1, 1) - 1)
     colour = np.where(rng.random(n) < purity, y, rng.integers(0, 4, n))
     flag = np.where(rng.random(n) < (1 + purity) / 2, y > 0, y == 0)
-    x = np.column_stack(
-        [rng.normal(centre, 1.0), rng.normal(-centre, 1.0), colour, flag, np.full(n, 5.0)]
-    ).astype(np.float32)
+    x = np.column_stack([rng.normal(centre, 1.0), rng.normal(-centre, 1.0), colour, flag, np.full(n, 5.0)]).astype(
+        np.float32
+    )
     x[:, :2] = np.clip(x[:, :2], -8, 8)
     return LabelledData(x, y, schema)
 
@@ -112,7 +112,10 @@ def test_shuffled_training_labels_give_chance():
     """On weakly informative data (so that the test ROC of a classifier that learned a random
     direction stays near 0.5), training on the true labels beats chance clearly, training on
     shuffled labels does not."""
-    train, test = draw(BINARY, 500, seed=6, separation=0.3, purity=0.1), draw(BINARY, 1500, seed=7, separation=0.3, purity=0.1)
+    train, test = (
+        draw(BINARY, 500, seed=6, separation=0.3, purity=0.1),
+        draw(BINARY, 1500, seed=7, separation=0.3, purity=0.1),
+    )
     evaluator = DownstreamClassifiers(in_process=True)
     informed = evaluator.evaluate(train, train, test, SOUND).metrics["roc_auc"]
     shuffled = []
@@ -287,19 +290,25 @@ def test_standard_scaling_z_scores_with_the_training_rows_statistics_only():
     by_hand = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(encoder.encode(train.x), train.y)
     expected = hard_label_metrics(shifted.y, by_hand.predict(encoder.encode(shifted.x)), True)["roc_auc"]
     assert values["paper.logistic_regression.roc_auc"] == pytest.approx(expected, abs=1e-12)
-    unscaled = DownstreamClassifiers(in_process=True, classifiers=(spec,)).evaluate(train, train, shifted, PAPER).metrics
+    unscaled = (
+        DownstreamClassifiers(in_process=True, classifiers=(spec,)).evaluate(train, train, shifted, PAPER).metrics
+    )
     assert values["paper.logistic_regression.roc_auc"] != unscaled["paper.logistic_regression.roc_auc"]
     with pytest.raises(ValueError, match="scaling must be one of none, standard"):
         DownstreamClassifiers(scaling="minmax")
 
 
-@pytest.mark.parametrize("make", [
-    lambda n: RandomForestClassifier(n_estimators=n, random_state=3),
-    lambda n: ExtraTreesClassifier(n_estimators=n, random_state=3),
-    lambda n: BaggingClassifier(n_estimators=n, random_state=3),
-    lambda n: BaggingClassifier(n_estimators=n, max_samples=0.1, random_state=3),
-    lambda n: make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=n, random_state=3)),
-], ids=["forest", "extra-trees", "bagging", "bagging-subsampled", "scaled-forest"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: RandomForestClassifier(n_estimators=n, random_state=3),
+        lambda n: ExtraTreesClassifier(n_estimators=n, random_state=3),
+        lambda n: BaggingClassifier(n_estimators=n, random_state=3),
+        lambda n: BaggingClassifier(n_estimators=n, max_samples=0.1, random_state=3),
+        lambda n: make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=n, random_state=3)),
+    ],
+    ids=["forest", "extra-trees", "bagging", "bagging-subsampled", "scaled-forest"],
+)
 def test_a_grown_ensemble_answers_exactly_as_separate_fits(make):
     """The paper protocol's 10- to 200-tree forests are answered by growing one forest (warm
     start): every prefix must give the bits a separate fit of that size gives — predictions and
@@ -308,12 +317,20 @@ def test_a_grown_ensemble_answers_exactly_as_separate_fits(make):
     x_train, x_test = train.x.astype(np.float64), test.x.astype(np.float64)
     sizes = (200, 10, 70, 30, 100)
     stages = tuple(fitpool.Stage(("forest", n), n, want_scores=True) for n in sizes)
-    separate = {("forest", n): fitpool.fit_stages(make(n), x_train, train.y, x_test, (fitpool.Stage(0, 0, True),))[0]
-                for n in sizes}
+    separate = {
+        ("forest", n): fitpool.fit_stages(make(n), x_train, train.y, x_test, (fitpool.Stage(0, 0, True),))[0]
+        for n in sizes
+    }
     grown_task = fitpool.Task(("forest", "grown"), make(max(sizes)), False, grown=stages)
     in_process = fitpool.run_tasks_in_process([grown_task], x_train, train.y, x_test)
-    pooled = fitpool.run_tasks([fitpool.Task(("forest", "grown"), make(max(sizes)), False, grown=stages)],
-                               x_train, train.y, x_test, n_jobs=1, timeout_s=120)
+    pooled = fitpool.run_tasks(
+        [fitpool.Task(("forest", "grown"), make(max(sizes)), False, grown=stages)],
+        x_train,
+        train.y,
+        x_test,
+        n_jobs=1,
+        timeout_s=120,
+    )
     for answers in (in_process, pooled):
         assert set(answers) == set(separate)
         for key, result in separate.items():

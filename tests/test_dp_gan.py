@@ -106,7 +106,11 @@ def test_add_remove_calibration_labelled_replace_one_is_caught():
     )
     assert add_remove_sigma == pytest.approx(1.1, abs=0.1)  # the under-noised value of the review
     mislabelled = GaussianRelease(
-        "DP-SGD", sensitivity=2.0, noise_multiplier=add_remove_sigma / 2, compositions=steps, sampling_rate=sampling_rate
+        "DP-SGD",
+        sensitivity=2.0,
+        noise_multiplier=add_remove_sigma / 2,
+        compositions=steps,
+        sampling_rate=sampling_rate,
     )
     with pytest.raises(PrivacyClaimMismatch, match="claims ε = 1"):
         check_claim(1.0, [mislabelled], 1e-5)
@@ -138,10 +142,17 @@ def _training(critic, x, y, clipping_norm: float):
     """The handle's DP-SGD query over rows (x, y), one full-batch step (q = 1), no noise."""
     rows = LabelledData(x.numpy(), y.numpy(), small_gmm2d().schema)
     return PrivateData(rows, PrivacyLedger(PrivacyBudget.non_private())).dp_sgd(
-        "one step", critic, torch.optim.SGD(critic.parameters(), lr=1.0),
+        "one step",
+        critic,
+        torch.optim.SGD(critic.parameters(), lr=1.0),
         lambda r: (torch.as_tensor(r.x), torch.nn.functional.one_hot(torch.as_tensor(r.y), 5).float()),
-        clipping_norm=clipping_norm, epochs=1, steps_per_epoch=1, expected_batch=len(x),
-        noise_rng=torch.Generator().manual_seed(0), batch_rng=torch.Generator().manual_seed(0))
+        clipping_norm=clipping_norm,
+        epochs=1,
+        steps_per_epoch=1,
+        expected_batch=len(x),
+        noise_rng=torch.Generator().manual_seed(0),
+        batch_rng=torch.Generator().manual_seed(0),
+    )
 
 
 def test_discriminator_step_without_noise_is_the_clipped_real_gradient_plus_the_fake_gradient():
@@ -180,7 +191,9 @@ def test_discriminator_step_clips_each_real_row():
     )
     fake_loss.backward()
     # the step is −(real part + fake part); the real part is a mean of 8 gradients of norm ≤ 0.5
-    real_part = [-(p.detach() - q.detach()) - q.grad for p, q in zip(training.model.parameters(), reference.parameters())]
+    real_part = [
+        -(p.detach() - q.detach()) - q.grad for p, q in zip(training.model.parameters(), reference.parameters())
+    ]
     assert torch.sqrt(sum((r**2).sum() for r in real_part)) <= 0.5 + 1e-5
 
 
@@ -208,8 +221,11 @@ def test_generator_gradient_depends_on_the_discriminator_parameters_only():
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(10, 2)), batch_size=10)
     wrapped = copy.deepcopy(critic)
     private, _, _ = PrivacyEngine().make_private(
-        module=wrapped, optimizer=torch.optim.SGD(wrapped.parameters(), lr=1.0), data_loader=loader,
-        noise_multiplier=1.0, max_grad_norm=1.0,
+        module=wrapped,
+        optimizer=torch.optim.SGD(wrapped.parameters(), lr=1.0),
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
     )
     labels = torch.randint(0, 5, (32,))
     gradients = []
@@ -252,7 +268,10 @@ def _batches_of_a_fit(monkeypatch, secure: bool) -> list[list[int]]:
     params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"epochs": "1", "batch_size": "100"}).params
     budget = PrivacyBudget(1.0, 1e-5)
     ledger = PrivacyLedger(budget, secure_noise=secure)
-    DPGan().fit(PrivateData(small_gmm2d(every=90), ledger), FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+    DPGan().fit(
+        PrivateData(small_gmm2d(every=90), ledger),
+        FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
+    )
     return seen
 
 
@@ -274,8 +293,9 @@ def test_seeded_batches_are_those_of_opacus_poisson_loader():
     from opacus.data_loader import DPDataLoader
 
     rows, batch = 1000, 64
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(rows)), batch_size=batch,
-                                         generator=torch.Generator().manual_seed(7))
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(rows)), batch_size=batch, generator=torch.Generator().manual_seed(7)
+    )
     opacus_loader = DPDataLoader.from_data_loader(loader)
     steps = len(loader)
     expected = [batch_rows[0].tolist() for _ in range(3) for batch_rows in opacus_loader]

@@ -92,7 +92,10 @@ def test_order_two_matches_500_random_features_on_the_fig1_setup():
         phase = torch.rand(100, 1, 500, generator=generator, dtype=F64) * 2 * math.pi
         random_phase = [math.sqrt(2 / 500) * torch.cos(t * omega + phase) for t in (x, x_shifted)]
         rf_errors.append((exact - random_phase[0] @ random_phase[1].transpose(1, 2)).abs().mean())
-        paired = [torch.cat([torch.cos(t * omega[..., :250]), torch.sin(t * omega[..., :250])], -1) / math.sqrt(250) for t in (x, x_shifted)]
+        paired = [
+            torch.cat([torch.cos(t * omega[..., :250]), torch.sin(t * omega[..., :250])], -1) / math.sqrt(250)
+            for t in (x, x_shifted)
+        ]
         paired_rf_errors.append((exact - paired[0] @ paired[1].transpose(1, 2)).abs().mean())
     hp, rf = torch.stack(hp_errors).mean(), torch.stack(rf_errors).mean()
     assert hp <= rf
@@ -132,7 +135,9 @@ def test_product_class_sums_equal_explicit_kronecker_products():
     torch.testing.assert_close(product_class_sums(phi, labels, 3), expected)
     torch.testing.assert_close(khatri_rao(phi[:, :0]), torch.ones(9, 1, dtype=F64))
     for k in (1, 2, 3):  # every split of the factors gives the same layout
-        torch.testing.assert_close(product_class_sums(phi[:, :k], labels, 3)[0], khatri_rao(phi[:, :k])[labels == 0].sum(0))
+        torch.testing.assert_close(
+            product_class_sums(phi[:, :k], labels, 3)[0], khatri_rao(phi[:, :k])[labels == 0].sum(0)
+        )
 
 
 def _adversarial_rows(dimension: int) -> torch.Tensor:
@@ -237,11 +242,15 @@ def test_the_seeds_median_heuristic_is_an_ablation_for_non_private_runs_only():
         hp.resolve("adult", "smoke", {"length_scale_rule": "median"})
     with pytest.raises(HyperParameterError, match="--eps inf only"):  # refused when the grid is expanded
         hp.resolve("gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"})
-    private = hp.resolve("gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"}, private=False).params
+    private = hp.resolve(
+        "gmm2d", "smoke", {"length_scale_rule": "median-heuristic", "epochs": "1"}, private=False
+    ).params
     budget = PrivacyBudget(1.0, 1e-5)  # and by fit itself, for a caller that skips the grid
     with pytest.raises(ValueError, match="--eps inf only"):
-        DPHermite().fit(PrivateData(draw_split(seed=0).train, PrivacyLedger(budget)), FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"),
-                                                         data_kind=DataKind.TWO_D))
+        DPHermite().fit(
+            PrivateData(draw_split(seed=0).train, PrivacyLedger(budget)),
+            FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
+        )
 
 
 def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_runs_only():
@@ -251,12 +260,17 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
     data = LabelledData(data.x[::90], data.y[::90], data.schema)
     targets = {}
     for rule in ("per-class", "unconditional"):
-        params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": rule, "epochs": "1"}, private=False).params
+        params = HYPERPARAMETERS.resolve(
+            "gmm2d", "smoke", {"prod_target_rule": rule, "epochs": "1"}, private=False
+        ).params
         budget = PrivacyBudget.non_private()
         ledger = PrivacyLedger(budget)
         seen = []
         ledger.observers.append(lambda event: seen.append(event))
-        DPHermite().fit(PrivateData(data, ledger), FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+        DPHermite().fit(
+            PrivateData(data, ledger),
+            FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
+        )
         clean = [e for e in seen if "product" in e.release.what][0].clean
         targets[rule] = torch.as_tensor(clean[0] if isinstance(clean, list) else clean)
     per_class, unconditional = targets["per-class"], targets["unconditional"]
@@ -265,7 +279,12 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
     assert not torch.allclose(per_class[0], per_class[1])
     with pytest.raises(HyperParameterError, match="--eps inf only"):
         HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"})
-    private = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"}, private=False).params
+    private = HYPERPARAMETERS.resolve(
+        "gmm2d", "smoke", {"prod_target_rule": "unconditional", "epochs": "1"}, private=False
+    ).params
     budget = PrivacyBudget(1.0, 1e-5)
     with pytest.raises(ValueError, match="--eps inf only"):
-        DPHermite().fit(PrivateData(data, PrivacyLedger(budget)), FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D))
+        DPHermite().fit(
+            PrivateData(data, PrivacyLedger(budget)),
+            FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
+        )

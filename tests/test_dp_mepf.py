@@ -114,15 +114,18 @@ def _authors_release(data, encoder, moments, labelled, shape, batch, device, sig
     sums = [class_sums(phi, labels, data.schema.n_classes if labelled else 1) for phi in phis]
     m = len(rows)
     return [
-        data._ledger.gaussian(s / m, sensitivity=(SQRT2 if t == 0 else 1.0) / m, noise_multiplier=sigma,
-                              what=f"φ{t + 1} {what}", rng=rng)
+        data._ledger.gaussian(
+            s / m, sensitivity=(SQRT2 if t == 0 else 1.0) / m, noise_multiplier=sigma, what=f"φ{t + 1} {what}", rng=rng
+        )
         for t, s in enumerate(sums)
     ]
 
 
 @pytest.mark.slow  # 800 fits per case: about 80 s each on 2 loaded cores
 @pytest.mark.parametrize("release,honest", [(dp_mepf.release_moments, True), (_authors_release, False)])
-def test_audit_of_the_real_fit_matches_the_claim_and_catches_the_authors_phi2_noise(data_dir, monkeypatch, release, honest):
+def test_audit_of_the_real_fit_matches_the_claim_and_catches_the_authors_phi2_noise(
+    data_dir, monkeypatch, release, honest
+):
     """The black-box audit (bench/privacy/audit.py: noisy releases of D and of its most separable
     neighbour, not the method's own sensitivity) through the real fit on MNIST rows, Lite0
     encoder: the fitted μ-GDP of the honest release is at its claim (a label-changing replacement
@@ -155,10 +158,14 @@ def test_the_handle_sums_equal_a_direct_computation_in_any_batch_size(tiny_train
     y = torch.as_tensor(tiny_train.y)
     for labelled in (True, False):
         rows = 10 if labelled else 1
-        direct = [class_sums(phi, y if labelled else torch.zeros_like(y), rows) / len(e) for phi in feature_moments(e, 2)]
+        direct = [
+            class_sums(phi, y if labelled else torch.zeros_like(y), rows) / len(e) for phi in feature_moments(e, 2)
+        ]
         for batch in (7, 1000):
             data = PrivateData(tiny_train, PrivacyLedger(PrivacyBudget.non_private()))
-            released = release_moments(data, encoder, 2, labelled, (1, 28, 28), batch, torch.device("cpu"), 0.0, None, "t")
+            released = release_moments(
+                data, encoder, 2, labelled, (1, 28, 28), batch, torch.device("cpu"), 0.0, None, "t"
+            )
             for a, b in zip(released, direct):
                 torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
 
@@ -230,8 +237,14 @@ def test_proxy_release_really_adds_the_noise(tiny_train):
     sigma_stop = 40.0
     m = len(tiny_train)
     encoder = TinyProxy().eval()
-    proxy = release_proxy(encoder, PrivateData(tiny_train, context.ledger), sigma_stop, torch.Generator().manual_seed(3), 64,
-                          torch.device("cpu"))
+    proxy = release_proxy(
+        encoder,
+        PrivateData(tiny_train, context.ledger),
+        sigma_stop,
+        torch.Generator().manual_seed(3),
+        64,
+        torch.device("cpu"),
+    )
     with torch.no_grad():
         features = feature_moments(encoder(as_image_tensor(tiny_train.x, (1, 28, 28))).double(), 2)
     clean = [phi.sum(0, keepdim=True) for phi in features]
@@ -266,8 +279,39 @@ def test_early_stopping_charges_the_proxy_at_ten_sigma(tiny_train, monkeypatch):
 
 # --- encoders --------------------------------------------------------------------------------------
 
-ROAD_VEHICLES = {407, 408, 436, 468, 511, 555, 569, 573, 575, 581, 586, 603, 609, 627, 654, 656, 660, 661, 675,
-                 705, 717, 734, 751, 757, 779, 803, 817, 856, 864, 867, 874}  # ImageNet class indices
+ROAD_VEHICLES = {
+    407,
+    408,
+    436,
+    468,
+    511,
+    555,
+    569,
+    573,
+    575,
+    581,
+    586,
+    603,
+    609,
+    627,
+    654,
+    656,
+    660,
+    661,
+    675,
+    705,
+    717,
+    734,
+    751,
+    757,
+    779,
+    803,
+    817,
+    856,
+    864,
+    867,
+    874,
+}  # ImageNet class indices
 
 
 def _cifar_vehicles(data_dir) -> torch.Tensor:
@@ -278,8 +322,11 @@ def _cifar_vehicles(data_dir) -> torch.Tensor:
         pytest.skip("the CIFAR-10 JPEG copy is not in the data directory")
     with tarfile.open(path) as tar:
         images = [
-            np.asarray(Image.open(io.BytesIO(tar.extractfile(f"CIFAR-10-images/test/{c}/{i:04d}.jpg").read())).convert("RGB"))
-            for c in ("automobile", "truck") for i in range(10)
+            np.asarray(
+                Image.open(io.BytesIO(tar.extractfile(f"CIFAR-10-images/test/{c}/{i:04d}.jpg").read())).convert("RGB")
+            )
+            for c in ("automobile", "truck")
+            for i in range(10)
         ]
     return torch.tensor(np.stack(images)).permute(0, 3, 1, 2).float() / 255
 
@@ -389,8 +436,15 @@ def test_a_grid_cell_runs_end_to_end(data_dir, tmp_path):
     name = "mnist-tiny-mepf-test"
     DATASETS.register(ImageDataset(name, "MNIST, first 200/100 images (tests)", MNIST.schema, lambda _: tiny))
     try:
-        spec = GridSpec(methods=["dp-mepf"], datasets=[name], epsilons=[1.0], seeds=[0], profile="smoke",
-                        evaluators=["fid"], overrides={"dp-mepf": {"moments": "1"}})
+        spec = GridSpec(
+            methods=["dp-mepf"],
+            datasets=[name],
+            epsilons=[1.0],
+            seeds=[0],
+            profile="smoke",
+            evaluators=["fid"],
+            overrides={"dp-mepf": {"moments": "1"}},
+        )
         (cell,), _ = expand(spec)
         cell = dataclasses.replace(cell, evaluators=())  # FID's Inception pass is tested elsewhere
         outcome = execute(cell.to_json(), str(tmp_path), lambda fraction: None)
@@ -437,7 +491,9 @@ def test_an_encoder_trained_on_the_private_dataset_is_refused(tiny_train, mnist_
     """Issue 29: `pretrain-encoder --public mnist` then dp-mepf on private mnist was accepted."""
     params = _params(encoder="resnet18-cifar", layers="stem", weights=str(mnist_checkpoint))
     budget = PrivacyBudget(1.0, 1e-5)
-    context = FitContext(budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE, dataset="mnist")
+    context = FitContext(
+        budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE, dataset="mnist"
+    )
     with pytest.raises(EncoderError, match="trained on mnist, which holds the private dataset mnist"):
         METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
     from methods.encoders import shares_data
@@ -452,8 +508,14 @@ def test_the_grid_tells_the_method_its_dataset_and_data_folder(data_dir, mnist_c
 
     from methods import encoders
 
-    refused = bench.run_cell("dp-mepf", "mnist", evaluators=(), profile="smoke", data_dir=data_dir,
-                             overrides={"encoder": "resnet18-cifar", "layers": "stem", "weights": str(mnist_checkpoint)})
+    refused = bench.run_cell(
+        "dp-mepf",
+        "mnist",
+        evaluators=(),
+        profile="smoke",
+        data_dir=data_dir,
+        overrides={"encoder": "resnet18-cifar", "layers": "stem", "weights": str(mnist_checkpoint)},
+    )
     assert not refused.ok and "trained on mnist" in refused.error
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-hub"))  # weights only in the run's data folder
     torch.save(vgg19(weights=None).state_dict(), tmp_path / encoders.VGG19_FILE)
@@ -504,7 +566,17 @@ def test_pretrain_encoder_caches_by_content_key_and_logs_the_checkpoint(data_dir
     trainings = []
     real = pretrain.pretrain_resnet18
     monkeypatch.setattr(pretrain, "pretrain_resnet18", lambda *a, **k: trainings.append(a[4]) or real(*a, **k))
-    args = ["pretrain-encoder", "--public", "fashion-mnist", "--epochs", "1", "--limit", "64", "--data-dir", str(data_dir)]
+    args = [
+        "pretrain-encoder",
+        "--public",
+        "fashion-mnist",
+        "--epochs",
+        "1",
+        "--limit",
+        "64",
+        "--data-dir",
+        str(data_dir),
+    ]
     assert main(args) == 0 and main(args) == 0
     assert trainings == [(3, 28, 28)]  # trained once, on greyscale replicated to 3 channels
     (path,) = (tmp_path / "encoders").glob("resnet18-cifar-fashion-mnist-*.pt")
@@ -548,7 +620,9 @@ def test_the_cpu_profiles_encoder_passes_the_row_wise_check_despite_its_round_of
     from bench.privacy.private_data import _check_row_wise
 
     arrays = MNIST.read(data_dir)
-    rows = LabelledData(arrays.train_x[:100].astype(np.float32) / 255, arrays.train_y[:100].astype(np.int64), MNIST.schema)
+    rows = LabelledData(
+        arrays.train_x[:100].astype(np.float32) / 255, arrays.train_y[:100].astype(np.int64), MNIST.schema
+    )
     _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem,b0,b1,b2,b3,b4,b5", data_dir=data_dir)
     encoder = encoder.freeze()
 

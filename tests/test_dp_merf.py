@@ -111,7 +111,8 @@ def test_the_wide_rows_backward_pass_gives_the_class_weights_gradient_to_roundin
         (gradient,) = torch.autograd.grad((sums * upstream).sum(), x)
         gradients.append(gradient)
     (reference,) = torch.autograd.grad(
-        ((torch.nn.functional.one_hot(y, 10).double().T @ rff_features(x, w)) * upstream).sum(), x)
+        ((torch.nn.functional.one_hot(y, 10).double().T @ rff_features(x, w)) * upstream).sum(), x
+    )
     torch.testing.assert_close(gradients[0], reference, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(gradients[0], gradients[1], rtol=1e-10, atol=1e-12)
 
@@ -153,7 +154,9 @@ def test_the_compiled_class_sums_equal_the_one_hot_definition_and_have_correct_g
 
 
 @pytest.mark.parametrize("rows, coordinates, half", [(500, 2, 3_000), (1_100, 6, 500), (7, 14, 40)])
-def test_compiled_class_sums_match_the_eager_kernel_and_give_the_same_bits_at_one_and_two_threads(rows, coordinates, half):
+def test_compiled_class_sums_match_the_eager_kernel_and_give_the_same_bits_at_one_and_two_threads(
+    rows, coordinates, half
+):
     """float32 as in training: within rounding of the eager kernel; identical at 1 and 2 threads
     (the runner lends a core to DP-MERF's 2-D fits on that promise)."""
     compiled_or_skip()
@@ -203,9 +206,16 @@ def test_the_released_per_row_features_are_the_trained_on_ones_and_the_handle_ch
     data = PrivateData(LabelledData(x.float().numpy(), y.numpy(), SCHEMA), PrivacyLedger(PrivacyBudget.non_private()))
 
     def release(chunk_rows):
-        return data.sum("embedding", lambda rows: features.rows(torch.as_tensor(rows.x, dtype=torch.float64)),
-                        norm_bound=1.0, noise_multiplier=0.0, rng=torch.Generator(), mean=True, by_label=True,
-                        chunk_rows=chunk_rows)
+        return data.sum(
+            "embedding",
+            lambda rows: features.rows(torch.as_tensor(rows.x, dtype=torch.float64)),
+            norm_bound=1.0,
+            noise_multiplier=0.0,
+            rng=torch.Generator(),
+            mean=True,
+            by_label=True,
+            chunk_rows=chunk_rows,
+        )
 
     assert torch.allclose(release(7), release(None), atol=1e-14)
     assert torch.allclose(release(None), labelled_embedding(x.float().double(), y, 5, features) / 1000, atol=1e-14)
@@ -234,9 +244,7 @@ def fit(train, epsilon, params=None, calibrator="tight"):
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, calibrator)
     resolved = replace(HYPERPARAMETERS.resolve("gmm2d", "smoke").params, **{"epochs": 1, **(params or {})})
-    context = FitContext(
-        budget, ledger, resolved, seed=0, device=torch.device("cpu"), data_kind=DataKind.TWO_D
-    )
+    context = FitContext(budget, ledger, resolved, seed=0, device=torch.device("cpu"), data_kind=DataKind.TWO_D)
     return DPMerf().fit(PrivateData(train, context.ledger), context), ledger
 
 
@@ -300,15 +308,17 @@ def test_class_sums_in_bounded_memory_match_in_value_and_gradient(monkeypatch):
         assert torch.allclose(value, reference) and torch.allclose(grad, expected)
 
 
-
 def _handle(z, ledger):
     """z (n × d) as the private rows of a handle on ``ledger`` (numerical columns, wide bounds)."""
     import numpy as np
 
     from bench.core.data import Column, ColumnKind, Schema
 
-    schema = Schema(columns=tuple(Column(f"c{i}", ColumnKind.NUMERICAL, bounds=(-1e7, 1e7)) for i in range(z.shape[1])),
-                    label="label", classes=("no", "yes"))
+    schema = Schema(
+        columns=tuple(Column(f"c{i}", ColumnKind.NUMERICAL, bounds=(-1e7, 1e7)) for i in range(z.shape[1])),
+        label="label",
+        classes=("no", "yes"),
+    )
     return PrivateData(LabelledData(np.asarray(z, dtype=np.float64), np.zeros(len(z), dtype=np.int64), schema), ledger)
 
 
@@ -316,7 +326,9 @@ def _pair_counts(z, order, thresholds):
     from bench.privacy.budget import PrivacyBudget
 
     return _handle(z, PrivacyLedger(PrivacyBudget.non_private())).pair_distance_counts(
-        "pairs", lambda rows: rows.x, thresholds=thresholds, order=order, noise_multiplier=0.0, rng=None)
+        "pairs", lambda rows: rows.x, thresholds=thresholds, order=order, noise_multiplier=0.0, rng=None
+    )
+
 
 def test_dp_median_counts_move_by_at_most_the_declared_sensitivity_on_adversarial_neighbours():
     """Replace-one: a row replaced by the farthest or the nearest possible row (or a copy of its
@@ -335,7 +347,9 @@ def test_dp_median_counts_move_by_at_most_the_declared_sensitivity_on_adversaria
     counts = _pair_counts(z, order, thresholds)
     worst = 0.0
     for row in rng.choice(len(z), 40, replace=False):
-        partner = order[np.flatnonzero(order == row)[0] ^ 1] if np.flatnonzero(order == row)[0] < len(z) // 2 * 2 else row
+        partner = (
+            order[np.flatnonzero(order == row)[0] ^ 1] if np.flatnonzero(order == row)[0] < len(z) // 2 * 2 else row
+        )
         for replacement in (np.full(3, 1e6), -np.full(3, 1e6), z[partner], np.zeros(3)):
             neighbour = z.copy()
             neighbour[row] = replacement
@@ -374,7 +388,9 @@ def test_dp_median_release_declares_at_least_the_change_neighbours_cause():
     def released(z):
         seen = []
         ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5), observers=[seen.append])
-        dp_median_distance(_handle(z, ledger), lambda rows: rows.x, 2e3, 6.0, np.random.default_rng(7))  # the same public pairing each time
+        dp_median_distance(
+            _handle(z, ledger), lambda rows: rows.x, 2e3, 6.0, np.random.default_rng(7)
+        )  # the same public pairing each time
         (event,) = seen
         return np.asarray(event.clean, dtype=float), event.release.sensitivity
 

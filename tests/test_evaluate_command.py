@@ -49,8 +49,23 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
     (workdir / "plugins" / "counting_plugin.py").write_text(COUNTING_PLUGIN)
     counter = workdir / "fits.txt"
     env = {"DPBENCH_PLUGINS": "dpbench_test_plugins,counting_plugin", "FIT_COUNTER": str(counter)}
-    fitted = run_cli("run", "--methods", "counting-uniform", "--datasets", "cervical", "--seeds", "0-1", "--jobs", "2",
-                     "--evaluators", "downstream", "--experiment", "old", "--no-progress", env=env)
+    fitted = run_cli(
+        "run",
+        "--methods",
+        "counting-uniform",
+        "--datasets",
+        "cervical",
+        "--seeds",
+        "0-1",
+        "--jobs",
+        "2",
+        "--evaluators",
+        "downstream",
+        "--experiment",
+        "old",
+        "--no-progress",
+        env=env,
+    )
     assert fitted.returncode == 0, fitted.stdout + fitted.stderr
     assert counter.read_text().count("fit") == 2
     samples = sorted(workdir.glob(f"mlartifacts/*/artifacts/{SAMPLE_FILE}"))
@@ -70,8 +85,9 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
 
     # the shadow-model attack refits the run's method (rebuilt from its stored cell) on shadow sets
     # only: two shadows a run, the runs' own fits untouched
-    shadows = run_cli("evaluate", "--experiment", "old", "--evaluators", "shadow-mia", "--eval-set",
-                      "shadow-mia.shadows=2", env=env)
+    shadows = run_cli(
+        "evaluate", "--experiment", "old", "--evaluators", "shadow-mia", "--eval-set", "shadow-mia.shadows=2", env=env
+    )
     assert shadows.returncode == 0 and "2 scored" in shadows.stdout, shadows.stdout + shadows.stderr
     assert counter.read_text().count("fit") == 2 + 2 * 2
     assert all(0 <= run.data.metrics["shadow-mia.shadow_auc"] <= 1 for run in _runs("old"))
@@ -106,8 +122,19 @@ def test_one_fit_per_setup_a_second_grid_only_scores_what_its_evaluators_add(wor
     (workdir / "plugins" / "counting_plugin.py").write_text(COUNTING_PLUGIN)
     counter = workdir / "fits.txt"
     env = {"DPBENCH_PLUGINS": "dpbench_test_plugins,counting_plugin", "FIT_COUNTER": str(counter)}
-    grid = ("run", "--methods", "counting-uniform", "--datasets", "cervical", "--seeds", "0-1", "--experiment", "shared",
-            "--no-progress", "--evaluators")
+    grid = (
+        "run",
+        "--methods",
+        "counting-uniform",
+        "--datasets",
+        "cervical",
+        "--seeds",
+        "0-1",
+        "--experiment",
+        "shared",
+        "--no-progress",
+        "--evaluators",
+    )
     first = run_cli(*grid, "downstream", env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     assert counter.read_text().count("fit") == 2
@@ -141,8 +168,16 @@ def test_a_preset_cell_is_finished_by_a_run_of_its_setup_that_holds_its_evaluato
     scored = GridSpec(("uniform",), ("cervical",), [math.inf], [0, 1, 2], evaluators=("privacy",))
     preset = Preset("p", "P", "", "shared", (scored,), (), {}, "")
     runs = [
-        cell_record(cell, {"downstream.roc_auc": 0.5, **({"privacy.mia_auc": 0.5} if cell.seed == 0 else {}),
-                           "privacy.epsilon_spent": 0.0}, f"run{cell.seed}", cell.seed)
+        cell_record(
+            cell,
+            {
+                "downstream.roc_auc": 0.5,
+                **({"privacy.mia_auc": 0.5} if cell.seed == 0 else {}),
+                "privacy.epsilon_spent": 0.0,
+            },
+            f"run{cell.seed}",
+            cell.seed,
+        )
         for cell in grid_cells(fitted, "shared")
     ]
     wanted = {cell.seed: cell.key for cell in grid_cells(scored, "shared")}

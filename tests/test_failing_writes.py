@@ -31,12 +31,17 @@ def store(tmp_path, monkeypatch):
 
 
 def two_cells():
-    cells, _ = expand(GridSpec(methods=["real"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0, 1],
-                               profile="smoke", evaluators=["nll"]))
+    cells, _ = expand(
+        GridSpec(
+            methods=["real"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0, 1], profile="smoke", evaluators=["nll"]
+        )
+    )
     return cells
 
 
-def test_a_full_artifact_store_and_a_full_outbox_fail_each_cell_keep_its_results_and_the_grid_goes_on(store, monkeypatch):
+def test_a_full_artifact_store_and_a_full_outbox_fail_each_cell_keep_its_results_and_the_grid_goes_on(
+    store, monkeypatch
+):
     monkeypatch.setattr(tracking, "log_cell", full_disk)
     monkeypatch.setattr(outbox.shutil, "copytree", full_disk)
     report = run_grid(two_cells(), "full", jobs=1, show_progress=False)

@@ -44,11 +44,20 @@ def test_the_private_length_scale_lands_where_the_authors_heuristic_does_on_adul
     ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
     sigma, _ = ledger.calibrate_shares([BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, 2)])
     diameter = float(np.linalg.norm(space.coordinate_ranges()))
-    schema = Schema(columns=tuple(Column(f"c{i}", ColumnKind.NUMERICAL, bounds=(-1e9, 1e9)) for i in range(rows.shape[1])),
-                    label="label", classes=("no", "yes"))
-    handle = lambda: PrivateData(LabelledData(rows, np.zeros(len(rows), dtype=np.int64), schema),  # noqa: E731
-                                 PrivacyLedger(PrivacyBudget(1.0, 1e-5)))
-    estimates = [dp_median_distance(handle(), lambda r: r.x, diameter, sigma, np.random.default_rng(s)) for s in range(5)]
+    schema = Schema(
+        columns=tuple(Column(f"c{i}", ColumnKind.NUMERICAL, bounds=(-1e9, 1e9)) for i in range(rows.shape[1])),
+        label="label",
+        classes=("no", "yes"),
+    )
+
+    def handle():
+        return PrivateData(
+            LabelledData(rows, np.zeros(len(rows), dtype=np.int64), schema), PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+        )
+
+    estimates = [
+        dp_median_distance(handle(), lambda r: r.x, diameter, sigma, np.random.default_rng(s)) for s in range(5)
+    ]
     exact = median_distance(rows, np.random.default_rng(0), rows=2000)
     assert all(exact / 1.5 < e < exact * 1.5 for e in estimates), (exact, estimates)
     fnlwgt_public = space.coordinate_ranges()[1] * math.sqrt(len(space.numerical) / 6)
@@ -58,8 +67,17 @@ def test_the_private_length_scale_lands_where_the_authors_heuristic_does_on_adul
 def _cell(data_dir, method: str, dataset: str, epsilon: float, overrides=None, eval_settings=None) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = run_cell(method, dataset, epsilon=epsilon, seed=0, protocol="paper", evaluators=["downstream"],
-                          overrides=overrides, data_dir=data_dir, eval_settings=eval_settings)
+        result = run_cell(
+            method,
+            dataset,
+            epsilon=epsilon,
+            seed=0,
+            protocol="paper",
+            evaluators=["downstream"],
+            overrides=overrides,
+            data_dir=data_dir,
+            eval_settings=eval_settings,
+        )
     assert result.status == "FINISHED", result.error
     return result.metrics
 
@@ -88,7 +106,9 @@ def test_dphp_on_the_authors_z_scored_adult_p_reaches_table_2(data_dir):
 def test_real_adult_p_with_z_scoring_classifiers_meets_dphp_table_2s_real_row(data_dir):
     """DP-HP Table 2's real adult row, 0.786, is met on adult.p's rows (adult-dphp-logs) only when
     the classifiers z-score their inputs as the authors' file was (seed 0: 0.794; unscaled 0.753)."""
-    metrics = _cell(data_dir, "real", "adult-dphp-logs", math.inf, eval_settings={"downstream": {"scaling": "standard"}})
+    metrics = _cell(
+        data_dir, "real", "adult-dphp-logs", math.inf, eval_settings={"downstream": {"scaling": "standard"}}
+    )
     assert abs(metrics["downstream.test_selected_best.roc_auc"] - 0.786) < 0.02
 
 

@@ -41,7 +41,9 @@ def test_nll_of_real_data_matches_fig2_and_the_correct_density():
     split = draw_split(seed=0)
     scores = NegativeLogLikelihood().evaluate(split.train, split.train, split.test, EvalContext()).metrics
     assert scores["paper_sum"] == pytest.approx(3.17e5, rel=0.02)  # Fig. 2: ≈ 3.1×10⁵ (1-D normaliser)
-    assert scores["mean"] * 90_000 == pytest.approx(2.55e5, rel=0.02)  # 2-D normaliser (DP-HP (arXiv:2106.05042) Sec. 5.1)
+    assert scores["mean"] * 90_000 == pytest.approx(
+        2.55e5, rel=0.02
+    )  # 2-D normaliser (DP-HP (arXiv:2106.05042) Sec. 5.1)
 
 
 def test_nll_is_worse_for_wrong_labels_and_off_grid_samples():

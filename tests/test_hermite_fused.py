@@ -100,7 +100,9 @@ def test_the_fused_pass_leaves_torch_thread_count_alone():
     torch.set_num_threads(1)
     try:
         x = torch.rand(600, 5, requires_grad=True)
-        sum_class_sums(x, torch.arange(600) % 2, torch.full((5,), 0.5, dtype=torch.float64), 10, 2, False).sum().backward()
+        sum_class_sums(
+            x, torch.arange(600) % 2, torch.full((5,), 0.5, dtype=torch.float64), 10, 2, False
+        ).sum().backward()
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)

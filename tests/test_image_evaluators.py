@@ -108,9 +108,11 @@ def test_sample_fraction_trains_the_pool_on_a_balanced_subset(small):
     train, test = small
     pooled = ImageDownstreamClassifiers(sample_fraction=0.5, classifiers=FAST[:2], n_jobs=2, timeout_s=120)
     values = pooled.evaluate(train, train, test, CONTEXT).metrics
-    serial = ImageDownstreamClassifiers(sample_fraction=0.5, classifiers=FAST[:2], in_process=True).evaluate(
-        train, train, test, CONTEXT
-    ).metrics
+    serial = (
+        ImageDownstreamClassifiers(sample_fraction=0.5, classifiers=FAST[:2], in_process=True)
+        .evaluate(train, train, test, CONTEXT)
+        .metrics
+    )
     assert values["n_train"] == 150 and values["n_failed"] == 0
     for name in ("LR.accuracy", "GNB.accuracy", "f1_macro"):
         assert values[name] == pytest.approx(serial[name])
@@ -145,7 +147,9 @@ def test_a_fit_two_evaluators_ask_for_is_made_once_and_read_from_the_cache(small
 
     train, test = small
     context = EvalContext(cache_dir=tmp_path)
-    downstream = ImageDownstreamClassifiers(classifiers=FAST, in_process=True).evaluate(train, train, test, context).metrics
+    downstream = (
+        ImageDownstreamClassifiers(classifiers=FAST, in_process=True).evaluate(train, train, test, context).metrics
+    )
     assert len(list((tmp_path / image_downstream.FIT_CACHE).glob("*.npz"))) == len(FAST)
     fitted = []
     original = image_downstream.ImageClassifiers.run_fits
@@ -182,8 +186,15 @@ def fig3_frame() -> pd.DataFrame:
     rows = []
     for seed, shift in enumerate((0.0, 0.02)):
         for method, eps, top in (("real", math.inf, 0.86), ("dp-hp", 1.0, 0.73)):
-            rows.append({"method": method, "dataset": "mnist", "epsilon": eps, "seed": seed,
-                         **{f"effective-size.acc_n{n}": top + shift - 0.1 * (n < 1000) for n in (60000, 6000, 600, 60)}})
+            rows.append(
+                {
+                    "method": method,
+                    "dataset": "mnist",
+                    "epsilon": eps,
+                    "seed": seed,
+                    **{f"effective-size.acc_n{n}": top + shift - 0.1 * (n < 1000) for n in (60000, 6000, 600, 60)},
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -40,7 +40,11 @@ def tiny_mnist(data_dir):
 
 def test_conv_generator_follows_the_seeds_shapes():
     net = ConvolutionalConditionalGenerator(5, 10, 200, (16, 8), 5, (1, 28, 28), torch.nn.Sigmoid())
-    assert net.start == (16, 7, 7)  # Linear(200 → 16·7·7 = 784), github.com/ParkLabML/DP-MERF code_balanced/models_gen.py
+    assert net.start == (
+        16,
+        7,
+        7,
+    )  # Linear(200 → 16·7·7 = 784), github.com/ParkLabML/DP-MERF code_balanced/models_gen.py
     out = net(torch.arange(10).repeat(3))
     assert out.shape == (30, 784) and ((out > 0) & (out < 1)).all()
     rgb = ConvolutionalConditionalGenerator(5, 10, 64, (16, 8), 5, (3, 32, 32))
@@ -53,7 +57,9 @@ def test_build_generator_picks_the_named_architecture():
     params = METHODS.get("dp-hp").hyperparameters.resolve("mnist").params  # fc, hidden 500-500
     fc = build_generator(params, 10, 784, torch.nn.Sigmoid(), (1, 28, 28))
     assert isinstance(fc, FullyConnectedConditionalGenerator)
-    conv = build_generator(dataclasses.replace(params, architecture="conv", hidden="500"), 10, 784, torch.nn.Sigmoid(), (1, 28, 28))
+    conv = build_generator(
+        dataclasses.replace(params, architecture="conv", hidden="500"), 10, 784, torch.nn.Sigmoid(), (1, 28, 28)
+    )
     assert isinstance(conv, ConvolutionalConditionalGenerator) and conv.fc[0].out_features == 500
     with pytest.raises(ValueError, match="image data"):
         build_generator(dataclasses.replace(params, architecture="conv"), 2, 8, torch.nn.Identity(), None)
@@ -124,7 +130,9 @@ def test_labelled_mmd_matches_the_explicit_double_sum():
     def mean(a, ya, b, yb):
         return sum(k(a[i], ya[i], b[j], yb[j]) for i in range(len(a)) for j in range(len(b))) / (len(a) * len(b))
 
-    expected = mean(real, real_y, real, real_y) + mean(fake, fake_y, fake, fake_y) - 2 * mean(real, real_y, fake, fake_y)
+    expected = (
+        mean(real, real_y, real, real_y) + mean(fake, fake_y, fake, fake_y) - 2 * mean(real, real_y, fake, fake_y)
+    )
     assert float(labelled_gaussian_mmd2(real, real_y, fake, fake_y, ell)) == pytest.approx(expected, rel=1e-10)
     assert float(labelled_gaussian_mmd2(real, real_y, real, real_y, ell)) == pytest.approx(0.0, abs=1e-12)
     # same points, other labels: the label kernel separates them
@@ -141,7 +149,12 @@ def test_full_mmd_is_non_private_and_runs_only_at_infinite_epsilon():
 def test_image_cell_runs_and_writes_a_sample_grid(tiny_mnist, tmp_path, method):
     overrides = {"dp-hp": {"sum_order": "5", "prod_order": "3"}, "dp-merf": {"n_features": "200"}}
     spec = GridSpec(
-        methods=[method], datasets=[TINY], epsilons=[1.0], seeds=[0], profile="smoke", evaluators=["fid"],
+        methods=[method],
+        datasets=[TINY],
+        epsilons=[1.0],
+        seeds=[0],
+        profile="smoke",
+        evaluators=["fid"],
         overrides={k: v for k, v in overrides.items() if k == method},
     )
     (cell,), _ = expand(spec)
@@ -158,7 +171,11 @@ def test_image_cell_runs_and_writes_a_sample_grid(tiny_mnist, tmp_path, method):
 
 def test_eval_set_changes_an_evaluator_setting_and_is_recorded():
     spec = GridSpec(
-        methods=["real"], datasets=["mnist"], epsilons=[1.0], seeds=[0], evaluators=["fid"],
+        methods=["real"],
+        datasets=["mnist"],
+        epsilons=[1.0],
+        seeds=[0],
+        evaluators=["fid"],
         evaluator_overrides={"fid": {"n_samples": "1000"}},
     )
     (cell,), _ = expand(spec)
@@ -167,7 +184,9 @@ def test_eval_set_changes_an_evaluator_setting_and_is_recorded():
     (plain,), _ = expand(dataclasses.replace(spec, evaluator_overrides={}))
     assert plain.evaluator_settings == {} and plain.key != cell.key
     (sized,), _ = expand(
-        dataclasses.replace(spec, evaluators=["effective-size"], evaluator_overrides={"effective-size": {"ratios": "0.1, 0.01"}})
+        dataclasses.replace(
+            spec, evaluators=["effective-size"], evaluator_overrides={"effective-size": {"ratios": "0.1, 0.01"}}
+        )
     )
     assert sized.evaluator_settings == {"effective-size": {"ratios": (0.1, 0.01)}}
     with pytest.raises(GridError, match="no such setting"):
@@ -199,8 +218,13 @@ def test_eval_set_settings_reach_the_evaluator(tmp_path, monkeypatch):
     EVALUATORS.register(Recording())
     try:
         spec = GridSpec(
-            methods=["real"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0], evaluators=["recording-test"],
-            evaluator_overrides={"recording-test": {"level": "7"}}, data_dir=str(tmp_path / "data"),
+            methods=["real"],
+            datasets=["gmm2d"],
+            epsilons=[1.0],
+            seeds=[0],
+            evaluators=["recording-test"],
+            evaluator_overrides={"recording-test": {"level": "7"}},
+            data_dir=str(tmp_path / "data"),
         )
         (cell,), _ = expand(spec)
         outcome = execute(cell.to_json(), str(tmp_path), lambda fraction: None)

@@ -154,8 +154,11 @@ def test_jpeg_tar_layout_order_and_channels(tmp_path, monkeypatch):
         for split, count in (("test", 1), ("train", 2)):
             for label, name in reversed(list(enumerate(cifar10.CLASSES))):  # out of order on purpose
                 for number in range(count):
-                    add_member(archive, f"CIFAR-10-images/{split}/{name}/{number:04d}.jpg",
-                               solid_jpeg((20 * label, 100 + 50 * number, 30)))
+                    add_member(
+                        archive,
+                        f"CIFAR-10-images/{split}/{name}/{number:04d}.jpg",
+                        solid_jpeg((20 * label, 100 + 50 * number, 30)),
+                    )
     arrays = cifar10.read_jpeg_tar(path)
     assert arrays.train_x.shape == (20, 3072) and arrays.test_x.shape == (10, 3072)
     assert arrays.train_y.tolist() == [c for c in range(10) for _ in range(2)]
@@ -279,8 +282,10 @@ def test_listing_evaluators_does_not_import_pytorch_fid():
     import subprocess
     import sys
 
-    code = ("import sys; from bench.api.registry import EVALUATORS; [e for e in EVALUATORS]; "
-            "print('pytorch_fid' in sys.modules, 'torchvision.models' in sys.modules)")
+    code = (
+        "import sys; from bench.api.registry import EVALUATORS; [e for e in EVALUATORS]; "
+        "print('pytorch_fid' in sys.modules, 'torchvision.models' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
 
@@ -302,7 +307,9 @@ def test_network_matches_pytorch_fids_own_construction(monkeypatch):
         fast = fid.load_network(str(WEIGHTS), inception.file_sha256(WEIGHTS), "cpu")
         assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in fast.modules())
         expected = theirs(images)[0]
-        assert torch.allclose(fast(images.contiguous(memory_format=torch.channels_last))[0], expected, rtol=1e-4, atol=1e-4)
+        assert torch.allclose(
+            fast(images.contiguous(memory_format=torch.channels_last))[0], expected, rtol=1e-4, atol=1e-4
+        )
 
 
 def test_missing_weights_error_says_how_to_fix(tmp_path, monkeypatch):
@@ -432,7 +439,9 @@ def test_fid_is_zero_against_itself_and_grows_with_noise():
     values = []
     for scale in (0.1, 0.3):
         noisy = np.clip(real.x + rng.normal(0, scale, real.x.shape).astype(np.float32), 0, 1)
-        values.append(evaluator.evaluate(LabelledData(noisy, real.y, real.schema), split.train, real, context).metrics["fid"])
+        values.append(
+            evaluator.evaluate(LabelledData(noisy, real.y, real.schema), split.train, real, context).metrics["fid"]
+        )
     assert itself["fid"] < values[0] < values[1]
 
 

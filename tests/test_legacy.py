@@ -13,7 +13,9 @@ from bench.harness.grid import Cell, CellCodecError
 from bench.harness.legacy import NOT_LOGGED, cell_from_v1, v1_key
 from tests.conftest import REPO
 
-RUNS = json.loads((Path(__file__).parent / "fixtures" / "v1_runs.json").read_text())  # copied from results/runs at 4a569b1
+RUNS = json.loads(
+    (Path(__file__).parent / "fixtures" / "v1_runs.json").read_text()
+)  # copied from results/runs at 4a569b1
 
 
 def rebuilt(name: str) -> tuple[dict, Cell]:
@@ -25,11 +27,17 @@ def rebuilt(name: str) -> tuple[dict, Cell]:
 def test_a_version_1_run_is_rebuilt_as_the_cell_it_was_keyed_by(name):
     run, cell = rebuilt(name)
     assert v1_key(run["config"], run["params"], run["tags"], {"noise": run["ledger_noise"]}) == run["key_v1"]
-    assert (cell.method, cell.epsilon, cell.seed) == (run["params"]["method"], float(run["params"]["epsilon"]),
-                                                      int(run["params"]["seed"]))
+    assert (cell.method, cell.epsilon, cell.seed) == (
+        run["params"]["method"],
+        float(run["params"]["epsilon"]),
+        int(run["params"]["seed"]),
+    )
     # the committed records of that cell (in each experiment holding it) were re-keyed to this cell's version-2 key
-    rekeyed = [json.loads(Path(p).read_text()) for p in glob.glob(str(REPO / "results/runs/*/*.json"))
-               if run["key_v1"] in Path(p).read_text()]
+    rekeyed = [
+        json.loads(Path(p).read_text())
+        for p in glob.glob(str(REPO / "results/runs/*/*.json"))
+        if run["key_v1"] in Path(p).read_text()
+    ]
     assert {r["key"] for r in rekeyed if r["tags"].get("cell_key.v1") == run["key_v1"]} == {cell.key}
 
 

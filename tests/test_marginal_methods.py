@@ -14,7 +14,14 @@ from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.core.data import DataKind
 from bench.api.contracts import FitContext
-from bench.privacy.ledger import GaussianRelease, PrivacyBudgetExceeded, PrivacyLedger, PureRelease, epsilon_to_zcdp, zcdp_to_epsilon
+from bench.privacy.ledger import (
+    GaussianRelease,
+    PrivacyBudgetExceeded,
+    PrivacyLedger,
+    PureRelease,
+    epsilon_to_zcdp,
+    zcdp_to_epsilon,
+)
 from bench.api.registry import METHODS
 from datasets.adult_discrete import ADULT_DISCRETE
 from methods.mst import spanning_tree
@@ -53,11 +60,14 @@ def test_mixed_releases_are_accounted_in_zcdp():
 def test_exponential_mechanism_frequencies(source):
     rng = np.random.default_rng(0)
     ledger = PrivacyLedger(
-        PrivacyBudget(1e9, 1e-5), noise_source=np.random.default_rng(1) if source == "noise source" else None,
+        PrivacyBudget(1e9, 1e-5),
+        noise_source=np.random.default_rng(1) if source == "noise source" else None,
         secure_noise=source == "secure",
     )
     scores = np.array([0.0, 2.0, 4.0])
-    draws = Counter(ledger.exponential(scores, epsilon=1.0, sensitivity=1.0, what="pick", rng=rng) for _ in range(6_000))
+    draws = Counter(
+        ledger.exponential(scores, epsilon=1.0, sensitivity=1.0, what="pick", rng=rng) for _ in range(6_000)
+    )
     weights = np.exp(scores / 2)
     for i, w in enumerate(weights / weights.sum()):
         assert draws[i] / 6_000 == pytest.approx(w, abs=0.025)  # 4 standard errors at most
@@ -74,8 +84,11 @@ def test_spanning_tree_spans_every_attribute(data_dir):
     handle = PrivateData(data, ledger)
     domain, index = domain_of(data.schema), column_index(data.schema)
     attributes = list(domain.attributes)
-    estimated = {(x, y): np.zeros(int(np.prod(domain.project((x, y)).shape)))
-                 for i, x in enumerate(attributes) for y in attributes[i + 1:]}
+    estimated = {
+        (x, y): np.zeros(int(np.prod(domain.project((x, y)).shape)))
+        for i, x in enumerate(attributes)
+        for y in attributes[i + 1 :]
+    }
     tree = spanning_tree(handle, Measurer(handle, domain, index, rng), estimated, attributes, 0.5, rng)
     assert [r.epsilon for r in ledger.releases] == [0.5] * (len(attributes) - 1)
     assert ledger.trusted_reads == []
@@ -99,16 +112,21 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
     ledger = PrivacyLedger(PrivacyBudget(epsilon, 1e-5))
     method = METHODS.get("mst")
     params = method.hyperparameters.resolve("adult-discrete", "smoke").params
-    context = FitContext(PrivacyBudget(epsilon, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE)
+    context = FitContext(
+        PrivacyBudget(epsilon, 1e-5), ledger, params, 0, torch.device("cpu"), data_kind=DataKind.DISCRETE
+    )
     model = method.fit(PrivateData(small, context.ledger), context)
     assert ledger.epsilon_spent == pytest.approx(epsilon, rel=1e-6)
     assert [r.what.split(":")[0] for r in ledger.releases] == [
-        "1-way marginals", *["spanning-tree edge (exponential mechanism on 2-way L1 errors)"] * 14,
+        "1-way marginals",
+        *["spanning-tree edge (exponential mechanism on 2-way L1 errors)"] * 14,
         "2-way marginals of the tree",
     ]
     assert ledger.independent_check().epsilon <= epsilon * 1.01
     sample = model.sample(500)
-    assert sample.x.shape == (500, 15) and (sample.x.max(axis=0) < [len(c.categories) for c in train.schema.columns]).all()
+    assert (
+        sample.x.shape == (500, 15) and (sample.x.max(axis=0) < [len(c.categories) for c in train.schema.columns]).all()
+    )
 
 
 def small_discrete(data_dir, columns: int, rows: int):
@@ -170,7 +188,11 @@ def test_independent_pair_tables_equal_mbi_projection(data_dir):
     domain, index = domain_of(data.schema), column_index(data.schema)
     measurer = Measurer(PrivateData(data, ledger), domain, index, np.random.default_rng(0))
     model = estimate(domain, measurer.measure([(a,) for a in domain.attributes], 3.0, "1-way marginals"), 200)
-    pairs = [("age", "workclass"), (domain.attributes[2], domain.attributes[5]), (domain.attributes[4], domain.attributes[1])]
+    pairs = [
+        ("age", "workclass"),
+        (domain.attributes[2], domain.attributes[5]),
+        (domain.attributes[4], domain.attributes[1]),
+    ]
     tables = independent_pair_tables(model, pairs)
     for pair in pairs:
         np.testing.assert_allclose(tables[pair], np.asarray(model.project(pair).datavector()), rtol=1e-6, atol=1e-6)

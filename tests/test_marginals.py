@@ -14,7 +14,12 @@ from datasets.adult_discrete import ADULT_DISCRETE
 from datasets.census_discrete import CENSUS_DISCRETE
 from datasets.discrete import domain_sizes
 from evaluators.marginals import (
-    MarginalErrors, column_subsets, counted_l1_distance, gram_l1_distance, mean_tv_distance, paper_codes,
+    MarginalErrors,
+    column_subsets,
+    counted_l1_distance,
+    gram_l1_distance,
+    mean_tv_distance,
+    paper_codes,
 )
 
 
@@ -84,7 +89,10 @@ def adult_discrete(data_dir):
 
 
 def test_adult_discrete_rows_and_domains(adult_discrete):
-    assert adult_discrete.train.x.shape == (22_561, 15)  # SDGym adult train (github.com/ParkLabML/DP-HP data/real/sdgym_simple_adult.npy)
+    assert adult_discrete.train.x.shape == (
+        22_561,
+        15,
+    )  # SDGym adult train (github.com/ParkLabML/DP-HP data/real/sdgym_simple_adult.npy)
     assert adult_discrete.test.x.shape == (10_000, 15)
     assert list(domain_sizes(ADULT_DISCRETE.schema)) == [7, 9, 11, 16, 16, 7, 15, 6, 2, 2, 2, 2, 4, 2, 2]
     assert adult_discrete.train.x[:, -1].sum() == 5_473  # SDGym train's positives (sdgym 0.1.0 adult)
@@ -107,5 +115,7 @@ def test_copy_scores_zero_and_random_table_scores_high(adult_discrete):
     assert all(v == pytest.approx(0, abs=1e-12) for v in values.values())
     sizes = domain_sizes(train.schema)
     uniform = np.stack([rng.integers(0, k, len(train)) for k in sizes], axis=1).astype(np.float32)
-    values = evaluator.evaluate(LabelledData(uniform, train.y, train.schema), train, adult_discrete.test, EvalContext()).metrics
+    values = evaluator.evaluate(
+        LabelledData(uniform, train.y, train.schema), train, adult_discrete.test, EvalContext()
+    ).metrics
     assert values["tv_2"] > 0.4 and values["tv_3"] > values["tv_2"]

@@ -91,11 +91,16 @@ def test_a_server_that_dies_mid_run_loses_nothing(workdir, server):
     server.start()
     runner = subprocess.Popen(
         [sys.executable, "-m", "bench", "run", "--methods", "test-pausing", *SMOKE],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
     )
     deadline = time.monotonic() + 300
     while not [r for r in server.runs() if r.info.status == "RUNNING"]:  # claimed: the cell computes
-        assert time.monotonic() < deadline and runner.poll() is None, runner.stderr.read() if runner.poll() is not None else ""
+        assert time.monotonic() < deadline and runner.poll() is None, (
+            runner.stderr.read() if runner.poll() is not None else ""
+        )
         time.sleep(1)
     server.stop()
     out, err = runner.communicate(timeout=600)
@@ -107,6 +112,8 @@ def test_a_server_that_dies_mid_run_loses_nothing(workdir, server):
     server.start()
     # the next run logs the waiting result into the run it claimed, then finds the cell done
     resumed = run_cli("run", "--methods", "test-pausing", *SMOKE, env={**env, "PAUSE_S": "0"})
-    assert "outbox: logged 1" in resumed.stderr and "0 finished, 0 failed, 1 skipped" in resumed.stdout, resumed.stdout + resumed.stderr
+    assert "outbox: logged 1" in resumed.stderr and "0 finished, 0 failed, 1 skipped" in resumed.stdout, (
+        resumed.stdout + resumed.stderr
+    )
     (run,) = server.runs()
     assert run.info.status == "FINISHED" and "lease.pid" in run.data.tags

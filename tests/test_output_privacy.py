@@ -59,14 +59,18 @@ def test_fidelity_tells_a_copy_from_noise(split):
     copy = evaluate("fidelity", split.train, split)
     noise = evaluate("fidelity", redrawn_from_public_domain(split.train, np.random.default_rng(1)), split)
     assert copy["column_shapes"] > 0.98 and copy["column_pairs"] > 0.98 and copy["detection_auc"] < 0.65, copy
-    assert noise["column_shapes"] < 0.8 and noise["column_pairs"] < copy["column_pairs"] and noise["detection_auc"] > 0.9, noise
+    assert (
+        noise["column_shapes"] < 0.8 and noise["column_pairs"] < copy["column_pairs"] and noise["detection_auc"] > 0.9
+    ), noise
 
 
 def test_members_and_non_members_match_per_class_and_the_reference_follows_the_training_mix(split):
     members, non_members, reference = class_matched(split.train, split.test, 1000, np.random.default_rng(0))
     classes = split.train.schema.n_classes
-    assert np.array_equal(np.bincount(split.train.y[members], minlength=classes),
-                          np.bincount(split.test.y[non_members], minlength=classes))
+    assert np.array_equal(
+        np.bincount(split.train.y[members], minlength=classes),
+        np.bincount(split.test.y[non_members], minlength=classes),
+    )
     assert not set(non_members) & set(reference) and len(members) <= 1000
     train_mix = np.bincount(split.train.y, minlength=classes) / len(split.train)
     found_mix = np.bincount(split.test.y[reference], minlength=classes) / len(reference)
@@ -110,7 +114,9 @@ def test_alpha_precision_and_beta_recall_reward_the_real_density_and_punish_coll
 
 def _shadow_context(generator) -> EvalContext:
     """An EvalContext whose shadow fits are ``generator(rows, rng)`` — a method stand-in."""
-    return EvalContext(seed=0, shadow_fit=lambda rows, seed, n: _resized(generator(rows, np.random.default_rng(seed)), n))
+    return EvalContext(
+        seed=0, shadow_fit=lambda rows, seed, n: _resized(generator(rows, np.random.default_rng(seed)), n)
+    )
 
 
 def _resized(data: LabelledData, n: int) -> LabelledData:
@@ -118,11 +124,14 @@ def _resized(data: LabelledData, n: int) -> LabelledData:
     return LabelledData(data.x[index], data.y[index], data.schema)
 
 
-@pytest.mark.parametrize("name,generator,leaks", [
-    ("real", lambda rows, rng: rows, True),
-    ("memorising", memorised, True),
-    ("public-domain noise", redrawn_from_public_domain, False),
-])
+@pytest.mark.parametrize(
+    "name,generator,leaks",
+    [
+        ("real", lambda rows, rng: rows, True),
+        ("memorising", memorised, True),
+        ("public-domain noise", redrawn_from_public_domain, False),
+    ],
+)
 def test_the_shadow_model_attack_finds_members_in_leaking_outputs_and_nothing_in_noise(split, name, generator, leaks):
     """Shadow models of a generator that returns (or jitters) its training rows teach the attack
     what membership looks like (AUC ≥ 0.9 on the run's own output); a generator that never reads
@@ -146,7 +155,13 @@ def test_the_shadow_model_attack_needs_a_method_and_runs_in_a_cell():
     cervical = DATASETS.get("cervical").load(DATA_DIR, 0)
     with pytest.raises(ValueError, match="refits the run's method"):
         ShadowModelAttack().evaluate(cervical.train, cervical.train, cervical.test, EvalContext(seed=0))
-    result = bench.run_cell("real", "cervical", evaluators=("shadow-mia",), profile="smoke", data_dir=DATA_DIR,
-                            eval_settings={"shadow-mia": {"shadows": 3}})
+    result = bench.run_cell(
+        "real",
+        "cervical",
+        evaluators=("shadow-mia",),
+        profile="smoke",
+        data_dir=DATA_DIR,
+        eval_settings={"shadow-mia": {"shadows": 3}},
+    )
     assert result.ok, result.error
     assert result.metrics["shadow-mia.shadow_auc"] >= 0.9 and result.metrics["shadow-mia.shadow_fits"] == 3

@@ -21,16 +21,29 @@ SNAPSHOT = json.loads((Path(__file__).parent / "fixtures" / "resolved_params_mai
 
 # The "0 = derived" sentinels of the untyped code that are None now (the only change of value).
 SENTINELS_NOW_NONE = {
-    ("dp-merf", "length_scale"), ("dp-merf", "steps_per_epoch"), ("dp-merf", "batch_fraction"),
-    ("dp-hp", "sum_length_sq"), ("dp-hp", "prod_length_sq"), ("dp-hp", "batch_size"),
-    ("full-mmd", "length_scale"), ("dp-mepf", "lr_mavg"), ("dp-mepf", "input_size"), ("dp-mepf", "weights"),
+    ("dp-merf", "length_scale"),
+    ("dp-merf", "steps_per_epoch"),
+    ("dp-merf", "batch_fraction"),
+    ("dp-hp", "sum_length_sq"),
+    ("dp-hp", "prod_length_sq"),
+    ("dp-hp", "batch_size"),
+    ("full-mmd", "length_scale"),
+    ("dp-mepf", "lr_mavg"),
+    ("dp-mepf", "input_size"),
+    ("dp-mepf", "weights"),
 }
 
 
 # datasets added since the snapshot, each resolved exactly as the dataset whose settings it shares
 # variants of adult rebuilt as the authors' code reads it (issues 19, 28)
-DATASETS_ADDED_SINCE_THE_SNAPSHOT = {"adult-dphp": "adult", "adult-dphp-sorted": "adult", "adult-sdgym": "adult", "adult-dphp-logs": "adult",
-                                    "adult-dphp-zscored": "adult", "cervical-dpmerf": "cervical"}
+DATASETS_ADDED_SINCE_THE_SNAPSHOT = {
+    "adult-dphp": "adult",
+    "adult-dphp-sorted": "adult",
+    "adult-sdgym": "adult",
+    "adult-dphp-logs": "adult",
+    "adult-dphp-zscored": "adult",
+    "cervical-dpmerf": "cervical",
+}
 
 
 def _old_values(method: str, dataset: str, profile: str, private: bool) -> dict:
@@ -67,9 +80,14 @@ WIDTHS_NOW_IN_COLUMNS = {("dp-merf", "hidden"), ("dp-hp", "hidden")}
 
 
 # parameters added after the snapshot, with the default that keeps the old behaviour
-ADDED_SINCE_THE_SNAPSHOT = {("dp-hp", "prod_target_scale"): 1.0, ("dp-hp", "length_scale_rule"): "public-range", ("dp-hp", "prod_target_rule"): "per-class",
-                            ("dp-merf", "length_scale_rule"): "public-range", ("dp-hp", "kernel_inputs"): "raw",
-                            ("dp-hp", "numerical_outputs"): "raw"}
+ADDED_SINCE_THE_SNAPSHOT = {
+    ("dp-hp", "prod_target_scale"): 1.0,
+    ("dp-hp", "length_scale_rule"): "public-range",
+    ("dp-hp", "prod_target_rule"): "per-class",
+    ("dp-merf", "length_scale_rule"): "public-range",
+    ("dp-hp", "kernel_inputs"): "raw",
+    ("dp-hp", "numerical_outputs"): "raw",
+}
 # defaults changed on evidence since the snapshot (issue 19: Table 1's generator was undertrained at 8 epochs)
 CHANGED_SINCE_THE_SNAPSHOT = {("dp-hp", "adult-discrete", "epochs"): 20, ("dp-hp", "census-discrete", "epochs"): 20}
 
@@ -141,15 +159,20 @@ class Toy:
 TOY = HyperParameters(
     Toy,
     defaults={
-        "epochs": Setting(10, "d"), "rate": Setting(1, "an int literal for a float field"),
-        "scale": Setting(None, "None = derived"), "widths": Setting((4, 2), "d"), "flag": Setting(False, "d"),
+        "epochs": Setting(10, "d"),
+        "rate": Setting(1, "an int literal for a float field"),
+        "scale": Setting(None, "None = derived"),
+        "widths": Setting((4, 2), "d"),
+        "flag": Setting(False, "d"),
         "name": Setting("a", "d"),
     },
 )
 
 
 def test_set_parses_by_the_field_annotation_not_the_value():
-    params = TOY.resolve("x", overrides={"rate": "2", "scale": "0.5", "widths": "8, 3,1", "flag": "yes", "epochs": "1e2"}).params
+    params = TOY.resolve(
+        "x", overrides={"rate": "2", "scale": "0.5", "widths": "8, 3,1", "flag": "yes", "epochs": "1e2"}
+    ).params
     assert params == Toy(100, 2.0, 0.5, (8, 3, 1), True, "a")
     assert type(params.rate) is float and type(params.epochs) is int
     assert TOY.resolve("x").params.rate == 1.0 and type(TOY.resolve("x").params.rate) is float
@@ -251,6 +274,8 @@ def test_a_profile_a_method_does_not_declare_is_said_not_silently_swapped_for_pa
     """Issue 31: --profile cpu silently meant the paper settings for methods without a cpu profile."""
     from bench.harness.grid import GridSpec, expand
 
-    _, notes = expand(GridSpec(methods=["dp-merf", "dp-mepf"], datasets=["mnist"], epsilons=[1.0], seeds=[0], profile="cpu"))
+    _, notes = expand(
+        GridSpec(methods=["dp-merf", "dp-mepf"], datasets=["mnist"], epsilons=[1.0], seeds=[0], profile="cpu")
+    )
     assert "dp-merf declares no cpu settings: --profile cpu runs its paper settings" in notes
     assert not any(note.startswith("dp-mepf declares") for note in notes)

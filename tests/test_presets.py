@@ -46,7 +46,7 @@ def test_tabular_presets_carry_the_trivial_baselines():
 
 
 def test_narrowed_commands_keep_only_their_methods_settings():
-    grid = GridSpec(("dp-hp", "mst"), ("adult-discrete",), [0.1], FIVE_SEEDS, overrides={'dp-hp': {'prod_order': '5'}})
+    grid = GridSpec(("dp-hp", "mst"), ("adult-discrete",), [0.1], FIVE_SEEDS, overrides={"dp-hp": {"prod_order": "5"}})
     assert "--set dp-hp.prod_order=5" in grid.command("x")
     assert "--set" not in grid.narrowed(methods=["mst"], seeds=[3]).command("x")
     assert grid.narrowed(methods=["mst"], seeds=[3]).command("x").endswith("--seeds 3 --experiment x")
@@ -132,9 +132,17 @@ def test_list_presets_shows_each_with_its_cost(workdir, capsys):
 
 
 def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkeypatch, capsys):
-    tiny = Preset("tiny", "a test", "uniform and real on cervical", "tiny-exp",
-                  (GridSpec(("uniform",), ("cervical",), [1.0], FIVE_SEEDS), GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS)),
-                  (("ROC", "downstream.roc_auc"),))
+    tiny = Preset(
+        "tiny",
+        "a test",
+        "uniform and real on cervical",
+        "tiny-exp",
+        (
+            GridSpec(("uniform",), ("cervical",), [1.0], FIVE_SEEDS),
+            GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS),
+        ),
+        (("ROC", "downstream.roc_auc"),),
+    )
     monkeypatch.setitem(PRESETS, "tiny", tiny)
     code = main(["run", "--preset", "tiny", "--seeds", "0", "--no-progress", "--data-dir", str(data_dir)])
     assert code == 0, capsys.readouterr()

@@ -29,8 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def dp_accounting_replace_one(q: float, sigma: float, steps: int, delta: float) -> float:
     accountant = pld_privacy_accountant.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE)
-    event = dp_accounting.GaussianDpEvent(sigma) if q == 1 else dp_accounting.PoissonSampledDpEvent(
-        q, dp_accounting.GaussianDpEvent(sigma)
+    event = (
+        dp_accounting.GaussianDpEvent(sigma)
+        if q == 1
+        else dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
     )
     accountant.compose(event, steps)
     return accountant.get_epsilon(delta)
@@ -75,7 +77,9 @@ def test_a_mis_accounted_release_fails_the_independent_check(broken):
     else:  # σ from Opacus' add/remove accountant, claimed as its ε
         from opacus.accountants.utils import get_noise_multiplier
 
-        sigma = get_noise_multiplier(target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, steps=1000, accountant="prv")
+        sigma = get_noise_multiplier(
+            target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, steps=1000, accountant="prv"
+        )
         claimed = 1.0
         real = [GaussianRelease("dp-sgd", 2.0, sigma / 2, compositions=1000, sampling_rate=0.01)]
     with pytest.raises(PrivacyClaimMismatch, match="privacy claim is wrong"):
@@ -127,8 +131,11 @@ def test_clopper_pearson_and_the_lower_bound_on_known_gaussians():
         d, d_prime = rng.normal(0, 1, 20_000), rng.normal(mu, 1, 20_000)
         bound = epsilon_lower_bound(d, d_prime, 1e-5)
         # the true ε of μ-GDP at δ = 1e-5 bounds it from above; a strong signal gives a real bound
-        true = next(e for e in np.arange(0.01, 20, 0.01)
-                    if norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) <= 1e-5)
+        true = next(
+            e
+            for e in np.arange(0.01, 20, 0.01)
+            if norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) <= 1e-5
+        )
         assert bound.epsilon <= true
         if mu == 2.0:
             assert bound.epsilon > 2.0
@@ -152,7 +159,14 @@ class HalfNoiseLedger(PrivacyLedger):
 @pytest.mark.parametrize("ledger", [PrivacyLedger, AddRemoveLedger])
 def test_dp_sgd_step_audit_catches_add_remove_accounting(data_dir, ledger):
     result = audit_dp_sgd(
-        "dp-gan", "cervical", 2.0, 0.05, runs=2000, rows=300, data_dir=data_dir, ledger_factory=ledger,
+        "dp-gan",
+        "cervical",
+        2.0,
+        0.05,
+        runs=2000,
+        rows=300,
+        data_dir=data_dir,
+        ledger_factory=ledger,
         overrides={"batch_size": "1000", "epochs": "1"},  # one full-batch step (q = 1)
     )
     assert result.claimed_epsilon == pytest.approx(2.0, abs=0.01)
@@ -162,9 +176,16 @@ def test_dp_sgd_step_audit_catches_add_remove_accounting(data_dir, ledger):
         assert result.lower_bound > result.claimed_epsilon, result.summary()
 
 
-@pytest.mark.parametrize("method,dataset", [
-    ("dp-merf", "gmm2d"), ("dp-hp", "cervical"), ("mst", "adult-discrete"), ("aim", "adult-discrete"), ("dp-gan", "cervical"),
-])
+@pytest.mark.parametrize(
+    "method,dataset",
+    [
+        ("dp-merf", "gmm2d"),
+        ("dp-hp", "cervical"),
+        ("mst", "adult-discrete"),
+        ("aim", "adult-discrete"),
+        ("dp-gan", "cervical"),
+    ],
+)
 def test_audit_stays_below_the_claim_for_built_in_methods(data_dir, method, dataset):
     torch.set_num_threads(1)
     result = audit_method(method, dataset, 4.0, 0.05, runs=100, rows=100, data_dir=data_dir, candidates=4)
@@ -177,8 +198,9 @@ def test_audit_stays_below_the_claim_for_built_in_methods(data_dir, method, data
 def test_release_audit_catches_halved_noise(data_dir):
     """The method-level audit through MST's real fit: halved noise is caught, the real one not."""
     honest = audit_method("mst", "adult-discrete", 4.0, 0.05, runs=2000, rows=300, data_dir=data_dir)
-    broken = audit_method("mst", "adult-discrete", 4.0, 0.05, runs=2000, rows=300, data_dir=data_dir,
-                          ledger_factory=HalfNoiseLedger)
+    broken = audit_method(
+        "mst", "adult-discrete", 4.0, 0.05, runs=2000, rows=300, data_dir=data_dir, ledger_factory=HalfNoiseLedger
+    )
     assert honest.lower_bound <= honest.claimed_epsilon
     assert broken.lower_bound > broken.claimed_epsilon, broken.summary()
 
@@ -197,7 +219,9 @@ def test_no_method_draws_dp_noise_outside_the_ledger():
     draw = re.compile(r"torch\.randn\(|\.normal\(|\.laplace\(|\.standard_normal\(|torch\.normal\(")
     found = {}
     for path in sorted((ROOT / "methods").glob("*.py")):
-        count = sum(1 for line in path.read_text().splitlines() if draw.search(line) and not line.strip().startswith("#"))
+        count = sum(
+            1 for line in path.read_text().splitlines() if draw.search(line) and not line.strip().startswith("#")
+        )
         if count:
             found[str(path.relative_to(ROOT))] = count
     assert found == ALLOWED_DRAWS
@@ -217,7 +241,12 @@ def test_zero_noise_from_the_door_leaves_every_release_clean(data_dir):
         def random(self, n):
             return np.full(n, 0.5)
 
-    for method, dataset in (("dp-merf", "cervical"), ("dp-hp", "cervical"), ("mst", "adult-discrete"), ("dp-mepf", "mnist")):
+    for method, dataset in (
+        ("dp-merf", "cervical"),
+        ("dp-hp", "cervical"),
+        ("mst", "adult-discrete"),
+        ("dp-mepf", "mnist"),
+    ):
         seen = []
 
         def zero_ledger(budget, **kwargs):
@@ -225,7 +254,9 @@ def test_zero_noise_from_the_door_leaves_every_release_clean(data_dir):
             observers = kwargs.pop("observers", [])
             return PrivacyLedger(budget, observers=[seen.append] + observers, **kwargs)
 
-        audit_method(method, dataset, 1.0, 1e-5, runs=10, rows=80, data_dir=data_dir, candidates=1, ledger_factory=zero_ledger)
+        audit_method(
+            method, dataset, 1.0, 1e-5, runs=10, rows=80, data_dir=data_dir, candidates=1, ledger_factory=zero_ledger
+        )
         assert seen
         for event in seen:
             clean = [event.clean] if not isinstance(event.clean, list) else event.clean
@@ -268,7 +299,9 @@ def test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu(d
     method = GaussianHistograms(name=f"audit-gaussian{'-' + breakage if breakage else ''}", breakage=breakage)
     METHODS.register(method)
     try:
-        result = audit_method(method.name, "adult-discrete", 1.0, 1e-5, runs=400, rows=100, data_dir=data_dir, candidates=4)
+        result = audit_method(
+            method.name, "adult-discrete", 1.0, 1e-5, runs=400, rows=100, data_dir=data_dir, candidates=4
+        )
     finally:
         METHODS.unregister(method.name)
     assert result.mu_lower <= result.mu_fitted

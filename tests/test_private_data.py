@@ -14,8 +14,14 @@ from bench.privacy.independent import independent_epsilon
 from bench.privacy.ledger import PrivacyLedger
 from bench.privacy.private_data import CountQuery, PrivateData
 
-SCHEMA = Schema(columns=(Column("a", ColumnKind.CATEGORICAL, categories=("x", "y", "z")),
-                         Column("b", ColumnKind.NUMERICAL, bounds=(0.0, 1.0))), label="label", classes=("no", "yes"))
+SCHEMA = Schema(
+    columns=(
+        Column("a", ColumnKind.CATEGORICAL, categories=("x", "y", "z")),
+        Column("b", ColumnKind.NUMERICAL, bounds=(0.0, 1.0)),
+    ),
+    label="label",
+    classes=("no", "yes"),
+)
 
 
 def rows(seed: int = 0, n: int = 200) -> LabelledData:
@@ -45,15 +51,17 @@ def test_a_sum_moves_by_at_most_its_derived_sensitivity_on_adversarial_neighbour
     bound = 2.5
     private = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
     sigma = private.calibrate_gaussian()
-    PrivateData(rows(), private).sum("f", features, norm_bound=bound, noise_multiplier=sigma,
-                                     rng=np.random.default_rng(0), mean=mean)
+    PrivateData(rows(), private).sum(
+        "f", features, norm_bound=bound, noise_multiplier=sigma, rng=np.random.default_rng(0), mean=mean
+    )
     (release,) = private.releases
     assert release.sensitivity == pytest.approx(2 * bound / (200 if mean else 1))
     assert independent_epsilon(private.releases, 1e-5).epsilon <= 1.0 * 1.01
     base = clean(rows()).sum("f", features, norm_bound=bound, noise_multiplier=0.0, rng=None, mean=mean)
     for value in (0.0, 1e6, -1e6):
-        moved = clean(neighbour(rows(), value)).sum("f", features, norm_bound=bound, noise_multiplier=0.0, rng=None,
-                                                    mean=mean)
+        moved = clean(neighbour(rows(), value)).sum(
+            "f", features, norm_bound=bound, noise_multiplier=0.0, rng=None, mean=mean
+        )
         assert np.linalg.norm(moved - base) <= release.sensitivity * (1 + 1e-9)
     # without the handle's clipping the same neighbour moves the sum by ~10⁹: the bound is enforced, not trusted
     assert np.linalg.norm(features(neighbour(rows(), 1e6)).sum(0) - features(rows()).sum(0)) > 1e8
@@ -77,6 +85,7 @@ def _worst_mutual_information_change(n: int, size: int) -> float:
     """The largest change of I(X; Y) over size × size tables of n rows found by replacing one row
     of a diagonal table (a rows (0,0), b rows (1,1), the rest (size-1, size-1)) by any value pair:
     computed here from the definition, independently of the handle's sensitivity."""
+
     def information(table):
         p = table / table.sum()
         outer = p.sum(1, keepdims=True) * p.sum(0, keepdims=True)
@@ -103,15 +112,19 @@ def test_a_mutual_information_selection_covers_the_worst_replacement(size):
     replaced row can cause (found by search, not by the lemma): a variant that used the binary
     form of PrivBayes' Lemma 4.1 for 3-valued columns would record 0.165 below the 0.283 found."""
     n = 41
-    schema = Schema(columns=tuple(Column(c, ColumnKind.CATEGORICAL, categories=tuple("uvw"[:size])) for c in "ab"),
-                    label="label", classes=("no", "yes"))
+    schema = Schema(
+        columns=tuple(Column(c, ColumnKind.CATEGORICAL, categories=tuple("uvw"[:size])) for c in "ab"),
+        label="label",
+        classes=("no", "yes"),
+    )
     rng = np.random.default_rng(0)
     data = LabelledData(rng.integers(0, size, (n, 2)).astype(np.float32), rng.integers(0, 2, n), schema)
     joint = CountQuery("a×b", lambda r: r.x[:, 0].astype(np.int64) * size + r.x[:, 1].astype(np.int64), size * size)
     alone = CountQuery("a", lambda r: r.x[:, 0], size)
     ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
-    PrivateData(data, ledger).select_by_mutual_information("structure", [(joint, size), (alone, size)], epsilon=1.0,
-                                                           rng=np.random.default_rng(0))
+    PrivateData(data, ledger).select_by_mutual_information(
+        "structure", [(joint, size), (alone, size)], epsilon=1.0, rng=np.random.default_rng(0)
+    )
     (release,) = ledger.releases
     worst = _worst_mutual_information_change(n, size)
     assert worst <= release.sensitivity * (1 + 1e-9)
@@ -138,8 +151,9 @@ def test_a_labelled_sum_has_the_same_bits_at_any_thread_count():
     try:
         for count in (1, 2):
             torch.set_num_threads(count)
-            sums.append(clean(data).sum("f", row_vectors, norm_bound=1e9, noise_multiplier=0.0, rng=None,
-                                        by_label=True))
+            sums.append(
+                clean(data).sum("f", row_vectors, norm_bound=1e9, noise_multiplier=0.0, rng=None, by_label=True)
+            )
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(sums[0], sums[1])
@@ -175,10 +189,17 @@ def test_a_feature_map_that_reads_the_batch_is_refused_because_it_breaks_the_der
     assert np.linalg.norm(moved - base) > 10 * 2 * bound
     for query in (
         lambda data: data.sum("z-scored", batch_standardised, norm_bound=bound, noise_multiplier=0.0, rng=None),
-        lambda data: data.sum("z-scored", batch_standardised, norm_bound=bound, noise_multiplier=0.0, rng=None,
-                              chunk_rows=64),
-        lambda data: data.pair_distance_counts("z-scored", batch_standardised, thresholds=np.array([0.1, 1.0]),
-                                               order=np.arange(200), noise_multiplier=0.0, rng=None),
+        lambda data: data.sum(
+            "z-scored", batch_standardised, norm_bound=bound, noise_multiplier=0.0, rng=None, chunk_rows=64
+        ),
+        lambda data: data.pair_distance_counts(
+            "z-scored",
+            batch_standardised,
+            thresholds=np.array([0.1, 1.0]),
+            order=np.arange(200),
+            noise_multiplier=0.0,
+            rng=None,
+        ),
     ):
         ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
         with pytest.raises(NotRowWiseError, match="map each row on its own"):
@@ -194,8 +215,13 @@ def test_a_row_wise_map_passes_the_probe_with_torch_float32_tiles():
     import torch
 
     weights = torch.as_tensor(np.random.default_rng(3).normal(size=(2, 4000)), dtype=torch.float32)
-    summed = clean(rows(n=1000)).sum("cosines", lambda data: torch.cos(torch.as_tensor(data.x) @ weights),
-                                     norm_bound=100.0, noise_multiplier=0.0, rng=None)
+    summed = clean(rows(n=1000)).sum(
+        "cosines",
+        lambda data: torch.cos(torch.as_tensor(data.x) @ weights),
+        norm_bound=100.0,
+        noise_multiplier=0.0,
+        rng=None,
+    )
     assert summed.shape == (4000,)
 
 
@@ -217,8 +243,9 @@ def test_a_kronecker_sum_holds_its_derived_sensitivity_against_an_explicit_produ
         return out
 
     private = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
-    PrivateData(rows(), private).kronecker_sum("k", factors, noise_multiplier=private.calibrate_gaussian(),
-                                               rng=torch.Generator().manual_seed(0), chunk_rows=64)
+    PrivateData(rows(), private).kronecker_sum(
+        "k", factors, noise_multiplier=private.calibrate_gaussian(), rng=torch.Generator().manual_seed(0), chunk_rows=64
+    )
     assert private.releases[0].sensitivity == pytest.approx(2.0)
     base = clean(rows()).kronecker_sum("k", factors, noise_multiplier=0.0, rng=None, chunk_rows=64).numpy()
     np.testing.assert_allclose(base, explicit(rows()), rtol=1e-10, atol=1e-12)
@@ -238,16 +265,19 @@ def test_a_structured_sum_is_released_only_when_it_is_the_sum_of_its_rows_clippe
         return _label_sums_torch(features(data), data.y)
 
     ledger = PrivacyLedger(PrivacyBudget.non_private())
-    released = PrivateData(rows(), ledger).structured_sum("s", features, honest, norm_bound=1.0, noise_multiplier=0.0,
-                                                          rng=None, chunk_rows=50, structured_chunk_rows=64)
+    released = PrivateData(rows(), ledger).structured_sum(
+        "s", features, honest, norm_bound=1.0, noise_multiplier=0.0, rng=None, chunk_rows=50, structured_chunk_rows=64
+    )
     assert torch.allclose(released, honest(rows())) and not ledger.caveats
     with pytest.raises(ValueError, match="structured class sums differ"):  # a sum that is not the rows' own
-        clean(rows()).structured_sum("s", features, lambda data: 2 * honest(data), norm_bound=1.0,
-                                     noise_multiplier=0.0, rng=None)
+        clean(rows()).structured_sum(
+            "s", features, lambda data: 2 * honest(data), norm_bound=1.0, noise_multiplier=0.0, rng=None
+        )
     # features above the bound: the handle releases its own clipped sum and says so
     ledger = PrivacyLedger(PrivacyBudget.non_private())
-    wide = PrivateData(rows(), ledger).structured_sum("s", lambda d: 10 * features(d), lambda d: 10 * honest(d),
-                                                      norm_bound=1.0, noise_multiplier=0.0, rng=None)
+    wide = PrivateData(rows(), ledger).structured_sum(
+        "s", lambda d: 10 * features(d), lambda d: 10 * honest(d), norm_bound=1.0, noise_multiplier=0.0, rng=None
+    )
     clipped = features(rows()) * 10
     clipped = clipped / clipped.norm(dim=1, keepdim=True).clamp(min=1.0)
     assert torch.allclose(wide, _label_sums_torch(clipped, rows().y)) and "exceeded the norm bound" in ledger.caveats[0]
@@ -297,12 +327,16 @@ def test_codes_from_a_statistic_of_the_rows_are_refused_and_move_many_bins_when_
     assert np.abs(histogram(shifted) - histogram(data)).sum() > 100 * 2
     ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
     with pytest.raises(NotRowWiseError, match="codes must map each row on its own"):
-        PrivateData(data, ledger).laplace_counts([CountQuery("centred", codes, 2)], epsilon=1.0,
-                                                  rng=np.random.default_rng(0))
+        PrivateData(data, ledger).laplace_counts(
+            [CountQuery("centred", codes, 2)], epsilon=1.0, rng=np.random.default_rng(0)
+        )
     assert not ledger.releases
     # the row-wise version of the same query, with a public threshold, passes
-    PrivateData(data, ledger).laplace_counts([CountQuery("public threshold", lambda r: (r.x[:, 1] > 0.5).astype(int), 2)],
-                                             epsilon=1.0, rng=np.random.default_rng(0))
+    PrivateData(data, ledger).laplace_counts(
+        [CountQuery("public threshold", lambda r: (r.x[:, 1] > 0.5).astype(int), 2)],
+        epsilon=1.0,
+        rng=np.random.default_rng(0),
+    )
     assert len(ledger.releases) == 1
 
 
@@ -344,7 +378,8 @@ def test_a_selection_with_a_negative_weight_charges_its_absolute_value():
         moved.y[i] = 1 - moved.y[i]
         worst = max(worst, np.abs(scores(moved) - scores(base)).max())
     ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
-    PrivateData(base, ledger).select("pick", [query, query], estimates, epsilon=0.5, rng=np.random.default_rng(0),
-                                     weights=weights)
+    PrivateData(base, ledger).select(
+        "pick", [query, query], estimates, epsilon=0.5, rng=np.random.default_rng(0), weights=weights
+    )
     (release,) = ledger.releases
     assert worst <= release.sensitivity == pytest.approx(2 * 3.0)

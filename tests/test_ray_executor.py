@@ -31,17 +31,36 @@ def ray_cluster(workdir):
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}  # workdir's PYTHONPATH/DPBENCH_PLUGINS included
     common = ["--num-cpus", "1", "--num-gpus", "0", "--block", "--disable-usage-stats"]
     head = subprocess.Popen(
-        [ray, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard", "false", *common],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            ray,
+            "start",
+            "--head",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--include-dashboard",
+            "false",
+            *common,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     address = f"127.0.0.1:{port}"
     nodes = [head]
     try:
         wait_for_cpus(address, 1, env)
-        nodes.append(subprocess.Popen(
-            [ray, "start", "--address", address, "--node-ip-address", "127.0.0.1", *common],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        ))
+        nodes.append(
+            subprocess.Popen(
+                [ray, "start", "--address", address, "--node-ip-address", "127.0.0.1", *common],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
         wait_for_cpus(address, 2, env)
         yield address
     finally:

@@ -34,8 +34,11 @@ def evaluator_and_dataset_code() -> tuple[str, str]:
 
 @pytest.mark.parametrize("which", ["method", "evaluator", "dataset"])
 def test_the_example_is_short_as_formatted(which):
-    code = {"method": readme_code(), "evaluator": evaluator_and_dataset_code()[0],
-            "dataset": evaluator_and_dataset_code()[1]}[which]
+    code = {
+        "method": readme_code(),
+        "evaluator": evaluator_and_dataset_code()[0],
+        "dataset": evaluator_and_dataset_code()[1],
+    }[which]
     assert len(code.splitlines()) <= 15
     black = pytest.importorskip("black")
     assert len(black.format_str(code, mode=black.Mode()).splitlines()) <= 15
@@ -47,14 +50,16 @@ def test_incomplete_evaluator_and_dataset_declarations_are_refused_in_one_line()
     from bench.api.registry import RegistryError
 
     with pytest.raises(RegistryError, match="'no-metrics' is incomplete") as refused:
-        evaluator("no-metrics", "declares no metric specs", kinds={DataKind.TABULAR}, metrics={"x": 1.0},
-                  register=False)(lambda *args: {})
+        evaluator(
+            "no-metrics", "declares no metric specs", kinds={DataKind.TABULAR}, metrics={"x": 1.0}, register=False
+        )(lambda *args: {})
     assert "\n" not in str(refused.value)
     with pytest.raises(RegistryError, match="'no-schema' is incomplete"):
         dataset("no-schema", "a schema that is not one", schema="columns a, b", register=False)(lambda *a: None)
     with pytest.raises(RegistryError, match="test_share"):
-        dataset("bad-share", "all rows held out", schema=Schema((), "y", ("a",)), test_share=1.0,
-                register=False)(lambda *a: None)
+        dataset("bad-share", "all rows held out", schema=Schema((), "y", ("a",)), test_share=1.0, register=False)(
+            lambda *a: None
+        )
 
 
 def test_the_evaluator_and_dataset_examples_pass_their_kits(tmp_path, monkeypatch):
@@ -82,8 +87,18 @@ def test_the_evaluator_and_dataset_examples_run_in_a_grid(workdir, monkeypatch):
     evaluator_code, dataset_code = evaluator_and_dataset_code()
     (workdir / "plugins" / "readme_plugins.py").write_text(evaluator_code + "\n" + dataset_code)
     monkeypatch.setenv("DPBENCH_PLUGINS", "readme_plugins")
-    result = run_cli("run", "--methods", "real,independent", "--datasets", "noisy-xor", "--eps", "1",
-                     "--evaluators", "mean-gap", "--no-progress")
+    result = run_cli(
+        "run",
+        "--methods",
+        "real,independent",
+        "--datasets",
+        "noisy-xor",
+        "--eps",
+        "1",
+        "--evaluators",
+        "mean-gap",
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     table = run_cli("table", "--metric", "mean-gap.gap")
     assert table.returncode == 0 and "noisy-xor" in table.stdout, table.stdout + table.stderr
@@ -99,7 +114,9 @@ def test_an_incomplete_declaration_is_refused_in_one_line():
     assert "\n" not in str(refused.value)
     with pytest.raises(RegistryError, match="valid kinds"):
         method("bad-kind", "a kind that does not exist", kinds=("spreadsheet",), register=False)(lambda d, c: None)
-    declared = method("fine", "a complete declaration", kinds={DataKind.DISCRETE}, register=False)(lambda d, c: "fitted")
+    declared = method("fine", "a complete declaration", kinds={DataKind.DISCRETE}, register=False)(
+        lambda d, c: "fitted"
+    )
     assert declared.fit(None, None) == "fitted" and declared.private and declared.data_kinds == {DataKind.DISCRETE}
 
 
@@ -121,8 +138,18 @@ def test_the_example_passes_the_conformance_kit(tmp_path, monkeypatch):
 def test_the_example_runs_in_a_grid(workdir, monkeypatch):
     (workdir / "plugins" / "readme_method.py").write_text(readme_code())
     monkeypatch.setenv("DPBENCH_PLUGINS", "readme_method")
-    result = run_cli("run", "--methods", "laplace-marginals", "--datasets", "adult-discrete", "--eps", "0.5",
-                     "--evaluators", "marginals", "--no-progress")
+    result = run_cli(
+        "run",
+        "--methods",
+        "laplace-marginals",
+        "--datasets",
+        "adult-discrete",
+        "--eps",
+        "0.5",
+        "--evaluators",
+        "marginals",
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     ledger = json.loads(next(workdir.glob("mlartifacts/*/artifacts/ledger.json")).read_text())
     releases = ledger["releases"]  # one Laplace histogram per column and the label, each ε/k

@@ -40,9 +40,11 @@ def test_duplicate_names_are_rejected():
 
 def test_entry_points_register_third_party_objects(tmp_path, monkeypatch):
     """An installed distribution advertising an object in the group gets registered."""
-    (tmp_path / "thirdparty_method.py").write_text("from dataclasses import dataclass\n"
-                                                   "@dataclass(frozen=True)\nclass M:\n    name: str = 'third-party'\n"
-                                                   "ADAPTER = M()\n")
+    (tmp_path / "thirdparty_method.py").write_text(
+        "from dataclasses import dataclass\n"
+        "@dataclass(frozen=True)\nclass M:\n    name: str = 'third-party'\n"
+        "ADAPTER = M()\n"
+    )
     dist = tmp_path / "thirdparty_method-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-method\nVersion: 0.1\n")

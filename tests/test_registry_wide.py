@@ -37,6 +37,8 @@ def small_discrete_dataset():
     DATASETS.register(dataclasses.replace(full, name=SMALL_DISCRETE, read=read))
     yield
     DATASETS.unregister(SMALL_DISCRETE)
+
+
 BUILTIN_METHODS = [m.name for m in METHODS if m.__module__.startswith("methods.")]
 CASES = [
     (method, SMALL_DATASET[kind], protocol)
@@ -56,8 +58,13 @@ def test_every_evaluator_applies_somewhere():
 @pytest.mark.parametrize("method,dataset,protocol", CASES)
 def test_method_runs_and_is_evaluated(tmp_path, method, dataset, protocol):
     spec = GridSpec(
-        methods=[method], datasets=[dataset], epsilons=[1.0], seeds=[0], profile="smoke",
-        protocol=protocol, overrides={k: v for k, v in FAST.items() if k == method},
+        methods=[method],
+        datasets=[dataset],
+        epsilons=[1.0],
+        seeds=[0],
+        profile="smoke",
+        protocol=protocol,
+        overrides={k: v for k, v in FAST.items() if k == method},
     )
     (cell,), _ = expand(spec)
     outcome = execute(cell.to_json(), str(tmp_path), lambda fraction: None)
@@ -70,7 +77,9 @@ def test_method_runs_and_is_evaluated(tmp_path, method, dataset, protocol):
     if METHODS.get(method).private:
         assert ledger["spent"]["epsilon"] <= 1.0 * (1 + 1e-9)
         if getattr(METHODS.get(method), "data_independent", False):  # reads no row: nothing to release
-            assert not ledger["releases"] and ledger["spent"]["epsilon"] == outcome.metrics["privacy.epsilon_spent"] == 0
+            assert (
+                not ledger["releases"] and ledger["spent"]["epsilon"] == outcome.metrics["privacy.epsilon_spent"] == 0
+            )
         else:
             assert ledger["releases"], "a private method must record its releases"
     if protocol == "paper":
@@ -91,9 +100,16 @@ def test_every_builtin_method_passes_the_conformance_kit(method):
     from bench.testing import check_method
 
     images = {"datasets": {DataKind.IMAGE: "mnist"}, "rows": 200} if method == "dp-mepf" else {}
-    expected = {"queries_only": "not yet moved onto PrivateData's queries (issue 29)"} if method in NOT_YET_ON_QUERIES else {}
-    report = check_method(METHODS.get(method), data_dir=os.environ.get("DPBENCH_DATA_DIR"), overrides=FAST.get(method),
-                          expected_failures=expected, **images)
+    expected = (
+        {"queries_only": "not yet moved onto PrivateData's queries (issue 29)"} if method in NOT_YET_ON_QUERIES else {}
+    )
+    report = check_method(
+        METHODS.get(method),
+        data_dir=os.environ.get("DPBENCH_DATA_DIR"),
+        overrides=FAST.get(method),
+        expected_failures=expected,
+        **images,
+    )
     assert report.passed, report.skipped
 
 

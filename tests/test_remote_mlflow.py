@@ -22,8 +22,21 @@ def test_grid_logs_to_a_remote_tracking_server(workdir, mlflow_server):
     url, server_dir = mlflow_server
     env = {"MLFLOW_TRACKING_URI": url}
     result = run_cli(
-        "run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1", "--profile", "smoke",
-        "--set", "dp-merf.epochs=1", "--experiment", "remote", "--no-progress", env=env,
+        "run",
+        "--methods",
+        "real,dp-merf",
+        "--datasets",
+        "gmm2d",
+        "--eps",
+        "1",
+        "--profile",
+        "smoke",
+        "--set",
+        "dp-merf.epochs=1",
+        "--experiment",
+        "remote",
+        "--no-progress",
+        env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 finished" in result.stdout
@@ -33,8 +46,21 @@ def test_grid_logs_to_a_remote_tracking_server(workdir, mlflow_server):
     assert table.returncode == 0 and "dp-merf" in table.stdout and "real" in table.stdout
 
     again = run_cli(
-        "run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1", "--profile", "smoke",
-        "--set", "dp-merf.epochs=1", "--experiment", "remote", "--no-progress", env=env,
+        "run",
+        "--methods",
+        "real,dp-merf",
+        "--datasets",
+        "gmm2d",
+        "--eps",
+        "1",
+        "--profile",
+        "smoke",
+        "--set",
+        "dp-merf.epochs=1",
+        "--experiment",
+        "remote",
+        "--no-progress",
+        env=env,
     )
     assert "0 finished, 0 failed, 2 skipped" in again.stdout  # resume works against the server too
     ledgers = list((server_dir / "server-artifacts").rglob("ledger.json"))

@@ -23,11 +23,15 @@ from bench.report.presets import PRESETS, Preset, grid_cells
 from tests.conftest import REPO
 
 TINY = Preset(
-    "tiny", "a test table", "real, uniform and independent on cervical", "tiny-exp",
+    "tiny",
+    "a test table",
+    "real, uniform and independent on cervical",
+    "tiny-exp",
     (GridSpec(("real", "uniform", "independent"), ("cervical",), [0.5, 1.0], [0, 1]),),
     (("ROC", "downstream.roc_auc"),),
     {"cervical": {("real", math.inf): {"ROC": 0.959}, ("independent", 1.0): {"ROC": 0.5}}},
-    "a made-up source for the test", plot_metrics=("downstream.roc_auc",),
+    "a made-up source for the test",
+    plot_metrics=("downstream.roc_auc",),
 )
 # Metric values logged for the test (not results): per method, ε → value at seed 0 (+0.02 at seed 1)
 VALUES = {"real": {math.inf: 0.90}, "uniform": {0.5: 0.50, 1.0: 0.50}, "independent": {0.5: 0.60, 1.0: 0.70}}
@@ -89,32 +93,47 @@ def decoded_images(page: str) -> list:
     return images
 
 
-def test_every_table_starts_with_a_real_data_calibration_row_that_flags_a_miss(tiny_store, workdir, monkeypatch, tmp_path):
+def test_every_table_starts_with_a_real_data_calibration_row_that_flags_a_miss(
+    tiny_store, workdir, monkeypatch, tmp_path
+):
     """Two seeds are shown but not tested (never evidence below 3 seeds); with a third, ours
     0.920 ± 0.020 against the paper's 0.959 — a miss of 0.039, about two seed-sds — is flagged
     before any method row, with the preset's explanation once it has one."""
     assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
     text = (workdir / "out" / "REPORT.md").read_text()
-    section = text[text.index("preset `tiny`"):]
-    assert "| cervical | ROC | 0.910 ± 0.0141 (2)◦ | 0.959 | 2 seed(s), fewer than 3: not tested yet (Δ -0.049 so far) |" in section
+    section = text[text.index("preset `tiny`") :]
+    assert (
+        "| cervical | ROC | 0.910 ± 0.0141 (2)◦ | 0.959 | 2 seed(s), fewer than 3: not tested yet (Δ -0.049 so far) |"
+        in section
+    )
     assert "MISS" not in section
 
     client = tracking.client()
-    third = next(c for c in grid_cells(TINY.grids[0], TINY.experiment, seeds=[0, 1, 2]) if c.method == "real" and c.seed == 2)
+    third = next(
+        c for c in grid_cells(TINY.grids[0], TINY.experiment, seeds=[0, 1, 2]) if c.method == "real" and c.seed == 2
+    )
     (tmp_path / "third").mkdir()
-    tracking.log_cell(client, tracking.experiment_id(client, TINY.experiment), third,
-                      Outcome("FINISHED", metrics={"downstream.roc_auc": 0.94, "time.fit_s": 1.0}), tmp_path / "third", {})
+    tracking.log_cell(
+        client,
+        tracking.experiment_id(client, TINY.experiment),
+        third,
+        Outcome("FINISHED", metrics={"downstream.roc_auc": 0.94, "time.fit_s": 1.0}),
+        tmp_path / "third",
+        {},
+    )
     assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
     text = (workdir / "out" / "REPORT.md").read_text()
-    section = text[text.index("preset `tiny`"):]
+    section = text[text.index("preset `tiny`") :]
     calibration = section.index("| 0.959 | **MISS**: Δ -0.039 exceeds one seed-sd (0.020)")
     assert calibration < section.index("| cervical | real data | ours |")  # above the comparison table
     assert "| unexplained |" in section
 
     monkeypatch.setitem(PRESETS, "tiny", dataclasses.replace(TINY, calibration_notes={"cervical": "a known cause"}))
     assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
-    assert "(0.020), a pipeline difference to explain before any method comparison | a known cause |" in (
-        workdir / "out" / "REPORT.md").read_text()
+    assert (
+        "(0.020), a pipeline difference to explain before any method comparison | a known cause |"
+        in (workdir / "out" / "REPORT.md").read_text()
+    )
 
 
 def test_a_calibration_within_one_seed_sd_agrees_and_the_sound_protocol_is_never_flagged():
@@ -154,19 +173,32 @@ def test_html_renders_in_a_headless_browser_without_broken_images(tiny_store, wo
     assert main(["report", "--experiment", "tiny-exp", "--out", "out"]) == 0
     page = (workdir / "out" / "REPORT.html").read_text()
     # a copy with a probe that writes each image's decoded width into the DOM (0 = broken image)
-    probe = page.replace("</body>", "<script>window.addEventListener('load', () => {document.body.dataset.widths = "
-                                    "Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0).join(',');});"
-                                    "</script></body>")
+    probe = page.replace(
+        "</body>",
+        "<script>window.addEventListener('load', () => {document.body.dataset.widths = "
+        "Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0).join(',');});"
+        "</script></body>",
+    )
     (workdir / "probe.html").write_text(probe)
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000"]
-    dom = subprocess.run([browser, *flags, "--dump-dom", (workdir / "probe.html").as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", (workdir / "probe.html").as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
     widths = re.search(r'data-widths="([^"]*)"', dom)
     assert widths is not None, dom[:500]
     assert [int(w) for w in widths.group(1).split(",")] == [image.size[0] for image in decoded_images(page)]
     shot = workdir / "shot.png"
-    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,1600",
-                    (workdir / "out" / "REPORT.html").as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            browser,
+            *flags,
+            f"--screenshot={shot}",
+            "--window-size=1200,1600",
+            (workdir / "out" / "REPORT.html").as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     from PIL import Image, ImageStat
 
     rendered = Image.open(shot).convert("L")
@@ -181,13 +213,21 @@ def _png_of_size(width: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_sample_grids_come_from_the_runs_artifacts_and_survive_on_a_machine_without_them(workdir, monkeypatch, tmp_path):
+def test_sample_grids_come_from_the_runs_artifacts_and_survive_on_a_machine_without_them(
+    workdir, monkeypatch, tmp_path
+):
     """A preset with sample grids shows, per setup, its lowest seed's ``samples.png`` artifact;
     a setup whose run left none is listed by run id, never drawn from another run. A regenerated
     report on a machine without the artifacts keeps the file an earlier report wrote for that run."""
-    preset = Preset("tiny-samples", "a sample table", "real and uniform on cervical", "tiny-samples-exp",
-                    (GridSpec(("real", "uniform"), ("cervical",), [1.0], [0, 1]),), (("ROC", "downstream.roc_auc"),),
-                    sample_grids=True)
+    preset = Preset(
+        "tiny-samples",
+        "a sample table",
+        "real and uniform on cervical",
+        "tiny-samples-exp",
+        (GridSpec(("real", "uniform"), ("cervical",), [1.0], [0, 1]),),
+        (("ROC", "downstream.roc_auc"),),
+        sample_grids=True,
+    )
     monkeypatch.setitem(PRESETS, preset.name, preset)
     client = tracking.client()
     experiment = tracking.experiment_id(client, preset.experiment)
@@ -198,10 +238,14 @@ def test_sample_grids_come_from_the_runs_artifacts_and_survive_on_a_machine_with
         if cell.method == "real":  # uniform logs no samples.png
             pngs[cell.seed] = _png_of_size(100 + cell.seed)
             (folder / "samples.png").write_bytes(pngs[cell.seed])
-        tracking.log_cell(client, experiment, cell, Outcome("FINISHED", metrics={"downstream.roc_auc": 0.5}), folder, {})
+        tracking.log_cell(
+            client, experiment, cell, Outcome("FINISHED", metrics={"downstream.roc_auc": 0.5}), folder, {}
+        )
     assert main(["report", "--experiment", preset.experiment, "--out", "out"]) == 0
     text = (workdir / "out" / "REPORT.md").read_text()
-    shown = re.findall(r"!\[cervical: samples of real ε=∞, seed 0 \(run (\w+)\)\]\((report_files/samples_[^)]+)\)", text)
+    shown = re.findall(
+        r"!\[cervical: samples of real ε=∞, seed 0 \(run (\w+)\)\]\((report_files/samples_[^)]+)\)", text
+    )
     assert len(shown) == 1
     run_id, file = shown[0]
     assert run_id in file and (workdir / "out" / file).read_bytes() == pngs[0]  # seed 0's, not seed 1's
@@ -242,8 +286,12 @@ def test_privacy_utility_plot_draws_noise_free_runs_and_data_independent_baselin
     from bench.report.plots import privacy_utility_figure
 
     rows = pd.DataFrame(
-        [{"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": v + 0.02 * s}
-         for m, by_eps in VALUES.items() for e, v in by_eps.items() for s in (0, 1)]
+        [
+            {"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": v + 0.02 * s}
+            for m, by_eps in VALUES.items()
+            for e, v in by_eps.items()
+            for s in (0, 1)
+        ]
     )
     fig = privacy_utility_figure(rows, "downstream.roc_auc", "t", {"uniform"})
     ax = fig.axes[0]
@@ -264,8 +312,14 @@ def test_a_method_has_one_colour_in_every_plot():
     from bench.report.plots import method_colour, privacy_utility_figure
 
     def colour_of(methods: list[str], wanted: str) -> str:
-        rows = pd.DataFrame([{"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": 0.5 + 0.1 * e}
-                             for m in methods for e in (0.5, 1.0) for s in (0, 1)])
+        rows = pd.DataFrame(
+            [
+                {"method": m, "epsilon": e, "seed": s, "downstream.roc_auc": 0.5 + 0.1 * e}
+                for m in methods
+                for e in (0.5, 1.0)
+                for s in (0, 1)
+            ]
+        )
         fig = privacy_utility_figure(rows, "downstream.roc_auc", "t", set())
         lines = {bars.get_label().split(" (")[0]: to_hex(bars.lines[0].get_color()) for bars in fig.axes[0].containers}
         pyplot().close(fig)
@@ -290,11 +344,14 @@ def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
     smoke = MissingCells("dp-hp", "mnist", 1.0, (0, 1), "…", ("dp-hp", "mnist", json.dumps({"profile": "smoke"})))
     assert missing_cost(smoke, {}) == "not measured: no run of this setting timed yet"
     # a measurement stopped before its cell ended is a lower bound, and says so
-    stopped = MissingCells("dp-hp", "census-discrete", 0.3, (0, 1), "…",
-                           ("dp-hp", "census-discrete", json.dumps({"profile": "paper"})))
+    stopped = MissingCells(
+        "dp-hp", "census-discrete", 0.3, (0, 1), "…", ("dp-hp", "census-discrete", json.dumps({"profile": "paper"}))
+    )
     assert missing_cost(stopped, {}) == "≥ 10.6 h on 2 CPU cores"
     # an image fit timed by benchmarks/image_cell_costs.py, read from its committed output
-    gan = MissingCells("dp-gan", "fashion-mnist", 9.6, (0, 1), "…", ("dp-gan", "fashion-mnist", json.dumps({"profile": "paper"})))
+    gan = MissingCells(
+        "dp-gan", "fashion-mnist", 9.6, (0, 1), "…", ("dp-gan", "fashion-mnist", json.dumps({"profile": "paper"}))
+    )
     assert missing_cost(gan, {}).startswith("≥ ") and missing_cost(gan, {}).endswith(" on 2 CPU cores")
 
 
@@ -304,9 +361,15 @@ def test_every_image_setup_of_the_presets_has_a_measured_cost():
     from bench.report.presets import PRESETS, grid_cells, seconds_for, cost_key
     from bench.api.registry import DATASETS
 
-    untimed = sorted({(c.method, c.dataset, c.profile) for preset in PRESETS.values() for grid in preset.grids
-                      for c in grid_cells(grid, preset.experiment) if DATASETS.get(c.dataset).kind.name == "IMAGE"
-                      and seconds_for(cost_key(c), {}) is None})
+    untimed = sorted(
+        {
+            (c.method, c.dataset, c.profile)
+            for preset in PRESETS.values()
+            for grid in preset.grids
+            for c in grid_cells(grid, preset.experiment)
+            if DATASETS.get(c.dataset).kind.name == "IMAGE" and seconds_for(cost_key(c), {}) is None
+        }
+    )
     assert untimed == []
 
 

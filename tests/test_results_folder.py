@@ -36,11 +36,15 @@ def test_every_results_path_a_readme_names_exists():
     assert pages, "docs/ holds the reference pages the README links to"
     # the README, results/README.md and the docs pages (whose links read ../results/…: the same paths)
     for readme in (REPO / "README.md", RESULTS / "README.md", *pages):
-        named += [m.removeprefix("../").rstrip(".,;:)")
-                  for m in re.findall(r"(?:\.\./)?results/[\w./-]+", readme.read_text())]
+        named += [
+            m.removeprefix("../").rstrip(".,;:)") for m in re.findall(r"(?:\.\./)?results/[\w./-]+", readme.read_text())
+        ]
     # results/README.md also names its neighbours without the folder: `REPORT.md`, `report_files/…`
-    named += [f"results/{m}" for m in re.findall(r"`([\w./-]+\.(?:md|html|png|db))`", (RESULTS / "README.md").read_text())
-              if not m.startswith(("results/", "methods/", "bench/", "tests/", "benchmarks/"))]
+    named += [
+        f"results/{m}"
+        for m in re.findall(r"`([\w./-]+\.(?:md|html|png|db))`", (RESULTS / "README.md").read_text())
+        if not m.startswith(("results/", "methods/", "bench/", "tests/", "benchmarks/"))
+    ]
     missing = sorted({path for path in named if not (REPO / path).exists()})
     assert missing == [], f"named in a README or docs page but not in the repository: {missing}"
 

@@ -35,10 +35,14 @@ def test_every_committed_record_s_privacy_claim_is_reproduced_from_the_record_al
 def test_a_record_whose_releases_do_not_support_its_claim_is_caught():
     """The check recomputes from the releases, so a ledger that claims ε = 1 for releases with half
     the noise, or for twice as many of them, fails — it does not trust the recorded ε."""
-    record = next(r for r in load_records(COMMITTED)  # a private Gaussian record (ε = ∞ ones add no noise to halve)
-                  if r.ledger is not None and r.ledger["releases"] and math.isfinite(float(r.ledger["target"]["epsilon"]))
-                  and all(release["kind"] == "gaussian" and release["noise_multiplier"] > 0
-                          for release in r.ledger["releases"]))
+    record = next(
+        r
+        for r in load_records(COMMITTED)  # a private Gaussian record (ε = ∞ ones add no noise to halve)
+        if r.ledger is not None
+        and r.ledger["releases"]
+        and math.isfinite(float(r.ledger["target"]["epsilon"]))
+        and all(release["kind"] == "gaussian" and release["noise_multiplier"] > 0 for release in r.ledger["releases"])
+    )
     assert ledger_problem(record) is None
     for broken_field, factor in (("noise_multiplier", 0.5), ("compositions", 2)):
         ledger = json.loads(json.dumps(record.ledger))
@@ -68,10 +72,33 @@ def grid_store(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("grid")
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "run", "--methods", "real,dp-merf", "--datasets", "gmm2d", "--eps", "1",
-         "--seeds", "0-1", "--jobs", "2", "--profile", "smoke", "--set", "dp-merf.epochs=1", "--no-progress",
-         "--experiment", "rec"],
-        cwd=folder, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "run",
+            "--methods",
+            "real,dp-merf",
+            "--datasets",
+            "gmm2d",
+            "--eps",
+            "1",
+            "--seeds",
+            "0-1",
+            "--jobs",
+            "2",
+            "--profile",
+            "smoke",
+            "--set",
+            "dp-merf.epochs=1",
+            "--no-progress",
+            "--experiment",
+            "rec",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -160,7 +187,11 @@ def test_a_record_survives_json_with_infinite_values():
     back = Record.from_json(odd.to_json())
     assert back.metrics["a.b"] == math.inf and math.isnan(back.metrics["a.c"]) and back.metrics["a.d"] == 0.25
     json.loads(odd.to_json(), parse_constant=pytest.fail)  # strict JSON: no Infinity/NaN tokens
-    ledger = {"target": {"epsilon": math.inf, "delta": 0.0}, "spent": {"epsilon": math.inf, "delta": 0.0}, "releases": []}
+    ledger = {
+        "target": {"epsilon": math.inf, "delta": 0.0},
+        "spent": {"epsilon": math.inf, "delta": 0.0},
+        "releases": [],
+    }
     real = dataclasses.replace(record, ledger=ledger)  # a non-private run's ledger
     json.loads(real.to_json(), parse_constant=pytest.fail)
     assert Record.from_json(real.to_json()).ledger["target"]["epsilon"] == math.inf
@@ -206,10 +237,14 @@ def test_report_tables_mark_and_spell_out_each_test():
 
 
 def test_show_prints_a_committed_record_with_its_ledger_and_its_recomputation():
-    record = next(r for r in load_records(COMMITTED)  # a private Gaussian record (ε = ∞ ones add no noise to halve)
-                  if r.ledger is not None and r.ledger["releases"] and math.isfinite(float(r.ledger["target"]["epsilon"]))
-                  and all(release["kind"] == "gaussian" and release["noise_multiplier"] > 0
-                          for release in r.ledger["releases"]))
+    record = next(
+        r
+        for r in load_records(COMMITTED)  # a private Gaussian record (ε = ∞ ones add no noise to halve)
+        if r.ledger is not None
+        and r.ledger["releases"]
+        and math.isfinite(float(r.ledger["target"]["epsilon"]))
+        and all(release["kind"] == "gaussian" and release["noise_multiplier"] > 0 for release in r.ledger["releases"])
+    )
     shown = run_cli("show", record.run_id, "--records", str(COMMITTED))
     assert shown.returncode == 0, shown.stderr
     assert f"run {record.run_id}" in shown.stdout and "releases (" in shown.stdout

@@ -24,8 +24,16 @@ def spec_of_argv(argv: list[str]) -> GridSpec:
 
 
 def test_plain_values_are_typed_once_at_the_edge():
-    spec = GridSpec(["dp-merf"], ["gmm2d"], [1, "inf"], [0], delta="auto", protocol="paper", calibrator="paper",
-                    data_dir="relative/folder")
+    spec = GridSpec(
+        ["dp-merf"],
+        ["gmm2d"],
+        [1, "inf"],
+        [0],
+        delta="auto",
+        protocol="paper",
+        calibrator="paper",
+        data_dir="relative/folder",
+    )
     assert spec.epsilons == [1.0, math.inf] and spec.delta == Delta.auto()
     assert spec.protocol is RunProtocol.PAPER and spec.calibrator is Calibrator.PAPER
     assert spec.data_dir == Path("relative/folder").resolve()
@@ -35,10 +43,20 @@ def test_plain_values_are_typed_once_at_the_edge():
 
 def test_a_spec_round_trips_through_its_arguments(monkeypatch, tmp_path):
     monkeypatch.delenv("DPBENCH_DATA_DIR", raising=False)
-    spec = GridSpec(["dp-merf", "real"], ["gmm2d"], [0.1, 13.8, math.inf], [0, 1, 2, 7], delta="auto",
-                    protocol="paper", overrides={"dp-merf": {"epochs": "2"}},
-                    evaluator_overrides={"downstream": {"scaling": "standard"}}, secure_noise=True, threads=2,
-                    data_dir=tmp_path, device="cpu")
+    spec = GridSpec(
+        ["dp-merf", "real"],
+        ["gmm2d"],
+        [0.1, 13.8, math.inf],
+        [0, 1, 2, 7],
+        delta="auto",
+        protocol="paper",
+        overrides={"dp-merf": {"epochs": "2"}},
+        evaluator_overrides={"downstream": {"scaling": "standard"}},
+        secure_noise=True,
+        threads=2,
+        data_dir=tmp_path,
+        device="cpu",
+    )
     assert spec_of_argv(spec.to_argv()) == spec
     assert seeds_argument([0, 1, 2, 7]) == "0-2,7"
     assert parse_epsilons(epsilon_argument([0.1, 1.0, 1 / 3, math.inf])) == [0.1, 1.0, 1 / 3, math.inf]
@@ -56,9 +74,16 @@ def test_a_non_private_cell_has_no_delta_and_its_stored_form_reads_back():
 
 def test_every_setting_is_in_the_key_and_the_evaluators_only_in_the_cell_key():
     (cell,), _ = expand(GridSpec(["dp-merf"], ["gmm2d"], [1.0], [0], profile="smoke", evaluators=["nll"]))
-    changed = [replace(cell, epsilon=2.0), replace(cell, delta=Delta.parse("1e-06")), replace(cell, seed=1),
-               replace(cell, params={**cell.params, "epochs": 3}), replace(cell, calibrator=Calibrator.PAPER),
-               replace(cell, protocol=RunProtocol.PAPER), replace(cell, secure_noise=True), replace(cell, threads=2)]
+    changed = [
+        replace(cell, epsilon=2.0),
+        replace(cell, delta=Delta.parse("1e-06")),
+        replace(cell, seed=1),
+        replace(cell, params={**cell.params, "epochs": 3}),
+        replace(cell, calibrator=Calibrator.PAPER),
+        replace(cell, protocol=RunProtocol.PAPER),
+        replace(cell, secure_noise=True),
+        replace(cell, threads=2),
+    ]
     assert len({cell.key, *(c.key for c in changed)}) == len(changed) + 1
     assert len({cell.setup_key, *(c.setup_key for c in changed)}) == len(changed) + 1
     scored = [replace(cell, evaluators=("marginals",)), replace(cell, evaluator_settings={"nll": {"n_samples": 7}})]

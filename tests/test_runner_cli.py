@@ -83,8 +83,18 @@ def test_grid_logs_failures_without_stopping_and_resumes(workdir):
 def test_evaluators_run_with_their_thread_pools_held_to_the_cells_threads(workdir):
     """scikit-learn's OpenMP code would otherwise start a thread per core whatever the cell's
     share (229 s instead of 19 s for the fidelity evaluator beside a busy core)."""
-    result = run_cli("run", "--methods", "real", *SMOKE, "--threads", "1", "--evaluators", "nll,test-pool-threads",
-                     "--experiment", "pools")
+    result = run_cli(
+        "run",
+        "--methods",
+        "real",
+        *SMOKE,
+        "--threads",
+        "1",
+        "--evaluators",
+        "nll,test-pool-threads",
+        "--experiment",
+        "pools",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 finished, 0 failed" in result.stdout
 

@@ -30,8 +30,11 @@ def start_cli(*args: str, env: dict | None = None) -> subprocess.Popen:
     tracking.experiment_id(tracking.client(), "dpbench")
     return subprocess.Popen(
         [sys.executable, "-m", "bench", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **(env or {})}, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
     )
 
 
@@ -51,7 +54,11 @@ def wait_for(predicate, timeout=300.0, what=""):
 
 
 def statuses(method: str | None = None) -> list[str]:
-    return sorted(r.info.status for r in runs() if method is None or r.data.params.get("method", r.data.tags.get("method")) == method)
+    return sorted(
+        r.info.status
+        for r in runs()
+        if method is None or r.data.params.get("method", r.data.tags.get("method")) == method
+    )
 
 
 def workers_of(pid: int) -> list[int]:
@@ -91,7 +98,11 @@ def test_a_signal_stops_workers_marks_cells_and_prints_the_resume_command(workdi
     out, err = runner.communicate(timeout=120)
     assert runner.returncode == (130 if signame == "SIGINT" else 143), out + err
     assert "Traceback" not in out + err
-    assert f"interrupted by {signame}" in err and "resume with: python" in err and "-m bench run --methods test-sleeping" in err
+    assert (
+        f"interrupted by {signame}" in err
+        and "resume with: python" in err
+        and "-m bench run --methods test-sleeping" in err
+    )
     assert statuses() == ["FAILED", "FAILED"]  # the third cell never started
     assert all("interrupted" in r.data.tags["error"] for r in runs())
     assert not scratch_of(runner.pid)
@@ -105,7 +116,9 @@ def test_kill_9_loses_nothing_and_the_next_run_completes_the_grid(workdir):
     env = {"SLOW_MARKER": str(marker)}
     args = ["run", "--methods", "real,test-slow-while-marked", *SMOKE, "--seeds", "0-1"]
     runner = start_cli(*args, env=env)
-    wait_for(lambda: statuses("real") == ["FINISHED", "FINISHED"] and "RUNNING" in statuses(), what="real done, slow running")
+    wait_for(
+        lambda: statuses("real") == ["FINISHED", "FINISHED"] and "RUNNING" in statuses(), what="real done, slow running"
+    )
     workers = workers_of(runner.pid)
     os.kill(runner.pid, signal.SIGKILL)
     runner.communicate(timeout=60)
@@ -131,7 +144,10 @@ def test_a_second_runner_leaves_cells_held_by_a_live_runner_alone(workdir):
     first = start_cli(*args, env={"PAUSE_S": "40"})
     wait_for(lambda: statuses() == ["RUNNING"], what="the first runner's claim")
     second = run_cli(*args, env={"PAUSE_S": "0"})
-    assert "0 finished, 0 failed, 0 skipped (already finished; --rerun forces), 1 left to another live runner" in second.stdout, second.stdout + second.stderr
+    assert (
+        "0 finished, 0 failed, 0 skipped (already finished; --rerun forces), 1 left to another live runner"
+        in second.stdout
+    ), second.stdout + second.stderr
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0 and "1 finished" in out, out + err
     assert statuses() == ["FINISHED"]  # one run: the second runner did not compute it too
@@ -170,9 +186,7 @@ def test_a_lease_is_taken_over_when_its_runner_is_gone(workdir):
 
 
 def metrics_without_timings(run) -> dict[str, float]:
-    return {
-        k: v for k, v in run.data.metrics.items() if not k.startswith("time.") and k != "peak_memory_mib"
-    }
+    return {k: v for k, v in run.data.metrics.items() if not k.startswith("time.") and k != "peak_memory_mib"}
 
 
 def test_results_do_not_depend_on_jobs(workdir):
@@ -190,13 +204,22 @@ def test_results_do_not_depend_on_jobs(workdir):
 
 def test_broken_cells_fail_with_one_line_and_the_grid_goes_on(workdir):
     args = [
-        "run", "--methods", "real,test-nan-samples,test-wrong-schema,test-full-disk", *SMOKE, "--jobs", "2",
+        "run",
+        "--methods",
+        "real,test-nan-samples,test-wrong-schema,test-full-disk",
+        *SMOKE,
+        "--jobs",
+        "2",
     ]
     result = run_cli(*args, env={"FULL_DISK_BYTES": "2000"})
     crash = run_cli("run", "--methods", "real", *SMOKE, "--evaluators", "nll,test-crashing", "--experiment", "crash")
     assert result.returncode == 1 and crash.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr + crash.stdout + crash.stderr
-    failed = {line.split(":", 1)[0].split()[-1].split("/")[0]: line for line in result.stdout.splitlines() if "FAILED " in line}
+    failed = {
+        line.split(":", 1)[0].split()[-1].split("/")[0]: line
+        for line in result.stdout.splitlines()
+        if "FAILED " in line
+    }
     assert "features contain NaN or infinite values" in failed["test-nan-samples"]
     assert "another schema" in failed["test-wrong-schema"]
     assert "File too large" in failed["test-full-disk"]

@@ -16,10 +16,38 @@ def frame():
     rows = []
     for seed, (a, b) in enumerate([(3.0, 5.0), (5.0, 7.0)]):
         rows += [
-            {"method": "dp-merf", "dataset": "gmm2d", "epsilon": 1.0, "seed": seed, "marginals.tv_3": a, "marginals.tv_4": 10 * a},
-            {"method": "dp-merf", "dataset": "gmm2d", "epsilon": 0.1, "seed": seed, "marginals.tv_3": b, "marginals.tv_4": 10 * b},
-            {"method": "other", "dataset": "gmm2d", "epsilon": 1.0, "seed": seed, "marginals.tv_3": a + 1, "marginals.tv_4": 1.0},
-            {"method": "real", "dataset": "gmm2d", "epsilon": math.inf, "seed": seed, "marginals.tv_3": 2.0, "marginals.tv_4": 20.0},
+            {
+                "method": "dp-merf",
+                "dataset": "gmm2d",
+                "epsilon": 1.0,
+                "seed": seed,
+                "marginals.tv_3": a,
+                "marginals.tv_4": 10 * a,
+            },
+            {
+                "method": "dp-merf",
+                "dataset": "gmm2d",
+                "epsilon": 0.1,
+                "seed": seed,
+                "marginals.tv_3": b,
+                "marginals.tv_4": 10 * b,
+            },
+            {
+                "method": "other",
+                "dataset": "gmm2d",
+                "epsilon": 1.0,
+                "seed": seed,
+                "marginals.tv_3": a + 1,
+                "marginals.tv_4": 1.0,
+            },
+            {
+                "method": "real",
+                "dataset": "gmm2d",
+                "epsilon": math.inf,
+                "seed": seed,
+                "marginals.tv_3": 2.0,
+                "marginals.tv_4": 20.0,
+            },
         ]
     return pd.DataFrame(rows)
 
@@ -63,8 +91,10 @@ def test_non_default_conventions_get_their_own_rows():
     assert _row_label(plain_cell("real", "adult")) == "adult"
     assert _row_label(plain_cell("real", "adult", protocol="paper")) == "adult [protocol paper]"
     assert _row_label(plain_cell("real", "adult", calibrator="paper")) == "adult [calibrator paper]"
-    assert _row_label(plain_cell("dp-merf", "adult", 1.0, delta="1e-06", evaluator_settings={"fid": {"n_samples": 10}})
-                      ) == "adult [delta 1e-06, fid.n_samples=10]"
+    assert (
+        _row_label(plain_cell("dp-merf", "adult", 1.0, delta="1e-06", evaluator_settings={"fid": {"n_samples": 10}}))
+        == "adult [delta 1e-06, fid.n_samples=10]"
+    )
 
 
 def test_non_private_variant_of_a_private_method_gets_its_own_row():
@@ -81,11 +111,25 @@ def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
     from bench.report.tables import render_table1
 
     rows = [
-        {"method": "dp-hp", "dataset": "adult-discrete [protocol paper]", "epsilon": 0.3, "seed": seed,
-         "marginals.tv_3": 0.2 + seed / 10, "marginals.paper.tv_3": 0.4}
+        {
+            "method": "dp-hp",
+            "dataset": "adult-discrete [protocol paper]",
+            "epsilon": 0.3,
+            "seed": seed,
+            "marginals.tv_3": 0.2 + seed / 10,
+            "marginals.paper.tv_3": 0.4,
+        }
         for seed in (0, 1)
-    ] + [{"method": "mst", "dataset": "adult-discrete [protocol paper]", "epsilon": 0.1, "seed": 0,
-          "marginals.tv_3": 0.1, "marginals.paper.tv_3": 0.15}]
+    ] + [
+        {
+            "method": "mst",
+            "dataset": "adult-discrete [protocol paper]",
+            "epsilon": 0.1,
+            "seed": 0,
+            "marginals.tv_3": 0.1,
+            "marginals.paper.tv_3": 0.15,
+        }
+    ]
     table = render_table1(pd.DataFrame(rows), "md")
     assert "| dp-hp ε=0.3 | dp-hp ε=0.1 | mst ε=0.3 | mst ε=0.1 |" in table
     assert "| 3 | ours: all C(D,α) subsets | 0.250 ± 0.0707 (2)◦ |  |  | 0.100 (1)◦ |" in table
@@ -100,14 +144,28 @@ def image_frame() -> pd.DataFrame:
     from bench.report.tables import FIG6_CLASSIFIERS
 
     rows = []
-    for method, eps, base, seeds in (("real", math.inf, 0.8, (0, 1)), ("dp-hp", 1.0, 0.7, (0, 1)), ("dp-gan", 2.0, 0.4, (0,))):
+    for method, eps, base, seeds in (
+        ("real", math.inf, 0.8, (0, 1)),
+        ("dp-hp", 1.0, 0.7, (0, 1)),
+        ("dp-gan", 2.0, 0.4, (0,)),
+    ):
         for seed in seeds:
-            accuracy = {f"image-downstream.{name}.accuracy": base + 0.01 * i + 0.02 * seed for i, name in enumerate(FIG6_CLASSIFIERS)}
-            rows.append({
-                "method": method, "dataset": "mnist", "epsilon": eps, "seed": seed, **accuracy,
-                "image-downstream.accuracy": float(np.mean(list(accuracy.values()))),
-                "effective-size.acc_n60000": base + 0.02 * seed, "effective-size.acc_n600": base - 0.1,
-            })
+            accuracy = {
+                f"image-downstream.{name}.accuracy": base + 0.01 * i + 0.02 * seed
+                for i, name in enumerate(FIG6_CLASSIFIERS)
+            }
+            rows.append(
+                {
+                    "method": method,
+                    "dataset": "mnist",
+                    "epsilon": eps,
+                    "seed": seed,
+                    **accuracy,
+                    "image-downstream.accuracy": float(np.mean(list(accuracy.values()))),
+                    "effective-size.acc_n60000": base + 0.02 * seed,
+                    "effective-size.acc_n600": base - 0.1,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -115,17 +173,24 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
     from bench.report.tables import render_fig6
 
     table = render_fig6(image_frame(), "md")
-    assert "| dataset | setup | numbers | LR | RF | GNB | BNB | LSVC | DT | LDA | Ada | MLP | Bag | GBM | XGB | MEAN |" in table
+    assert (
+        "| dataset | setup | numbers | LR | RF | GNB | BNB | LSVC | DT | LDA | Ada | MLP | Bag | GBM | XGB | MEAN |"
+        in table
+    )
     lines = table.splitlines()
     ours = next(i for i, line in enumerate(lines) if line.startswith("| mnist | real data | ours |"))
     assert lines[ours].startswith("| mnist | real data | ours | 0.810 ± 0.0141 (2)◦ | 0.820 ± 0.0141 (2)◦ |")
     assert lines[ours].endswith("| 0.865 ± 0.0141 (2)◦ |")  # MEAN: the runs' image-downstream.accuracy
     # DP-HP (arXiv:2106.05042) Fig. 6 (github.com/ParkLabML/DP-HP code_balanced/plots/), MNIST, real data and DP-HP ε=1 (LR … XGB, MEAN)
-    assert lines[ours + 1] == ("| mnist | real data | seeds' Fig. 6 | 0.925 | 0.9688 | 0.555 | 0.842 | 0.918 | 0.8774 | "
-                               "0.879 | 0.7097 | 0.9782 | 0.9282 | 0.909 | 0.912 | 0.8669 |")
+    assert lines[ours + 1] == (
+        "| mnist | real data | seeds' Fig. 6 | 0.925 | 0.9688 | 0.555 | 0.842 | 0.918 | 0.8774 | "
+        "0.879 | 0.7097 | 0.9782 | 0.9282 | 0.909 | 0.912 | 0.8669 |"
+    )
     hp = lines.index(next(line for line in lines if line.startswith("| mnist | DP-HP ε=1 | ours |")))
-    assert lines[hp + 1] == ("| mnist | DP-HP ε=1 | seeds' Fig. 6 | 0.811 | 0.8155 | 0.5862 | 0.8145 | 0.7714 | 0.5598 | "
-                             "0.8148 | 0.6739 | 0.8063 | 0.666 | 0.7273 | 0.7982 | 0.7371 |")
+    assert lines[hp + 1] == (
+        "| mnist | DP-HP ε=1 | seeds' Fig. 6 | 0.811 | 0.8155 | 0.5862 | 0.8145 | 0.7714 | 0.5598 | "
+        "0.8148 | 0.6739 | 0.8063 | 0.666 | 0.7273 | 0.7982 | 0.7371 |"
+    )
     assert "| mnist | DP-MERF ε=1 | seeds' Fig. 6 | 0.7695 |" in table  # the seeds' other setups are shown
     assert "| mnist | DP-GAN ε=2 | ours | 0.400 (1)◦ |" in table  # ours without a seeds' row
     assert "fashion-mnist" not in table  # no run of ours there
@@ -138,11 +203,15 @@ def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
     assert "| n=60000 | n=30000 | n=12000 | n=6000 | n=3000 | n=1200 | n=600 | n=300 | n=120 | n=60 |" in table
     assert "| mnist | real data | ours | 0.810 ± 0.0141 (2)◦ |  |  |  |  |  | 0.700 ± 0 (2)◦ |  |  |  |" in table
     # DP-HP (arXiv:2106.05042) Fig. 3 (MNIST): the real data with their stds, DP-HP ε=1 with one std
-    assert ("| mnist | real data | seeds' Fig. 3 | 0.8669 ± 0.0003 | 0.8574 ± 0.0054 | 0.8379 ± 0.0034 | "
-            "0.8316 ± 0.0051 | 0.8170 ± 0.0038 | 0.7880 ± 0.0040 | 0.7484 ± 0.0088 | 0.7084 ± 0.0100 | "
-            "0.6174 ± 0.0118 | 0.5350 ± 0.0165 |") in table
-    assert ("| mnist | DP-HP ε=1 | seeds' Fig. 3 | 0.7299 ± 0.0103 | 0.7295 | 0.7261 | 0.7237 | 0.7168 | 0.7052 | "
-            "0.6927 | 0.6576 | 0.5957 | 0.5314 |") in table
+    assert (
+        "| mnist | real data | seeds' Fig. 3 | 0.8669 ± 0.0003 | 0.8574 ± 0.0054 | 0.8379 ± 0.0034 | "
+        "0.8316 ± 0.0051 | 0.8170 ± 0.0038 | 0.7880 ± 0.0040 | 0.7484 ± 0.0088 | 0.7084 ± 0.0100 | "
+        "0.6174 ± 0.0118 | 0.5350 ± 0.0165 |"
+    ) in table
+    assert (
+        "| mnist | DP-HP ε=1 | seeds' Fig. 3 | 0.7299 ± 0.0103 | 0.7295 | 0.7261 | 0.7237 | 0.7168 | 0.7052 | "
+        "0.6927 | 0.6576 | 0.5957 | 0.5314 |"
+    ) in table
     assert "| mnist | DP-GAN ε=9.6 | seeds' Fig. 3 | 0.4803 |" in table
 
 
@@ -159,12 +228,23 @@ def test_image_layouts_need_their_metrics():
 # Numbers: 3 significant digits, no scientific notation for ordinary magnitudes, n always shown
 # --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "value,text",
     [
-        (376_900.0, "377,000"), (3_123.0, "3,120"), (317_400.0, "317,000"), (3.497, "3.50"), (0.7371, "0.737"),
-        (0.00123, "0.00123"), (9.996, "10.0"), (12.0, "12.0"), (0.0, "0"), (1.01e6, "1.01×10⁶"),
-        (0.000123, "1.23×10⁻⁴"), (-2.5e-7, "-2.50×10⁻⁷"), (math.inf, "∞"),
+        (376_900.0, "377,000"),
+        (3_123.0, "3,120"),
+        (317_400.0, "317,000"),
+        (3.497, "3.50"),
+        (0.7371, "0.737"),
+        (0.00123, "0.00123"),
+        (9.996, "10.0"),
+        (12.0, "12.0"),
+        (0.0, "0"),
+        (1.01e6, "1.01×10⁶"),
+        (0.000123, "1.23×10⁻⁴"),
+        (-2.5e-7, "-2.50×10⁻⁷"),
+        (math.inf, "∞"),
     ],
 )
 def test_numbers_have_three_significant_digits_and_no_e_notation(value, text):
@@ -187,15 +267,33 @@ def test_cells_read_mean_std_and_seed_count_and_one_seed_has_no_std():
 # Grouping: a table aggregates over seeds only, never over runs whose settings differ
 # --------------------------------------------------------------------------------------------
 
-def record(seed, method="dp-merf", dataset="gmm2d", epsilon=1.0, value=1.0, profile="paper", overrides=None,
-           delta=None, extra_params=None):
+
+def record(
+    seed,
+    method="dp-merf",
+    dataset="gmm2d",
+    epsilon=1.0,
+    value=1.0,
+    profile="paper",
+    overrides=None,
+    delta=None,
+    extra_params=None,
+):
     from bench.api.registry import METHODS
     from tests.conftest import cell_record, plain_cell
 
     private = math.isfinite(epsilon)
     resolved = METHODS.get(method).hyperparameters.resolve(dataset, profile, overrides or {}, private=private).values
-    cell = plain_cell(method, dataset, epsilon, seed, {**resolved, **(extra_params or {})}, profile=profile,
-                      evaluators=("nll",), **({"delta": delta} if delta else {}))
+    cell = plain_cell(
+        method,
+        dataset,
+        epsilon,
+        seed,
+        {**resolved, **(extra_params or {})},
+        profile=profile,
+        evaluators=("nll",),
+        **({"delta": delta} if delta else {}),
+    )
     return cell_record(cell, {"marginals.tv_3": value}, start_time=seed, n_train=1000 + seed)
 
 
@@ -233,7 +331,7 @@ def test_a_rerun_cell_replaces_the_earlier_run():
 
     from bench.report.tables import runs_frame
 
-    first, = [record(0, value=1.0)]
+    (first,) = [record(0, value=1.0)]
     again = replace(first, run_id="rerun", start_time=first.start_time + 10, metrics={"marginals.tv_3": 3.0})
     text, _ = summarise(runs_frame([first, again]), "marginals.tv_3")
     assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.00 (1)◦"
@@ -244,8 +342,23 @@ def test_table_from_logged_runs_keeps_a_smoke_run_apart_from_the_paper_run(workd
     one mean ± std. Real runs through the CLI: DP-MERF on cervical (seconds per cell)."""
     from tests.conftest import run_cli
 
-    common = ["--methods", "dp-merf", "--datasets", "cervical", "--eps", "1", "--seeds", "0-1",
-              "--no-progress", "--jobs", "2", "--data-dir", str(data_dir), "--experiment", "mixed"]
+    common = [
+        "--methods",
+        "dp-merf",
+        "--datasets",
+        "cervical",
+        "--eps",
+        "1",
+        "--seeds",
+        "0-1",
+        "--no-progress",
+        "--jobs",
+        "2",
+        "--data-dir",
+        str(data_dir),
+        "--experiment",
+        "mixed",
+    ]
     for extra in ([], ["--profile", "smoke"]):
         result = run_cli("run", *common, *extra, env={"DPBENCH_OFFLINE": "1"})
         assert result.returncode == 0, result.stdout + result.stderr
@@ -271,15 +384,23 @@ def test_a_qualified_setup_sits_beside_the_published_row_of_its_method():
     paper's row of the same registered method and ε; a setup the paper lacks comes after."""
     from bench.report.tables import versus_seeds_rows
 
-    frame = pd.DataFrame({
-        "dataset": ["mnist"] * 3, "method": ["dp-mepf [profile cpu]", "dp-mepf [profile cpu]", "dp-merf"],
-        "method_name": ["dp-mepf", "dp-mepf", "dp-merf"], "epsilon": [1.0, 1.0, 1.0], "seed": [0, 1, 0],
-        "acc": [0.80, 0.82, 0.70],
-    })
+    frame = pd.DataFrame(
+        {
+            "dataset": ["mnist"] * 3,
+            "method": ["dp-mepf [profile cpu]", "dp-mepf [profile cpu]", "dp-merf"],
+            "method_name": ["dp-mepf", "dp-mepf", "dp-merf"],
+            "epsilon": [1.0, 1.0, 1.0],
+            "seed": [0, 1, 0],
+            "acc": [0.80, 0.82, 0.70],
+        }
+    )
     published = {"mnist": {("dp-mepf", 10.0): {"ACC": 0.9}, ("dp-mepf", 1.0): {"ACC": 0.893}}}
     rows = versus_seeds_rows(frame, [("ACC", "acc")], published, "paper", ".3f")
     assert [(r[1], r[2]) for r in rows] == [
-        ("DP-MEPF ε=10", "paper"), ("dp-mepf [profile cpu] ε=1", "ours"), ("DP-MEPF ε=1", "paper"), ("DP-MERF ε=1", "ours"),
+        ("DP-MEPF ε=10", "paper"),
+        ("dp-mepf [profile cpu] ε=1", "ours"),
+        ("DP-MEPF ε=1", "paper"),
+        ("DP-MERF ε=1", "ours"),
     ]
 
 
@@ -311,11 +432,26 @@ def test_a_reference_row_follows_the_paper_row_and_our_rows_are_tested_against_i
 
     ours = [0.52, 0.65, 0.56, 0.62, 0.59]
     theirs = [0.585, 0.586, 0.604, 0.665, 0.610, 0.648]
-    frame = pd.DataFrame({"dataset": ["adult-sdgym"] * 5, "method": ["dp-merf"] * 5, "method_name": ["dp-merf"] * 5,
-                          "epsilon": [1.0] * 5, "seed": range(5), "roc": ours})
+    frame = pd.DataFrame(
+        {
+            "dataset": ["adult-sdgym"] * 5,
+            "method": ["dp-merf"] * 5,
+            "method_name": ["dp-merf"] * 5,
+            "epsilon": [1.0] * 5,
+            "seed": range(5),
+            "roc": ours,
+        }
+    )
     tests: list[list[str]] = []
-    rows = versus_seeds_rows(frame, [("ROC", "roc")], {"adult-sdgym": {("dp-merf", 1.0): {"ROC": 0.65}}}, "paper", ".3f",
-                             tests=tests, references={"adult-sdgym": {("dp-merf", 1.0): ("authors' code", {"ROC": theirs})}})
+    rows = versus_seeds_rows(
+        frame,
+        [("ROC", "roc")],
+        {"adult-sdgym": {("dp-merf", 1.0): {"ROC": 0.65}}},
+        "paper",
+        ".3f",
+        tests=tests,
+        references={"adult-sdgym": {("dp-merf", 1.0): ("authors' code", {"ROC": theirs})}},
+    )
     assert [r[2] for r in rows] == ["ours", "paper", "authors' code"]
     assert rows[2][3] == f"{np.mean(theirs):.3f} ± {np.std(theirs, ddof=1):.3f} (6)"
     (welch,) = [t for t in tests if t[3] == "authors' code"]

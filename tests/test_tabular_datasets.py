@@ -41,7 +41,9 @@ def need(*files: str) -> None:
 
 def cached(dataset: TabularDataset, table, paper_table=None) -> TabularDataset:
     """The dataset with its (slow) file parsing replaced by an already parsed table."""
-    return replace(dataset, read=lambda _: table, read_paper=(lambda _: paper_table) if paper_table is not None else None)
+    return replace(
+        dataset, read=lambda _: table, read_paper=(lambda _: paper_table) if paper_table is not None else None
+    )
 
 
 def pin(monkeypatch, module, attribute: str, content: bytes) -> None:
@@ -249,7 +251,9 @@ def test_adult_protocols(adult_tables):
     dataset = cached(adult.ADULT, *adult_tables)
     check_sound(dataset)
     split = check_paper(dataset, 22_561)
-    assert len(split.train) == 11_077 and len(split.test) == 1_231  # as github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py
+    assert (
+        len(split.train) == 11_077 and len(split.test) == 1_231
+    )  # as github.com/ParkLabML/DP-MERF code_tab/single_generator_priv_all.py
 
 
 def test_adult_as_dphp_reads_it_keeps_every_row_and_codes_education_as_categorical(adult_tables):
@@ -261,6 +265,7 @@ def test_adult_as_dphp_reads_it_keeps_every_row_and_codes_education_as_categoric
     kinds = [c.kind for c in split.train.schema.columns]
     assert kinds.count(ColumnKind.NUMERICAL) == 6 and kinds.count(ColumnKind.CATEGORICAL) == 8
     assert DATASETS.get("adult-dphp") is adult.ADULT_DPHP
+
 
 def test_adult_with_sorted_codes_holds_the_same_values_under_other_codes(adult_tables):
     """adult-dphp-sorted renumbers categories only: decoding both gives the same names, row by row."""
@@ -290,7 +295,10 @@ def test_adult_as_dpmerf_reads_it_is_sdgyms_train_part_with_its_frequency_codebo
     assert table.x.shape == (22_561, 14) and int(table.y.sum()) == 5_473
     split = adult.ADULT_SDGYM.load(DATA_DIR, 0, "paper")
     assert (len(split.train), len(split.test)) == (11_077, 1_231)
-    assert any(c.startswith("authors' preprocessing: categorical codes ordered by each value's frequency") for c in split.caveats)
+    assert any(
+        c.startswith("authors' preprocessing: categorical codes ordered by each value's frequency")
+        for c in split.caveats
+    )
     assert any("frequency" in c for c in adult.ADULT_SDGYM.load(DATA_DIR, 0, "sound").caveats)
     whole = adult_tables[0].x[:32_561]  # adult.data's rows, adult.names codes
     for j, column in enumerate(adult.SCHEMA.columns):
@@ -298,7 +306,8 @@ def test_adult_as_dpmerf_reads_it_is_sdgyms_train_part_with_its_frequency_codebo
             counts = np.bincount(whole[:, j].astype(int), minlength=len(column.categories))
             frequency = [column.categories[k] for k in np.argsort(-counts, kind="stable")]
             assert counts[[column.categories.index(n) for n in adult.SDGYM_ORDER[column.name]]].tolist() == sorted(
-                counts, reverse=True), column.name  # descending; ties may fall in either order
+                counts, reverse=True
+            ), column.name  # descending; ties may fall in either order
             assert adult.SDGYM_ORDER[column.name][:3] == tuple(frequency[:3]), column.name
     relationship = [c.name for c in adult.SCHEMA.columns].index("relationship")
     assert adult.SCHEMA_SDGYM.columns[relationship].categories[0] == "Husband"
@@ -529,7 +538,9 @@ def test_a_value_outside_the_documented_categories_is_refused(tmp_path, monkeypa
     content = (good + good.replace("State-gov", "Space-agency")).encode()
     write(tmp_path / "adult" / "adult.data", content)
     pin(monkeypatch, adult, "TRAIN_FILE", content)
-    with pytest.raises(DataFormatError, match=r"column 'workclass' has value\(s\) 'Space-agency' outside its 9 documented"):
+    with pytest.raises(
+        DataFormatError, match=r"column 'workclass' has value\(s\) 'Space-agency' outside its 9 documented"
+    ):
         adult.read_paper(tmp_path)
     content = (good + good.replace("Never-married", "?")).encode()  # '?' only where UCI lists unknowns
     write(tmp_path / "adult" / "adult.data", content)

@@ -34,7 +34,12 @@ def table(n=400, seed=0):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
     x = np.stack(
-        [rng.uniform(20, 80, n) + 10 * y, rng.integers(0, 3, n), (rng.integers(0, 2, n) + 2 * y), rng.integers(0, 2, n)],
+        [
+            rng.uniform(20, 80, n) + 10 * y,
+            rng.integers(0, 3, n),
+            (rng.integers(0, 2, n) + 2 * y),
+            rng.integers(0, 2, n),
+        ],
         axis=1,
     ).astype(np.float32)
     return LabelledData(x, y, SCHEMA)
@@ -93,7 +98,9 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     assert set(releases) == {"class counts", "labelled mean embedding (RFF sum kernel)"}
     bound = math.sqrt(2) if protocol == "sound" else math.sqrt(6)
     assert releases["labelled mean embedding (RFF sum kernel)"].sensitivity == pytest.approx(2 * bound / len(data))
-    assert releases["class counts"].sensitivity == pytest.approx(math.sqrt(2))  # the handle's counts: one row moves two by 1
+    assert releases["class counts"].sensitivity == pytest.approx(
+        math.sqrt(2)
+    )  # the handle's counts: one row moves two by 1
     assert ledger.epsilon_spent == pytest.approx(1.0, rel=1e-6)
     sample = model.sample(300)
     assert sample.schema == SCHEMA and sample.x.shape == (300, 4)
@@ -139,7 +146,9 @@ def test_range_outputs_emit_numerical_columns_within_their_public_bounds():
 
     space = replace(ModelSpace.for_data(DataKind.TABULAR, SCHEMA, "paper"), range_outputs=True)
     head = space.output_head()
-    raw = torch.cat([torch.full((1, space.width), -50.0), torch.zeros(1, space.width), torch.full((1, space.width), 50.0)])
+    raw = torch.cat(
+        [torch.full((1, space.width), -50.0), torch.zeros(1, space.width), torch.full((1, space.width), 50.0)]
+    )
     out = head(raw)
     numeric = space.numerical
     low = space.coordinate_midpoints()[numeric] - space.coordinate_spans()[numeric] / 2
@@ -148,4 +157,7 @@ def test_range_outputs_emit_numerical_columns_within_their_public_bounds():
     assert torch.allclose(out[1, numeric].double(), torch.as_tensor((low + high) / 2), atol=1e-3)
     assert torch.allclose(out[2, numeric].double(), torch.as_tensor(high), atol=1e-2)
     assert {a for a, _ in head.groups} == {"range", "sigmoid"}
-    assert {a for a, _ in ModelSpace.for_data(DataKind.TABULAR, SCHEMA, "paper").output_head().groups} == {"relu", "sigmoid"}
+    assert {a for a, _ in ModelSpace.for_data(DataKind.TABULAR, SCHEMA, "paper").output_head().groups} == {
+        "relu",
+        "sigmoid",
+    }

@@ -112,8 +112,11 @@ def test_the_runner_lends_a_lone_lendable_cell_the_idle_core_and_its_numbers_do_
     runs = {}
     for cores in (1, 2):
         monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/cores{cores}.db")
-        cells, _ = expand(GridSpec(methods=["dp-merf"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0],
-                                   profile="smoke", evaluators=["nll"]))
+        cells, _ = expand(
+            GridSpec(
+                methods=["dp-merf"], datasets=["gmm2d"], epsilons=[1.0], seeds=[0], profile="smoke", evaluators=["nll"]
+            )
+        )
         assert cells[0].lendable
         # other programs on the machine would rightly hold the lent core back (test_cpuload)
         report = run_grid(cells, "lend", jobs=1, show_progress=False, cores=cores, foreign_load=NoForeignLoad())

@@ -13,18 +13,27 @@ from bench.report.triad import render_triad, triad_rows
 
 
 def record(method: str, epsilon: float, seed: int, auc: float, **metrics: float):
-    values = {"privacy.mia_auc": auc, "privacy.mia_auc_low": auc - 0.05, "privacy.mia_auc_high": auc + 0.05,
-              "privacy.dcr_share": 0.5, "downstream.roc_auc": 0.7, **metrics}
+    values = {
+        "privacy.mia_auc": auc,
+        "privacy.mia_auc_low": auc - 0.05,
+        "privacy.mia_auc_high": auc + 0.05,
+        "privacy.dcr_share": 0.5,
+        "downstream.roc_auc": 0.7,
+        **metrics,
+    }
     if math.isfinite(epsilon):
         values |= {"privacy.epsilon_spent": epsilon, "privacy.epsilon_independent": epsilon * 0.999}
     return cell_record(plain_cell(method, "cervical", epsilon, seed), values, f"{method}-{epsilon}-{seed}", seed)
 
 
 def test_each_method_and_epsilon_gets_its_claim_audit_and_attack_side_by_side():
-    frame = runs_frame([
-        record("dp-merf", 1.0, 0, 0.50), record("dp-merf", 1.0, 1, 0.52),
-        record("real", math.inf, 0, 0.97),
-    ])
+    frame = runs_frame(
+        [
+            record("dp-merf", 1.0, 0, 0.50),
+            record("dp-merf", 1.0, 1, 0.52),
+            record("real", math.inf, 0, 0.97),
+        ]
+    )
     header, rows = triad_rows(frame, {("dp-merf", "cervical", 1.0): 0.31})
     by_method = {row[2]: dict(zip(header, row)) for row in rows}
     merf, real = by_method["dp-merf"], by_method["real"]

@@ -73,8 +73,21 @@ def test_loaders_refuse_inside_a_fit_and_only_there():
 def test_a_fit_that_loads_or_opens_its_own_rows_fails_with_one_line_naming_the_wall(workdir):
     (workdir / "plugins" / "doors_plugin.py").write_text(DOORS_PLUGIN)
     env = {"DPBENCH_PLUGINS": "dpbench_test_plugins,doors_plugin"}
-    result = run_cli("run", "--methods", "loads-its-own-rows,opens-the-data-files,uniform", "--datasets", "cervical",
-                     "--eps", "1", "--evaluators", "none", "--no-progress", "--experiment", "walls", env=env)
+    result = run_cli(
+        "run",
+        "--methods",
+        "loads-its-own-rows,opens-the-data-files,uniform",
+        "--datasets",
+        "cervical",
+        "--eps",
+        "1",
+        "--evaluators",
+        "none",
+        "--no-progress",
+        "--experiment",
+        "walls",
+        env=env,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     lines = {line.split(":", 1)[0].strip(): line for line in result.stdout.splitlines() if "FAILED" in line}
     loads = next(line for key, line in lines.items() if "loads-its-own-rows" in key)
@@ -98,8 +111,8 @@ def test_the_process_wall_closes_the_data_folder_but_its_public_weights_and_ever
 from pathlib import Path
 from bench.core.walls import lock_data_folder
 assert lock_data_folder(Path({str(folder)!r}))
-for path, readable in (({str(folder / 'private' / 'rows.csv')!r}, False), ({str(folder / 'fid-inception' / 'weights.pth')!r}, True),
-                       ({str(tmp_path / 'beside.txt')!r}, True), ("/etc/hostname", True)):
+for path, readable in (({str(folder / "private" / "rows.csv")!r}, False), ({str(folder / "fid-inception" / "weights.pth")!r}, True),
+                       ({str(tmp_path / "beside.txt")!r}, True), ("/etc/hostname", True)):
     try:
         Path(path).read_text()
         ok = True

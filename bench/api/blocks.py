@@ -39,9 +39,10 @@ class ColumnSampler:
             labels = self.rng.choice(len(self.label_probabilities), size=n, p=self.label_probabilities)
         return LabelledData(x, np.asarray(labels, dtype=np.int64), self.schema)
 
-
     @classmethod
-    def from_histograms(cls, schema: Schema, histograms: Sequence[np.ndarray], rng: np.random.Generator) -> "ColumnSampler":
+    def from_histograms(
+        cls, schema: Schema, histograms: Sequence[np.ndarray], rng: np.random.Generator
+    ) -> "ColumnSampler":
         """From noisy 1-way histograms — every column's, then the label's, as :func:`one_way_queries`
         asks for them — made probabilities (negative counts clipped; an all-zero one uniform).
         Post-processing of released values: free."""
@@ -59,9 +60,14 @@ def probabilities(noisy_counts: np.ndarray) -> np.ndarray:
 def one_way_queries(schema: Schema, n_bins: int = 20, label: bool = True) -> list[CountQuery]:
     """The handle's count queries for every column's 1-way histogram — its codes, or ``n_bins``
     equal-width bins of a numerical column's public bounds — and, with ``label``, the label's."""
-    queries = [CountQuery(f"1-way marginal of {column.name}", _column_codes(j, column, n_bins),
-                          n_bins if column.kind == ColumnKind.NUMERICAL else column.domain_size())
-               for j, column in enumerate(schema.columns)]
+    queries = [
+        CountQuery(
+            f"1-way marginal of {column.name}",
+            _column_codes(j, column, n_bins),
+            n_bins if column.kind == ColumnKind.NUMERICAL else column.domain_size(),
+        )
+        for j, column in enumerate(schema.columns)
+    ]
     if label:
         queries.append(CountQuery(f"1-way marginal of the label {schema.label}", lambda rows: rows.y, schema.n_classes))
     return queries

@@ -77,16 +77,34 @@ class FitContext(Generic[P]):
     data_dir: Path | None = None
 
     @staticmethod
-    def of(dataset: Any, params: P, seed: int, ledger: "PrivacyLedger", *, device: Any = "cpu",
-           protocol: str = "sound", progress: Callable[[int, int], None] | None = None,
-           data_dir: Path | None = None) -> "FitContext[P]":
+    def of(
+        dataset: Any,
+        params: P,
+        seed: int,
+        ledger: "PrivacyLedger",
+        *,
+        device: Any = "cpu",
+        protocol: str = "sound",
+        progress: Callable[[int, int], None] | None = None,
+        data_dir: Path | None = None,
+    ) -> "FitContext[P]":
         """The one factory of a fit's context (the worker, `bench evaluate`'s shadow fits, the
         audits, the kit): ``dataset`` is the registered dataset (its name and kind); the budget is
         the ledger's, so the two never disagree."""
         import torch  # lazily: importing the contracts must not import torch
 
-        return FitContext(ledger.budget, ledger, params, seed, torch.device(device), protocol, dataset.kind,
-                          progress or (lambda done, total: None), dataset.name, data_dir)
+        return FitContext(
+            ledger.budget,
+            ledger,
+            params,
+            seed,
+            torch.device(device),
+            protocol,
+            dataset.kind,
+            progress or (lambda done, total: None),
+            dataset.name,
+            data_dir,
+        )
 
     @property
     def neighbouring(self) -> str:
@@ -158,8 +176,10 @@ class MetricSpec:
 
     def __post_init__(self) -> None:
         if (self.kind == MetricKind.QUALITY) != (self.direction is not None):
-            raise ValueError(f"a {self.kind.value} metric {'needs' if self.direction is None else 'has no'} direction: "
-                             f"{self.description!r}")
+            raise ValueError(
+                f"a {self.kind.value} metric {'needs' if self.direction is None else 'has no'} direction: "
+                f"{self.description!r}"
+            )
 
     @staticmethod
     def quality(direction: Direction, description: str, heavy_tailed: bool = False) -> "MetricSpec":
@@ -247,8 +267,10 @@ def _common_problems(entry: Any, kinds_attribute: str) -> list[str]:
     kinds = getattr(entry, kinds_attribute, None)
     kinds = (kinds,) if kinds_attribute == "kind" else kinds
     if not kinds or not all(isinstance(k, DataKind) for k in kinds):
-        problems.append(f"{kinds_attribute} must be {'a' if kinds_attribute == 'kind' else 'a non-empty set of'} "
-                        "bench.core.contracts.DataKind")
+        problems.append(
+            f"{kinds_attribute} must be {'a' if kinds_attribute == 'kind' else 'a non-empty set of'} "
+            "bench.core.contracts.DataKind"
+        )
     return problems
 
 
@@ -289,5 +311,3 @@ def dataset_problems(dataset: Any) -> list[str]:
 def metric_key(evaluator_name: str, metric: str) -> str:
     """The name a metric is logged under: ``<evaluator>.<metric>``."""
     return f"{evaluator_name}.{metric}"
-
-

@@ -36,7 +36,15 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from bench.core.data import DataKind, LabelledData, Schema, Split, stream_seed_sequence
-from bench.api.contracts import EvalContext, Evaluation, FitContext, MetricSpec, dataset_problems, evaluator_problems, method_problems
+from bench.api.contracts import (
+    EvalContext,
+    Evaluation,
+    FitContext,
+    MetricSpec,
+    dataset_problems,
+    evaluator_problems,
+    method_problems,
+)
 from bench.core.params import HyperParameters, NoParameters
 from bench.api.registry import DATASETS, EVALUATORS, METHODS, RegistryError
 from bench.core.walls import refuse_inside_fit
@@ -74,14 +82,27 @@ def _checked(what: str, declared: Any, problems: list[str], registry: Any, regis
     return declared
 
 
-def method(name: str, description: str, *, kinds: Iterable[DataKind | str], private: bool = True,
-           hyperparameters: HyperParameters | None = None, register: bool = True) -> Callable[[FitFunction], DeclaredMethod]:
+def method(
+    name: str,
+    description: str,
+    *,
+    kinds: Iterable[DataKind | str],
+    private: bool = True,
+    hyperparameters: HyperParameters | None = None,
+    register: bool = True,
+) -> Callable[[FitFunction], DeclaredMethod]:
     """Declares (and, with ``register``, registers) the decorated ``fit(data, context)`` as the
     method adapter ``name`` (module docstring)."""
 
     def declare(fit: FitFunction) -> DeclaredMethod:
-        adapter = DeclaredMethod(name, description, _kinds("method", name, kinds), fit, private,
-                                 hyperparameters if hyperparameters is not None else HyperParameters(NoParameters))
+        adapter = DeclaredMethod(
+            name,
+            description,
+            _kinds("method", name, kinds),
+            fit,
+            private,
+            hyperparameters if hyperparameters is not None else HyperParameters(NoParameters),
+        )
         return _checked("method", adapter, method_problems(adapter), METHODS, register)
 
     return declare
@@ -109,21 +130,36 @@ class DeclaredEvaluator:
     def applies_to(self, schema: Schema) -> bool:
         return self.schema_test(schema)
 
-    def evaluate(self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData,
-                 context: EvalContext) -> Evaluation:
+    def evaluate(
+        self, synthetic: LabelledData, real_train: LabelledData, real_test: LabelledData, context: EvalContext
+    ) -> Evaluation:
         result = self.evaluate_function(synthetic, real_train, real_test, context)
         return result if isinstance(result, Evaluation) else Evaluation(metrics=dict(result))
 
 
-def evaluator(name: str, description: str, *, kinds: Iterable[DataKind | str], metrics: dict[str, MetricSpec],
-              applies_to: Callable[[Schema], bool] | None = None, run_by_default: bool = True,
-              register: bool = True) -> Callable[[EvaluateFunction], DeclaredEvaluator]:
+def evaluator(
+    name: str,
+    description: str,
+    *,
+    kinds: Iterable[DataKind | str],
+    metrics: dict[str, MetricSpec],
+    applies_to: Callable[[Schema], bool] | None = None,
+    run_by_default: bool = True,
+    register: bool = True,
+) -> Callable[[EvaluateFunction], DeclaredEvaluator]:
     """Declares (and, with ``register``, registers) ``evaluate(synthetic, real_train, real_test,
     context)`` — returning its metrics as a dict or an :class:`Evaluation` — as the evaluator ``name``."""
 
     def declare(evaluate: EvaluateFunction) -> DeclaredEvaluator:
-        declared = DeclaredEvaluator(name, description, _kinds("evaluator", name, kinds), dict(metrics), evaluate,
-                                     applies_to or _applies_everywhere, run_by_default)
+        declared = DeclaredEvaluator(
+            name,
+            description,
+            _kinds("evaluator", name, kinds),
+            dict(metrics),
+            evaluate,
+            applies_to or _applies_everywhere,
+            run_by_default,
+        )
         return _checked("evaluator", declared, evaluator_problems(declared), EVALUATORS, register)
 
     return declare
@@ -139,7 +175,9 @@ def split_by_seed(x: Any, y: Any, schema: Schema, seed: int, test_share: float) 
     order = np.random.default_rng(stream_seed_sequence(seed, "split")).permutation(len(labels))
     n_test = round(test_share * len(labels))
     test, train = order[:n_test], order[n_test:]
-    return Split(LabelledData(features[train], labels[train], schema), LabelledData(features[test], labels[test], schema))
+    return Split(
+        LabelledData(features[train], labels[train], schema), LabelledData(features[test], labels[test], schema)
+    )
 
 
 @dataclass(frozen=True)
@@ -162,8 +200,15 @@ class DeclaredDataset:
         return split_by_seed(x, y, self.schema, seed, self.test_share)
 
 
-def dataset(name: str, description: str, *, schema: Schema, kind: DataKind | str = DataKind.TABULAR,
-            test_share: float = 0.2, register: bool = True) -> Callable[[LoadFunction], DeclaredDataset]:
+def dataset(
+    name: str,
+    description: str,
+    *,
+    schema: Schema,
+    kind: DataKind | str = DataKind.TABULAR,
+    test_share: float = 0.2,
+    register: bool = True,
+) -> Callable[[LoadFunction], DeclaredDataset]:
     """Declares (and, with ``register``, registers) ``load(data_dir, seed, protocol)`` as the dataset
     ``name`` with its public ``schema``. ``load`` returns a :class:`Split`, or all rows as ``(x, y)``
     (features in the schema's column order, integer labels): then the seed's permutation holds out

@@ -158,8 +158,9 @@ def _card_of(entry: Any) -> Plugin:
     """The card of an object registered directly (``DPBENCH_PLUGINS`` modules, tests)."""
     kinds = getattr(entry, "data_kinds", None) or (getattr(entry, "kind", None),)
     values = tuple(sorted(str(getattr(k, "value", k)) for k in kinds if k is not None))
-    return Plugin(entry.name, target="", description=str(getattr(entry, "description", "")), kinds=values,
-                  tags=_tags_of(entry))
+    return Plugin(
+        entry.name, target="", description=str(getattr(entry, "description", "")), kinds=values, tags=_tags_of(entry)
+    )
 
 
 def _tags_of(entry: Any) -> tuple[str, ...]:
@@ -188,8 +189,7 @@ def _import_plugin_modules() -> None:
             importlib.import_module(module)
         except ImportError as error:
             raise RegistryError(
-                f"{PLUGINS_VARIABLE} names module {module!r}, which cannot be imported ({error}); "
-                "check PYTHONPATH"
+                f"{PLUGINS_VARIABLE} names module {module!r}, which cannot be imported ({error}); check PYTHONPATH"
             ) from None
 
 

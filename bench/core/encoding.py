@@ -65,9 +65,7 @@ class TabularEncoder:
 
     def indices(self, *kinds: ColumnKind) -> np.ndarray:
         """Encoded positions of the columns of these kinds."""
-        return np.array(
-            [i for b in self.blocks if b.kind in kinds for i in range(b.start, b.stop)], dtype=np.int64
-        )
+        return np.array([i for b in self.blocks if b.kind in kinds for i in range(b.start, b.stop)], dtype=np.int64)
 
     @property
     def n_categorical_columns(self) -> int:

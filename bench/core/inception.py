@@ -71,7 +71,9 @@ def resolve_weights(explicit: str | None, data_dir: str | None) -> Path:
     chosen = explicit or os.environ.get(WEIGHTS_VARIABLE)
     if chosen:
         if not Path(chosen).is_file():
-            raise FidWeightsError(f"FID weights file {chosen} does not exist; fix the weights option or ${WEIGHTS_VARIABLE}")
+            raise FidWeightsError(
+                f"FID weights file {chosen} does not exist; fix the weights option or ${WEIGHTS_VARIABLE}"
+            )
         return Path(chosen)
     folder = data_folder(data_dir)
     for candidate in (folder / MIRROR_FOLDER / MIRROR_WEIGHTS, standard_weights_path()):
@@ -84,18 +86,23 @@ def resolve_weights(explicit: str | None, data_dir: str | None) -> Path:
     try:  # pytorch-fid's own download of its standard weights into torch hub's cache
         fid_inception.load_state_dict_from_url(fid_inception.FID_WEIGHTS_URL, progress=True)
     except Exception as error:  # network errors come in many types; the fix is the same
-        raise FidWeightsError(f"downloading {fid_inception.FID_WEIGHTS_URL} failed ({error}); "
-                              + missing_weights_message(folder)) from None
+        raise FidWeightsError(
+            f"downloading {fid_inception.FID_WEIGHTS_URL} failed ({error}); " + missing_weights_message(folder)
+        ) from None
     return standard_weights_path()
 
 
 def check_known_file(path: Path, sha256: str) -> None:
     """The two published files have known hashes: refuse a corrupt copy of either."""
     if path.name == MIRROR_WEIGHTS and sha256 != MIRROR_SHA256:
-        raise FidWeightsError(f"{path} is corrupt (sha256 {sha256[:12]}…, expected {MIRROR_SHA256[:12]}…); "
-                              "copy it again from the data mirror's fid-inception/ folder")
+        raise FidWeightsError(
+            f"{path} is corrupt (sha256 {sha256[:12]}…, expected {MIRROR_SHA256[:12]}…); "
+            "copy it again from the data mirror's fid-inception/ folder"
+        )
     if path.name == STANDARD_WEIGHTS and not sha256.startswith(STANDARD_SHA256_PREFIX):
-        raise FidWeightsError(f"{path} is corrupt (sha256 {sha256[:12]}…); delete it so that pytorch-fid downloads it again")
+        raise FidWeightsError(
+            f"{path} is corrupt (sha256 {sha256[:12]}…); delete it so that pytorch-fid downloads it again"
+        )
 
 
 def fid_inception_core(state_dict: Mapping[str, torch.Tensor], path: Path) -> torch.nn.Module:

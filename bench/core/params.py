@@ -84,7 +84,9 @@ class Rule:
                 return "must be a finite number"
             if self.minimum is not None and (value < self.minimum or (self.exclusive and value == self.minimum)):
                 bound = f"> {self.minimum:g}" if self.exclusive else f"≥ {self.minimum:g}"
-                upper = f" and {'<' if self.below_maximum else '≤'} {self.maximum:g}" if self.maximum is not None else ""
+                upper = (
+                    f" and {'<' if self.below_maximum else '≤'} {self.maximum:g}" if self.maximum is not None else ""
+                )
                 return f"must be {bound}{upper}" + (f" ({self.meaning})" if self.meaning else "")
             if self.maximum is not None and (value > self.maximum or (self.below_maximum and value == self.maximum)):
                 bound = f"< {self.maximum:g}" if self.below_maximum else f"≤ {self.maximum:g}"
@@ -99,25 +101,53 @@ COUNT_OR_NONE = Rule(minimum=1, meaning="none = derived from the data size")
 POSITIVE = Rule(minimum=0, exclusive=True)
 POSITIVE_OR_NONE = Rule(minimum=0, exclusive=True, meaning="none = derived from the public bounds")
 NON_NEGATIVE = Rule(minimum=0)
-SHARE = Rule(minimum=0, exclusive=True, maximum=1, below_maximum=True,
-             meaning="a share of the budget; the rest pays for the other releases")
+SHARE = Rule(
+    minimum=0,
+    exclusive=True,
+    maximum=1,
+    below_maximum=True,
+    meaning="a share of the budget; the rest pays for the other releases",
+)
 FRACTION_OR_NONE = Rule(minimum=0, exclusive=True, maximum=1, meaning="a fraction of the rows; none = use batch_size")
-WIDTHS = Rule(pattern=r"[1-9][0-9]*[cd]?(-[1-9][0-9]*[cd]?)*", meaning="200-500-500-200, 4d-2d or 4c-2c (positive widths)")
+WIDTHS = Rule(
+    pattern=r"[1-9][0-9]*[cd]?(-[1-9][0-9]*[cd]?)*", meaning="200-500-500-200, 4d-2d or 4c-2c (positive widths)"
+)
 
 # The methods share parameter names with one meaning (epochs, n_features, lr, …), so one table
 # gives every method its limits without repeating them in each declaration; a ``Setting`` may
 # carry its own ``rule`` where a method uses a name differently. Names not listed are only
 # type-checked (by their dataclass annotation).
 NAMED_RULES: dict[str, Rule] = {
-    **{name: COUNT for name in (
-        "epochs", "n_features", "noise_dim", "prod_order", "sum_order", "prod_dims", "iterations",
-        "final_iterations", "rounds_per_column", "workload_degree", "max_parents", "conv_kernel",
-    )},
+    **{
+        name: COUNT
+        for name in (
+            "epochs",
+            "n_features",
+            "noise_dim",
+            "prod_order",
+            "sum_order",
+            "prod_dims",
+            "iterations",
+            "final_iterations",
+            "rounds_per_column",
+            "workload_degree",
+            "max_parents",
+            "conv_kernel",
+        )
+    },
     "batch_size": COUNT_OR_NONE,
     "steps_per_epoch": COUNT_OR_NONE,
-    **{name: POSITIVE for name in (
-        "lr", "lr_discriminator", "lr_generator", "max_grad_norm", "max_model_size_mb", "theta",
-    )},
+    **{
+        name: POSITIVE
+        for name in (
+            "lr",
+            "lr_discriminator",
+            "lr_generator",
+            "max_grad_norm",
+            "max_model_size_mb",
+            "theta",
+        )
+    },
     "gamma": NON_NEGATIVE,
     **{name: POSITIVE_OR_NONE for name in ("length_scale", "sum_length_sq", "prod_length_sq")},
     "lr_decay": Rule(minimum=0, exclusive=True, maximum=1, meaning="a multiplicative decay per epoch"),
@@ -186,7 +216,9 @@ class HyperParameters(Generic[P]):
         if missing:
             raise HyperParameterError(f"{self.params.__name__}: fields {sorted(missing)} have no default Setting")
         tables = [
-            ("defaults", self.defaults), *self.per_dataset.items(), *self.per_dataset_non_private.items(),
+            ("defaults", self.defaults),
+            *self.per_dataset.items(),
+            *self.per_dataset_non_private.items(),
             *(((f"profile {name}"), values) for name, values in self.profiles.items()),
         ]
         for where, values in tables:
@@ -226,9 +258,7 @@ class HyperParameters(Generic[P]):
                 values[name], sources[name] = value, f"profile {profile}"
         for name, text in (overrides or {}).items():
             if name not in values:
-                raise HyperParameterError(
-                    f"unknown parameter {name!r}; valid: {', '.join(sorted(values))}"
-                )
+                raise HyperParameterError(f"unknown parameter {name!r}; valid: {', '.join(sorted(values))}")
             values[name], sources[name] = parse_value(text, self.types[name], name, values[name]), "--set"
         for name, value in values.items():
             rule = self.rule(name)
@@ -236,7 +266,11 @@ class HyperParameters(Generic[P]):
             if why is None and private and rule is not None and str(value) in rule.non_private_only:
                 why = f"= {value} is an ablation for --eps inf only: {rule.non_private_reason}"
             if why is not None:
-                where = f"--set {name}={(overrides or {})[name]}" if sources[name] == "--set" else f"{name} = {value!r} ({sources[name]})"
+                where = (
+                    f"--set {name}={(overrides or {})[name]}"
+                    if sources[name] == "--set"
+                    else f"{name} = {value!r} ({sources[name]})"
+                )
                 raise HyperParameterError(f"{where}: {name} {why}")
         if sources.get("batch_size") == "--set" and values.get("batch_fraction") is not None:
             raise HyperParameterError(
@@ -251,9 +285,7 @@ class HyperParameters(Generic[P]):
         where tuples arrive as lists); every field must be given."""
         missing, unknown = set(self.types) - set(values), set(values) - set(self.types)
         if missing or unknown:
-            raise HyperParameterError(
-                f"{self.params.__name__}: missing {sorted(missing)}, unknown {sorted(unknown)}"
-            )
+            raise HyperParameterError(f"{self.params.__name__}: missing {sorted(missing)}, unknown {sorted(unknown)}")
         return self.params(**{name: typed_value(values[name], hint, name) for name, hint in self.types.items()})
 
     def rule(self, name: str) -> Rule | None:
@@ -367,7 +399,8 @@ def parse_overrides(
         name, dot, param = key.partition(".")
         if not sep or not dot or not param:
             shape, example = (
-                ("METHOD.PARAM=VALUE", "dp-merf.n_features=1000") if option == "--set"
+                ("METHOD.PARAM=VALUE", "dp-merf.n_features=1000")
+                if option == "--set"
                 else ("EVALUATOR.SETTING=VALUE", "fid.n_samples=1000")
             )
             raise HyperParameterError(f"{option} {item!r}: expected {shape}, e.g. {example}")

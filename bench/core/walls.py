@@ -37,8 +37,10 @@ _fits: list[str] = []  # the method whose fit runs in this process (a stack: fit
 
 
 def wall_message(method: str, path: str) -> str:
-    return (f"reading {path} inside {method}'s fit: the data wall (Landlock) refused it — a fit reaches its rows "
-            "only through the PrivateData handle it is given (docs/privacy.md, 'The walls')")
+    return (
+        f"reading {path} inside {method}'s fit: the data wall (Landlock) refused it — a fit reaches its rows "
+        "only through the PrivateData handle it is given (docs/privacy.md, 'The walls')"
+    )
 
 
 class DataWallError(UsageError, PermissionError):
@@ -60,7 +62,8 @@ def refuse_inside_fit(what: str) -> None:
     if _fits:
         raise DataWallError(
             f"{what} inside {_fits[-1]}'s fit: the data wall refuses it — a fit reaches its rows only through "
-            "the PrivateData handle it is given (docs/privacy.md, 'The walls')")
+            "the PrivateData handle it is given (docs/privacy.md, 'The walls')"
+        )
 
 
 # --- Landlock (Linux ≥ 5.13), through its three system calls -------------------------------------
@@ -137,8 +140,13 @@ def lock_data_folder(folder: Path, public: Sequence[Path] | None = None) -> bool
                 if access & _READ_DIR and not os.path.isdir(path):
                     access = _READ_FILE
                 beneath = _PathBeneathAttr(access, fd)
-                libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(beneath),
-                             ctypes.c_uint32(0))
+                libc.syscall(
+                    add_rule,
+                    ctypes.c_int(ruleset),
+                    ctypes.c_int(_RULE_PATH_BENEATH),
+                    ctypes.byref(beneath),
+                    ctypes.c_uint32(0),
+                )
             finally:
                 os.close(fd)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

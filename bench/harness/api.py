@@ -54,10 +54,19 @@ def run_cell(
     (``{"downstream": {"scaling": "standard"}}``). Artifacts go to ``out`` (default: a new
     temporary folder). Bad names and values raise the same errors as the command line."""
     spec = GridSpec(
-        methods=[method], datasets=[dataset], epsilons=[float(epsilon)], seeds=[seed], delta=delta,
-        evaluators=list(evaluators) if evaluators else None, profile=profile, protocol=protocol,
-        overrides={method: dict(overrides)} if overrides else {}, device=device,
-        evaluator_overrides={name: {k: str(v) for k, v in fields.items()} for name, fields in (eval_settings or {}).items()},
+        methods=[method],
+        datasets=[dataset],
+        epsilons=[float(epsilon)],
+        seeds=[seed],
+        delta=delta,
+        evaluators=list(evaluators) if evaluators else None,
+        profile=profile,
+        protocol=protocol,
+        overrides={method: dict(overrides)} if overrides else {},
+        device=device,
+        evaluator_overrides={
+            name: {k: str(v) for k, v in fields.items()} for name, fields in (eval_settings or {}).items()
+        },
         data_dir=Path(data_dir) if data_dir else None,
     )
     (cell,), _ = expand(spec)

@@ -43,9 +43,19 @@ def neighbours(train: Any, count: int, seed: int) -> list[Any]:
 
 
 def audit_method(
-    method_name: str, dataset_name: str, epsilon: float, delta: float, runs: int, rows: int, seed: int = 0,
-    data_dir: Path | None = None, overrides: Mapping[str, str] | None = None, profile: str = "smoke",
-    calibrator: str = "tight", candidates: int = 8, ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
+    method_name: str,
+    dataset_name: str,
+    epsilon: float,
+    delta: float,
+    runs: int,
+    rows: int,
+    seed: int = 0,
+    data_dir: Path | None = None,
+    overrides: Mapping[str, str] | None = None,
+    profile: str = "smoke",
+    calibrator: str = "tight",
+    candidates: int = 8,
+    ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> AuditResult:
 
@@ -86,17 +96,24 @@ def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any])
     from bench.harness import tracking
 
     client = tracking.client()
-    run = client.create_run(tracking.experiment_id(client, experiment), tags={
-        "mlflow.runName": f"audit {result.method}/{result.dataset}", "kind": "audit",
-        "verdict": "violation" if result.violated else "consistent",
-        "releases": "; ".join(result.releases)[:4000],
-    })
+    run = client.create_run(
+        tracking.experiment_id(client, experiment),
+        tags={
+            "mlflow.runName": f"audit {result.method}/{result.dataset}",
+            "kind": "audit",
+            "verdict": "violation" if result.violated else "consistent",
+            "releases": "; ".join(result.releases)[:4000],
+        },
+    )
     run_id = run.info.run_id
     for key, value in {**settings, "method": result.method, "dataset": result.dataset}.items():
         client.log_param(run_id, key, str(value))
     metrics = {
-        "audit.epsilon_lower_bound": result.lower_bound, "audit.epsilon_claimed": result.claimed_epsilon,
-        "audit.mu_fitted": result.mu_fitted, "audit.runs_per_side": result.runs_per_side, "audit.wall_s": result.wall_s,
+        "audit.epsilon_lower_bound": result.lower_bound,
+        "audit.epsilon_claimed": result.claimed_epsilon,
+        "audit.mu_fitted": result.mu_fitted,
+        "audit.runs_per_side": result.runs_per_side,
+        "audit.wall_s": result.wall_s,
     }
     if result.mu_claimed is not None:
         metrics["audit.mu_claimed"] = result.mu_claimed
@@ -107,15 +124,23 @@ def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any])
 
 
 def audit_dp_sgd(
-    method_name: str, dataset_name: str, epsilon: float, delta: float, runs: int, rows: int, seed: int = 0,
-    data_dir: Path | None = None, overrides: Mapping[str, str] | None = None, profile: str = "smoke",
-    calibrator: str = "tight", ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
+    method_name: str,
+    dataset_name: str,
+    epsilon: float,
+    delta: float,
+    runs: int,
+    rows: int,
+    seed: int = 0,
+    data_dir: Path | None = None,
+    overrides: Mapping[str, str] | None = None,
+    profile: str = "smoke",
+    calibrator: str = "tight",
+    ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
 ) -> AuditResult:
     """The step-level audit of a DP-SGD method: its phase calibrated as ``fit`` calibrates it
     (on the first ``rows`` rows, with the method's parameters), its discriminator's real
     per-row gradients, and a gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
     import math as _math
-
 
     from bench.api.contracts import FitContext
     from bench.core.params import batch_rows
@@ -138,4 +163,6 @@ def audit_dp_sgd(
     context = FitContext.of(dataset, params, seed, ledger, data_dir=data_dir)
     gradients = method.real_gradients(train, context)
     result = audit_dp_sgd_step(gradients, phase.release, clip, budget, runs, seed, ledger_factory)
-    return dataclasses.replace(result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)")
+    return dataclasses.replace(
+        result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)"
+    )

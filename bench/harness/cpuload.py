@@ -87,7 +87,11 @@ class ForeignLoad:
     ``windows`` windows (a job that pulses must not be lent over in its quiet second)."""
 
     def __init__(
-        self, window_s: float = 1.0, windows: int = 3, proc: Path = Path("/proc"), root: int | None = None,
+        self,
+        window_s: float = 1.0,
+        windows: int = 3,
+        proc: Path = Path("/proc"),
+        root: int | None = None,
         clock=time.monotonic,
     ) -> None:
         self.window_s = window_s

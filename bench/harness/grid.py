@@ -116,8 +116,13 @@ class Cell:
     def to_json(self) -> dict[str, Any]:
         """The cell as JSON values (ε as a number or "inf", δ as its text, the enums as their
         values), with ``key_version``; ``from_json`` reads it back to an equal cell."""
-        plain = {**asdict(self), "delta": self.delta.text, "calibrator": self.calibrator.value,
-                 "protocol": self.protocol.value, "evaluators": list(self.evaluators)}
+        plain = {
+            **asdict(self),
+            "delta": self.delta.text,
+            "calibrator": self.calibrator.value,
+            "protocol": self.protocol.value,
+            "evaluators": list(self.evaluators),
+        }
         if not math.isfinite(self.epsilon):
             plain["epsilon"] = epsilon_key(self.epsilon)
         return {"key_version": KEY_VERSION, **plain}
@@ -199,7 +204,9 @@ NO_EVALUATORS = "none"  # --evaluators none: fit and store the sample only (one 
 def split_names(text: str, option: str = "the list") -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
-        raise GridError(f"{option} {text!r} names nothing: give comma-separated names (`python -m bench list` shows them)")
+        raise GridError(
+            f"{option} {text!r} names nothing: give comma-separated names (`python -m bench list` shows them)"
+        )
     return names
 
 
@@ -247,19 +254,31 @@ class GridSpec:
             object.__setattr__(self, "evaluators", list(self.evaluators))
         object.__setattr__(self, "data_dir", Path(self.data_dir).resolve() if self.data_dir else None)
 
-    def narrowed(self, *, methods: list[str] | None = None, datasets: list[str] | None = None,
-                 epsilons: list[float] | None = None, seeds: list[int] | None = None) -> "GridSpec":
+    def narrowed(
+        self,
+        *,
+        methods: list[str] | None = None,
+        datasets: list[str] | None = None,
+        epsilons: list[float] | None = None,
+        seeds: list[int] | None = None,
+    ) -> "GridSpec":
         """This spec on fewer cells (e.g. a report's missing ones); the --set values of methods
         left out are dropped."""
         methods = list(methods or self.methods)
         return dataclasses.replace(
-            self, methods=methods, datasets=list(datasets or self.datasets), epsilons=list(epsilons or self.epsilons),
-            seeds=list(seeds or self.seeds), overrides={m: v for m, v in self.overrides.items() if m in methods},
+            self,
+            methods=methods,
+            datasets=list(datasets or self.datasets),
+            epsilons=list(epsilons or self.epsilons),
+            seeds=list(seeds or self.seeds),
+            overrides={m: v for m, v in self.overrides.items() if m in methods},
         )
 
     def set_items(self) -> tuple[str, ...]:
         """The spec's method settings as ``--set`` items, ``METHOD.PARAM=VALUE``."""
-        return tuple(f"{owner}.{name}={value}" for owner, values in self.overrides.items() for name, value in values.items())
+        return tuple(
+            f"{owner}.{name}={value}" for owner, values in self.overrides.items() for name, value in values.items()
+        )
 
     def command(self, experiment: str) -> str:
         """The ``python -m bench run`` command line of this spec into ``experiment`` (printed, e.g.
@@ -269,11 +288,23 @@ class GridSpec:
     def to_argv(self) -> list[str]:
         """``python -m bench run``'s arguments for this spec (without --experiment and the execution
         options), as a user would type them to build the same spec."""
-        argv = ["--methods", ",".join(self.methods), "--datasets", ",".join(self.datasets),
-                "--eps", epsilon_argument(self.epsilons), "--seeds", seeds_argument(self.seeds)]
+        argv = [
+            "--methods",
+            ",".join(self.methods),
+            "--datasets",
+            ",".join(self.datasets),
+            "--eps",
+            epsilon_argument(self.epsilons),
+            "--seeds",
+            seeds_argument(self.seeds),
+        ]
         defaults = GridSpec([], [], [], [])
-        for option, value in (("--delta", self.delta.text), ("--profile", self.profile),
-                              ("--calibrator", self.calibrator.value), ("--protocol", self.protocol.value)):
+        for option, value in (
+            ("--delta", self.delta.text),
+            ("--profile", self.profile),
+            ("--calibrator", self.calibrator.value),
+            ("--protocol", self.protocol.value),
+        ):
             if value != str(getattr(defaults, option[2:])):
                 argv += [option, value]
         if self.evaluators is not None:
@@ -369,8 +400,14 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     cells: list[Cell] = []
     notes: list[str] = []
     for method in methods:
-        if spec.profile != "paper" and spec.profile not in method.hyperparameters.profiles and method.hyperparameters.types:
-            notes.append(f"{method.name} declares no {spec.profile} settings: --profile {spec.profile} runs its paper settings")
+        if (
+            spec.profile != "paper"
+            and spec.profile not in method.hyperparameters.profiles
+            and method.hyperparameters.types
+        ):
+            notes.append(
+                f"{method.name} declares no {spec.profile} settings: --profile {spec.profile} runs its paper settings"
+            )
         for dataset in datasets:
             if dataset.kind not in method.data_kinds:
                 notes.append(f"skipped {method.name} on {dataset.name}: it does not support {dataset.kind.value} data")
@@ -406,7 +443,9 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                             protocol=spec.protocol,
                             device=spec.device,
                             data_dir=str(spec.data_dir) if spec.data_dir else None,
-                            evaluator_settings=_cell_evaluator_settings(chosen_evaluators, evaluators, spec.profile, settings),
+                            evaluator_settings=_cell_evaluator_settings(
+                                chosen_evaluators, evaluators, spec.profile, settings
+                            ),
                             threads=spec.threads,
                             lendable=dataset.kind in getattr(method, "thread_invariant_kinds", frozenset()),
                         )
@@ -415,9 +454,14 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
         raise GridError("the grid is empty: " + ("; ".join(notes) or "no method supports these datasets"))
     running = {name for cell in cells for name in cell.evaluators}
     if spec.evaluators and not running:
-        raise GridError(f"--evaluators {','.join(spec.evaluators)}: none applies to any cell of this grid ("
-                        + "; ".join(n for n in notes if n.startswith("evaluator ")) + "); see `python -m bench list evaluators`")
+        raise GridError(
+            f"--evaluators {','.join(spec.evaluators)}: none applies to any cell of this grid ("
+            + "; ".join(n for n in notes if n.startswith("evaluator "))
+            + "); see `python -m bench list evaluators`"
+        )
     for name in sorted(set(settings) - running):
-        raise GridError(f"--eval-set {name}.…: {name} does not run on any cell of this grid "
-                        f"(it runs: {', '.join(sorted(running)) or 'no evaluator'}); drop the setting or add --evaluators {name}")
+        raise GridError(
+            f"--eval-set {name}.…: {name} does not run on any cell of this grid "
+            f"(it runs: {', '.join(sorted(running)) or 'no evaluator'}); drop the setting or add --evaluators {name}"
+        )
     return cells, notes

@@ -23,23 +23,42 @@ from bench.harness.grid import Cell, evaluator_settings
 # it (what `HyperParameters.added_later` said up to key version 1): a run logged without one ran
 # at this value. Facts of the history of these two methods, not settings: they never change.
 ADDED_LATER: dict[str, dict[str, Any]] = {
-    "dp-hp": {"prod_target_scale": 1.0, "length_scale_rule": "public-range", "prod_target_rule": "per-class",
-              "kernel_inputs": "raw", "numerical_outputs": "raw"},  # issues 19 and 28
+    "dp-hp": {
+        "prod_target_scale": 1.0,
+        "length_scale_rule": "public-range",
+        "prod_target_rule": "per-class",
+        "kernel_inputs": "raw",
+        "numerical_outputs": "raw",
+    },  # issues 19 and 28
     "dp-merf": {"length_scale_rule": "public-range"},  # issue 28
 }
 NOT_LOGGED = "not logged: the run predates this parameter and behaved as this value (bench.harness.legacy.ADDED_LATER)"
 ONLY_VALUES_LOGGED = "not recorded: the run logged its parameter values only (before cell.json was kept)"
 # the flat params of a version-1 run that are not the method's (hp.*) or an evaluator's (eval.*)
-_CELL_PARAMS = ("method", "dataset", "epsilon", "delta", "seed", "profile", "calibrator", "protocol", "evaluators",
-                "threads")
+_CELL_PARAMS = (
+    "method",
+    "dataset",
+    "epsilon",
+    "delta",
+    "seed",
+    "profile",
+    "calibrator",
+    "protocol",
+    "evaluators",
+    "threads",
+)
 
 
 class LegacyRunError(UsageError, ValueError):
     """A version-1 run whose cell cannot be rebuilt."""
 
 
-def cell_from_v1(config: Mapping[str, Any] | None, params: Mapping[str, str], tags: Mapping[str, str],
-                 ledger: Mapping[str, Any] | None = None) -> Cell:
+def cell_from_v1(
+    config: Mapping[str, Any] | None,
+    params: Mapping[str, str],
+    tags: Mapping[str, str],
+    ledger: Mapping[str, Any] | None = None,
+) -> Cell:
     """The version-2 cell of a version-1 run: from its ``config.json`` when it has one, else from
     its flat params (typed by the method's declared parameter types), with the parameters added
     after it was logged filled in at their earlier values."""
@@ -56,8 +75,9 @@ def cell_from_v1(config: Mapping[str, Any] | None, params: Mapping[str, str], ta
     return Cell(**{**stored, "params": cell_params, "param_sources": sources})
 
 
-def _cell_fields_of_params(params: Mapping[str, str], tags: Mapping[str, str],
-                           ledger: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+def _cell_fields_of_params(
+    params: Mapping[str, str], tags: Mapping[str, str], ledger: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     from bench.core.params import HyperParameterError, parse_value
     from bench.api.registry import METHODS, RegistryError
 
@@ -73,8 +93,10 @@ def _cell_fields_of_params(params: Mapping[str, str], tags: Mapping[str, str],
         values = {name: parse_value(text, hyper.types[name], name) for name, text in logged.items()}
     except (RegistryError, HyperParameterError, KeyError) as error:
         raise LegacyRunError(f"the version-1 run of {method} on {dataset}: {error}") from None
-    sources = {name: defaults.sources[name] if defaults.values.get(name) == value else ONLY_VALUES_LOGGED
-               for name, value in values.items()}
+    sources = {
+        name: defaults.sources[name] if defaults.values.get(name) == value else ONLY_VALUES_LOGGED
+        for name, value in values.items()
+    }
     overrides: dict[str, dict[str, str]] = {}
     for key, text in params.items():
         if key.startswith("eval."):
@@ -82,27 +104,43 @@ def _cell_fields_of_params(params: Mapping[str, str], tags: Mapping[str, str],
             overrides.setdefault(evaluator, {})[setting] = text
     noise = str((ledger or {}).get("noise", ""))
     fields = {
-        "method": method, "dataset": dataset, "epsilon": epsilon, "delta": params["delta"], "seed": int(params["seed"]),
-        "evaluators": tuple(filter(None, params.get("evaluators", "").split(","))), "profile": profile,
-        "calibrator": params.get("calibrator", "tight"), "protocol": params.get("protocol", "sound"),
+        "method": method,
+        "dataset": dataset,
+        "epsilon": epsilon,
+        "delta": params["delta"],
+        "seed": int(params["seed"]),
+        "evaluators": tuple(filter(None, params.get("evaluators", "").split(","))),
+        "profile": profile,
+        "calibrator": params.get("calibrator", "tight"),
+        "protocol": params.get("protocol", "sound"),
         "device": "cpu" if tags.get("device", "cpu") == "cpu" else "cuda",
-        "evaluator_settings": evaluator_settings(overrides), "secure_noise": "secure" in noise,
+        "evaluator_settings": evaluator_settings(overrides),
+        "secure_noise": "secure" in noise,
         "threads": int(params.get("threads", "1")),
     }
     return fields, values, sources
 
 
-def v1_key(config: Mapping[str, Any] | None, params: Mapping[str, str], tags: Mapping[str, str],
-           ledger: Mapping[str, Any] | None = None) -> str:
+def v1_key(
+    config: Mapping[str, Any] | None,
+    params: Mapping[str, str],
+    tags: Mapping[str, str],
+    ledger: Mapping[str, Any] | None = None,
+) -> str:
     """The key version 1 gave the run's cell: the migration's check that it read the cell the run
     was keyed by (its key must be the one the run was logged under)."""
     cell = cell_from_v1(config, params, tags, ledger)
     unkeyed = {name for name, earlier in ADDED_LATER.get(cell.method, {}).items() if cell.params.get(name) == earlier}
     identity: dict[str, Any] = {
-        "method": cell.method, "dataset": cell.dataset,
-        "epsilon": json.loads(json.dumps(cell.mlflow_params()["epsilon"])), "delta": cell.delta.text,
-        "seed": cell.seed, "params": {n: v for n, v in cell.params.items() if n not in unkeyed},
-        "evaluators": list(cell.evaluators), "calibrator": cell.calibrator.value, "protocol": cell.protocol.value,
+        "method": cell.method,
+        "dataset": cell.dataset,
+        "epsilon": json.loads(json.dumps(cell.mlflow_params()["epsilon"])),
+        "delta": cell.delta.text,
+        "seed": cell.seed,
+        "params": {n: v for n, v in cell.params.items() if n not in unkeyed},
+        "evaluators": list(cell.evaluators),
+        "calibrator": cell.calibrator.value,
+        "protocol": cell.protocol.value,
     }
     if cell.evaluator_settings:
         identity["evaluator_settings"] = cell.evaluator_settings

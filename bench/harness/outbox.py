@@ -83,7 +83,11 @@ class Entry:
 
 
 def put(
-    experiment: str, cell: Cell, outcome: Outcome, artifacts: Path, common_tags: dict[str, str],
+    experiment: str,
+    cell: Cell,
+    outcome: Outcome,
+    artifacts: Path,
+    common_tags: dict[str, str],
     claim_run_id: str | None = None,
 ) -> Path:
     """Store one cell's result, moving the artifacts folder (from the runner's scratch) into it.
@@ -114,8 +118,9 @@ def finished_keys(experiment: str) -> set[str]:
     """Cells whose FINISHED result waits in the outbox for the current store: a run without the
     server skips them."""
     uri = tracking.tracking_uri()
-    return {e.cell.key for e in entries()
-            if e.experiment == experiment and e.outcome.status == "FINISHED" and e.is_for(uri)}
+    return {
+        e.cell.key for e in entries() if e.experiment == experiment and e.outcome.status == "FINISHED" and e.is_for(uri)
+    }
 
 
 def sync(mlflow_client) -> tuple[int, list[str]]:

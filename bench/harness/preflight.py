@@ -31,11 +31,14 @@ def check_data(cells: Iterable[Cell]) -> None:
     """Load every (dataset, data folder, protocol) of ``cells`` once. Data file errors propagate
     (``DataFileError``: one line, exit code 2); warnings (clipped values, δ ≥ 1/n) are shown."""
     from bench.api.registry import DATASETS
+
     checked: dict[tuple, int] = {}
     for cell in cells:
         where = (cell.dataset, cell.data_dir, cell.protocol)
         if where not in checked:
-            split = DATASETS.get(cell.dataset).load(Path(cell.data_dir) if cell.data_dir else None, cell.seed, cell.protocol)
+            split = DATASETS.get(cell.dataset).load(
+                Path(cell.data_dir) if cell.data_dir else None, cell.seed, cell.protocol
+            )
             checked[where] = len(split.train)
             del split
         n_train = checked[where]

@@ -35,9 +35,7 @@ def _run_cell(cell_json: dict[str, Any]) -> tuple[dict[str, Any], dict[str, byte
     torch.set_num_threads(int(cell_json.get("threads", 1)))  # as the local executor: fixed per cell
     with tempfile.TemporaryDirectory(prefix="dpbench-ray-") as folder:
         outcome = execute(cell_json, folder, lambda fraction: None)
-        files = {
-            str(path.relative_to(folder)): path.read_bytes() for path in Path(folder).rglob("*") if path.is_file()
-        }
+        files = {str(path.relative_to(folder)): path.read_bytes() for path in Path(folder).rglob("*") if path.is_file()}
     return outcome.__dict__, files
 
 
@@ -58,8 +56,10 @@ def check_reachable(address: str | None) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
     except OSError as error:
         reason = error.strerror or type(error).__name__
-        raise GridError(f"--ray-address {address}: nothing answers there ({reason}); start the cluster "
-                        "(`ray start --head`) or drop --ray-address for a local instance") from None
+        raise GridError(
+            f"--ray-address {address}: nothing answers there ({reason}); start the cluster "
+            "(`ray start --head`) or drop --ray-address for a local instance"
+        ) from None
 
 
 class RayExecutor:
@@ -79,12 +79,18 @@ class RayExecutor:
         address = address or os.environ.get("RAY_ADDRESS") or "local"
         try:
             ray.init(
-                address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
-                logging_level="ERROR", configure_logging=True,
+                address=address,
+                ignore_reinit_error=True,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level="ERROR",
+                configure_logging=True,
             )
         except Exception as error:  # ConnectionError and Ray's own errors: no cluster at that address
             text = " ".join(str(error).split())[:200]
-            raise GridError(f"--executor ray: cannot connect to the Ray cluster at {'a new local instance' if address == 'local' else address} ({text})") from None
+            raise GridError(
+                f"--executor ray: cannot connect to the Ray cluster at {'a new local instance' if address == 'local' else address} ({text})"
+            ) from None
         resources = ray.cluster_resources()
         gpus = 1 if device == "cuda" else 0
         if gpus and resources.get("GPU", 0) < 1:
@@ -95,7 +101,9 @@ class RayExecutor:
             )
         if resources.get("CPU", 0) < cpus:
             self.close()
-            raise GridError(f"--threads {cpus:g}: no node of the Ray cluster has {cpus:g} CPUs ({resources.get('CPU', 0):g} in all)")
+            raise GridError(
+                f"--threads {cpus:g}: no node of the Ray cluster has {cpus:g} CPUs ({resources.get('CPU', 0):g} in all)"
+            )
         self.task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_calls=1, max_retries=0)(_run_cell)
 
     def start(self, job) -> None:

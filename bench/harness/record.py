@@ -31,8 +31,10 @@ SCHEMA = "dpbench.run-record/2"  # /1: before key version 2 (benchmarks/rekey_re
 DEFAULT_FOLDER = Path("results") / "runs"
 # tags that belong to a run's bookkeeping on one machine, not to its result
 _TRANSIENT_TAGS = ("lease.", "mlflow.")
-LEGACY_LEDGER = ("not recorded: the run was logged before records kept ledgers, and its artifacts stayed on the "
-                 "machine that ran it; rerun the cell to record one")
+LEGACY_LEDGER = (
+    "not recorded: the run was logged before records kept ledgers, and its artifacts stayed on the "
+    "machine that ran it; rerun the cell to record one"
+)
 
 
 class RecordError(UsageError, ValueError):
@@ -98,10 +100,16 @@ class Record:
         return f"{readable}__{self.key}.json"
 
     def to_json(self) -> str:
-        plain = {**{f.name: getattr(self, f.name) for f in fields(self)}, "code": asdict(self.code),
-                 "cell": self.cell.to_json() if self.cell else None, "split": asdict(self.split) if self.split else None}
-        return json.dumps(_strict(plain), indent=1, sort_keys=True, ensure_ascii=False, default=str,
-                          allow_nan=False) + "\n"
+        plain = {
+            **{f.name: getattr(self, f.name) for f in fields(self)},
+            "code": asdict(self.code),
+            "cell": self.cell.to_json() if self.cell else None,
+            "split": asdict(self.split) if self.split else None,
+        }
+        return (
+            json.dumps(_strict(plain), indent=1, sort_keys=True, ensure_ascii=False, default=str, allow_nan=False)
+            + "\n"
+        )
 
     @staticmethod
     def from_json(text: str, where: str = "a record") -> "Record":
@@ -206,6 +214,7 @@ def rekeyed_tags(tags: dict[str, str], cell: Cell) -> dict[str, str]:
 
 # --- the folder ---------------------------------------------------------------------------------
 
+
 def iter_record_files(folder: Path, experiment: str | None = None) -> Iterator[Path]:
     if not folder.is_dir():
         raise RecordError(f"no record folder {folder}; write one with `python -m bench export --out {folder}`")
@@ -248,6 +257,7 @@ def write_record(folder: Path, record: Record) -> Path | None:
 
 # --- export and import ----------------------------------------------------------------------------
 
+
 @dataclass
 class ExportSummary:
     written: int = 0
@@ -261,7 +271,9 @@ class ExportSummary:
         if self.kept_later:
             parts.append(f"{self.kept_later} kept: the folder holds a later run of the cell")
         if self.dirty:
-            parts.append(f"{len(self.dirty)} from uncommitted code " + ("exported, marked dirty" if allow_dirty else "skipped"))
+            parts.append(
+                f"{len(self.dirty)} from uncommitted code " + ("exported, marked dirty" if allow_dirty else "skipped")
+            )
         if self.without_ledger:
             parts.append(f"{self.without_ledger} without a ledger (artifacts not in this store)")
         return "; ".join(parts)
@@ -285,8 +297,9 @@ def exportable_runs(mlflow_client: Any, experiment: str) -> list[Any]:
     return sorted(latest.values(), key=lambda run: run.info.start_time)
 
 
-def export_store(mlflow_client: Any, experiments: list[str] | None, folder: Path, allow_dirty: bool,
-                 progress: Any = None) -> ExportSummary:
+def export_store(
+    mlflow_client: Any, experiments: list[str] | None, folder: Path, allow_dirty: bool, progress: Any = None
+) -> ExportSummary:
     names = experiments or sorted(e.name for e in mlflow_client.search_experiments() if e.name != "Default")
     summary = ExportSummary()
     for experiment in names:
@@ -301,7 +314,9 @@ def export_store(mlflow_client: Any, experiments: list[str] | None, folder: Path
             from bench.harness import tracking
 
             cell = tracking.stored_cell(mlflow_client, run) if "cell_key" in run.data.tags else None
-            record = record_of(experiment, run, cell, tracking.json_artifact(mlflow_client, run.info.run_id, "ledger.json"))
+            record = record_of(
+                experiment, run, cell, tracking.json_artifact(mlflow_client, run.info.run_id, "ledger.json")
+            )
             summary.without_ledger += record.ledger_missing is not None
             if write_record(folder, record) is None:
                 summary.kept_later += 1
@@ -335,9 +350,9 @@ def import_records(mlflow_client: Any, folder: Path, experiment: str | None = No
         metrics = [Metric(k, v, record.start_time, 0) for k, v in record.all_metrics().items() if not math.isnan(v)]
         params = [Param(k, v) for k, v in record.params.items()]
         for start in range(0, len(params), 100):
-            mlflow_client.log_batch(run_id, params=params[start:start + 100])
+            mlflow_client.log_batch(run_id, params=params[start : start + 100])
         for start in range(0, len(metrics), 1000):
-            mlflow_client.log_batch(run_id, metrics=metrics[start:start + 1000])
+            mlflow_client.log_batch(run_id, metrics=metrics[start : start + 1000])
         with tempfile.TemporaryDirectory() as tmp:
             for name, content in (("ledger.json", record.ledger), (CELL_FILE, record.cell and record.cell.to_json())):
                 if content is not None:

@@ -41,9 +41,14 @@ class Rescored:
 
 
 def evaluate_stored_sample(
-    sample_path: str, cell_json: dict[str, Any], data_dir: str | None,
-    evaluators: Sequence[str], settings: Mapping[str, Mapping[str, Any]], out: str,
-    delta_resolved: float | None = None, threads: int = 1,
+    sample_path: str,
+    cell_json: dict[str, Any],
+    data_dir: str | None,
+    evaluators: Sequence[str],
+    settings: Mapping[str, Mapping[str, Any]],
+    out: str,
+    delta_resolved: float | None = None,
+    threads: int = 1,
 ) -> tuple[dict[str, float], dict[str, str]]:
     """In the child: load the run's real splits (its cell's dataset, seed and protocol) and stored
     sample, evaluate, write the evaluations' artifacts to ``out``; the metrics (with
@@ -64,8 +69,13 @@ def evaluate_stored_sample(
     folder = Path(data_dir) if data_dir else None
     split = DATASETS.get(cell.dataset).load(folder, cell.seed, cell.protocol)
     synthetic, _ = load_synthetic(Path(sample_path), split.train.schema)
-    context = EvalContext(seed=cell.seed, data_dir=folder, protocol=cell.protocol, cache_dir=cache_dir(),
-                          shadow_fit=_run_shadow_fit(cell, delta_resolved, folder))
+    context = EvalContext(
+        seed=cell.seed,
+        data_dir=folder,
+        protocol=cell.protocol,
+        cache_dir=cache_dir(),
+        shadow_fit=_run_shadow_fit(cell, delta_resolved, folder),
+    )
     outcome = Outcome(status="FINISHED")
     for name in evaluators:
         evaluator = configured(EVALUATORS.get(name), dict(settings.get(name, {})))
@@ -106,15 +116,27 @@ def _shadow_fitter_of(cell: Any, delta_resolved: float | None, data_dir: Path | 
         budget = PrivacyBudget(cell.epsilon, delta_resolved)
     else:
         budget = PrivacyBudget.non_private()
-    template = FitContext.of(DATASETS.get(cell.dataset), method.hyperparameters.build(cell.params), cell.seed,
-                             PrivacyLedger(budget), protocol=cell.protocol, data_dir=data_dir)
+    template = FitContext.of(
+        DATASETS.get(cell.dataset),
+        method.hyperparameters.build(cell.params),
+        cell.seed,
+        PrivacyLedger(budget),
+        protocol=cell.protocol,
+        data_dir=data_dir,
+    )
     return shadow_fitter(method, template, calibrator=cell.calibrator, secure_noise=cell.secure_noise)
 
 
 def rescore(
-    experiment: str, evaluators: Sequence[str], *, methods: Sequence[str] | None = None,
-    datasets: Sequence[str] | None = None, settings: Mapping[str, Mapping[str, Any]] | None = None,
-    data_dir: str | None = None, rerun: bool = False, report: Callable[[Rescored], None] = lambda done: None,
+    experiment: str,
+    evaluators: Sequence[str],
+    *,
+    methods: Sequence[str] | None = None,
+    datasets: Sequence[str] | None = None,
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
+    data_dir: str | None = None,
+    rerun: bool = False,
+    report: Callable[[Rescored], None] = lambda done: None,
     run_ids: Collection[str] | None = None,
 ) -> list[Rescored]:
     from mlflow.entities import Metric
@@ -122,7 +144,9 @@ def rescore(
     client = tracking.client()
     experiment_id = tracking.experiment_id(client, experiment, create=False)
     if experiment_id is None:
-        raise RescoreError(f"no experiment {experiment!r} in {tracking.tracking_uri()}; `python -m bench runs` lists them")
+        raise RescoreError(
+            f"no experiment {experiment!r} in {tracking.tracking_uri()}; `python -m bench runs` lists them"
+        )
     done: list[Rescored] = []
     evaluating_commit = tracking.git_commit()
     # the cores no other program keeps busy, read before each run (see pools_held_to)
@@ -144,7 +168,11 @@ def rescore(
             try:
                 sample = client.download_artifacts(run.info.run_id, SAMPLE_FILE, work)
             except Exception:  # noqa: BLE001 - MLflow raises several types for a missing artifact
-                done.append(Rescored(run.info.run_id, label, "no stored sample (fitted before samples were kept: rerun the cell)"))
+                done.append(
+                    Rescored(
+                        run.info.run_id, label, "no stored sample (fitted before samples were kept: rerun the cell)"
+                    )
+                )
                 report(done[-1])
                 continue
             out = Path(work) / "out"
@@ -152,8 +180,14 @@ def rescore(
             try:
                 with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
                     metrics, new_tags = pool.submit(
-                        evaluate_stored_sample, sample, cell.to_json(), data_dir or cell.data_dir,
-                        list(wanted), dict(settings or {}), str(out), SplitFacts.from_logged(run.data.params).delta,
+                        evaluate_stored_sample,
+                        sample,
+                        cell.to_json(),
+                        data_dir or cell.data_dir,
+                        list(wanted),
+                        dict(settings or {}),
+                        str(out),
+                        SplitFacts.from_logged(run.data.params).delta,
                         max(1, cores - foreign.cores_taken()),
                     ).result()
             except BrokenProcessPool:
@@ -177,7 +211,9 @@ def rescore(
 
 
 def score_fitted_setups(
-    cells: Sequence[Any], experiment: str, report: Callable[[Rescored], None] = lambda done: None,
+    cells: Sequence[Any],
+    experiment: str,
+    report: Callable[[Rescored], None] = lambda done: None,
 ) -> tuple[list[Any], list[Rescored]]:
     """One fit per setup: of ``cells``, those whose setup (``Cell.setup_key``: the cell without its
     evaluators) already has a finished run in ``experiment`` are not fitted again — the
@@ -203,8 +239,11 @@ def score_fitted_setups(
         run_id, metrics = fitted[cell.setup_key]
         mine, missing = wanted.setdefault(run_id, ([], []))
         mine.append(cell)
-        missing += [name for name in cell.evaluators
-                    if name not in missing and not tracking.has_evaluator_metrics(metrics, name)]
+        missing += [
+            name
+            for name in cell.evaluators
+            if name not in missing and not tracking.has_evaluator_metrics(metrics, name)
+        ]
     scored: list[Rescored] = []
     for run_id, (mine, missing) in wanted.items():
         if not missing:
@@ -214,7 +253,9 @@ def score_fitted_setups(
         settings: dict[str, Mapping[str, Any]] = {}
         for cell in mine:
             settings.update(cell.evaluator_settings)
-        result = rescore(experiment, missing, settings=settings, data_dir=mine[0].data_dir, run_ids={run_id}, report=report)
+        result = rescore(
+            experiment, missing, settings=settings, data_dir=mine[0].data_dir, run_ids={run_id}, report=report
+        )
         scored += result
         if not result or result[0].status not in ("scored", "up to date"):
             to_fit += mine  # no stored sample, or scoring failed: the runner fits the cells

@@ -22,7 +22,6 @@ from bench.harness.grid import NO_EVALUATORS, GridError, GridSpec, parse_seeds, 
 from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, Delta, DeltaKind, parse_epsilons
 
 
-
 def experiment_name(text: str) -> str:
     """An MLflow experiment name: not empty (MLflow refuses one deep inside a run otherwise)."""
     if not text.strip():
@@ -37,8 +36,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="run a named grid for one of the seeds' tables or figures (see `list presets`); it sets every "
         "grid option (methods … experiment) except --seeds",
     )
-    parser.add_argument("--methods", help="comma-separated method names (see `list methods`); required without --preset")
-    parser.add_argument("--datasets", help="comma-separated dataset names (see `list datasets`); required without --preset")
+    parser.add_argument(
+        "--methods", help="comma-separated method names (see `list methods`); required without --preset"
+    )
+    parser.add_argument(
+        "--datasets", help="comma-separated dataset names (see `list datasets`); required without --preset"
+    )
     parser.add_argument("--eps", help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise); default 1")
     parser.add_argument(
         "--delta", help=f"δ target, or 'auto' for 1/(10·n_train) per dataset; default {DEFAULT_DELTA:g}"
@@ -51,59 +54,84 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "run or `evaluate` to score (one fit per setup)",
     )
     parser.add_argument(
-        "--set", dest="overrides", action="append", metavar="METHOD.PARAM=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        metavar="METHOD.PARAM=VALUE",
         help="override a hyperparameter; repeatable, e.g. --set dp-merf.n_features=1000",
     )
     parser.add_argument(
-        "--eval-set", dest="evaluator_overrides", action="append", metavar="EVALUATOR.SETTING=VALUE",
+        "--eval-set",
+        dest="evaluator_overrides",
+        action="append",
+        metavar="EVALUATOR.SETTING=VALUE",
         help="change an evaluator's setting; repeatable, e.g. --eval-set fid.n_samples=1000 "
         "(`list evaluators` shows them); recorded with the run as eval.EVALUATOR.SETTING",
     )
-    parser.add_argument("--profile", choices=PROFILES, help="paper settings (default), smoke (seconds), or cpu (methods that declare it: a 2-core CPU cell)")
     parser.add_argument(
-        "--calibrator", choices=CALIBRATORS,
+        "--profile",
+        choices=PROFILES,
+        help="paper settings (default), smoke (seconds), or cpu (methods that declare it: a 2-core CPU cell)",
+    )
+    parser.add_argument(
+        "--calibrator",
+        choices=CALIBRATORS,
         help="noise calibration: tight (exact Gaussian, default) or paper (the seeds' RDP calibrator)",
     )
     parser.add_argument(
-        "--secure-noise", action="store_true",
+        "--secure-noise",
+        action="store_true",
         help="draw DP noise from the OS's cryptographically secure source instead of the seeded generators "
         "(results are then not reproducible from the seed; use it when releasing synthetic data)",
     )
     parser.add_argument(
-        "--threads", type=int, default=1,
+        "--threads",
+        type=int,
+        default=1,
         help="torch intra-op threads per cell, the same whatever --jobs is (results must not depend on "
         "how many cells run side by side); a value other than 1 is part of the cell key. Cores no cell "
         "uses are lent to fits whose results do not depend on the thread count (see docs/cli.md)",
     )
     parser.add_argument(
-        "--executor", default="local", choices=("local", "ray"),
+        "--executor",
+        default="local",
+        choices=("local", "ray"),
         help="where cells run: local worker processes, or Ray tasks (one per cell, asking for --threads "
         "CPUs and, with --device cuda, a GPU); the runner alone writes MLflow either way",
     )
     parser.add_argument(
-        "--ray-address", default=None, metavar="ADDR",
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
         help="Ray cluster to use with --executor ray, e.g. 127.0.0.1:6379 (default: $RAY_ADDRESS, else a new local instance)",
     )
     parser.add_argument(
-        "--protocol", choices=PROTOCOLS,
+        "--protocol",
+        choices=PROTOCOLS,
         help="data and evaluation conventions: sound (default) or the seeds' paper conventions",
     )
     parser.add_argument(
-        "--jobs", type=int, default=None,
+        "--jobs",
+        type=int,
+        default=None,
         help="cells run in parallel worker processes (default: on the CPU, as many as the cores allow at "
         "--threads each, at most the number of cells; 1 on a GPU)",
     )
     parser.add_argument("--timeout", type=float, help="seconds after which a cell is stopped and logged as failed")
     parser.add_argument(
-        "--deadline", metavar="WHEN",
+        "--deadline",
+        metavar="WHEN",
         help="start no cell after WHEN: a duration from now (90m, 2h, 1h30m, 45s) or a local clock time "
         "(14:30, the next one to come); running cells finish (bound them with --timeout), the cells not "
         "started are counted, the exit code is 4, and the same command run again resumes with them",
     )
-    parser.add_argument("--experiment", type=experiment_name, help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}")
+    parser.add_argument(
+        "--experiment", type=experiment_name, help=f"MLflow experiment name; default {tracking.DEFAULT_EXPERIMENT}"
+    )
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     parser.add_argument(
-        "--data-dir", default=os.environ.get(DATA_DIR_VARIABLE),
+        "--data-dir",
+        default=os.environ.get(DATA_DIR_VARIABLE),
         help=f"folder with the dataset files (default: ${DATA_DIR_VARIABLE})",
     )
     parser.add_argument("--rerun", action="store_true", help="run cells again even if they already finished")
@@ -132,15 +160,36 @@ def parse_deadline(text: str, now: datetime.datetime) -> datetime.datetime:
                 return now + datetime.timedelta(seconds=total)
         except OverflowError:  # beyond the calendar: not a moment either
             pass
-    raise GridError(f"--deadline {text!r} is neither a duration from now (90m, 2h, 1h30m, 45s) nor a clock time "
-                    "(14:30); e.g. --deadline 2h")
+    raise GridError(
+        f"--deadline {text!r} is neither a duration from now (90m, 2h, 1h30m, 45s) nor a clock time "
+        "(14:30); e.g. --deadline 2h"
+    )
 
 
-GRID_OPTIONS = ("methods", "datasets", "eps", "delta", "evaluators", "overrides", "evaluator_overrides",
-                "profile", "calibrator", "protocol", "experiment")
-RUN_DEFAULTS = {"eps": "1", "delta": f"{DEFAULT_DELTA:g}", "seeds": "0", "profile": "paper", "calibrator": "tight",
-                "protocol": "sound", "experiment": tracking.DEFAULT_EXPERIMENT, "overrides": [],
-                "evaluator_overrides": []}
+GRID_OPTIONS = (
+    "methods",
+    "datasets",
+    "eps",
+    "delta",
+    "evaluators",
+    "overrides",
+    "evaluator_overrides",
+    "profile",
+    "calibrator",
+    "protocol",
+    "experiment",
+)
+RUN_DEFAULTS = {
+    "eps": "1",
+    "delta": f"{DEFAULT_DELTA:g}",
+    "seeds": "0",
+    "profile": "paper",
+    "calibrator": "tight",
+    "protocol": "sound",
+    "experiment": tracking.DEFAULT_EXPERIMENT,
+    "overrides": [],
+    "evaluator_overrides": [],
+}
 
 
 def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
@@ -151,8 +200,10 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
     if not args.methods or not args.datasets:
         raise GridError("run needs --methods and --datasets, or --preset NAME (see `python -m bench list presets`)")
     if args.evaluators is not None and not args.evaluators.replace(",", "").strip():
-        raise GridError(f"--evaluators {args.evaluators!r} names no evaluator: drop the option to run every applicable "
-                        "one, or name some (see `python -m bench list evaluators`)")
+        raise GridError(
+            f"--evaluators {args.evaluators!r} names no evaluator: drop the option to run every applicable "
+            "one, or name some (see `python -m bench list evaluators`)"
+        )
     epsilons = parse_epsilons(args.eps)
     delta = Delta.parse(args.delta)
     if delta.kind is DeltaKind.NOT_APPLICABLE:

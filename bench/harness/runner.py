@@ -73,8 +73,10 @@ class GridReport:
         lines = [first]
         lines += [f"  FAILED {cell.label}: {error}" for cell, error in self.failed]
         lines += [f"  NOT RUN {cell.label}: {why}" for cell, why in self.held_elsewhere]
-        lines += [f"  NOT SAVED {cell.label}: neither the store nor the outbox took it; its results stay in {place}"
-                  for cell, place in self.unsaved]
+        lines += [
+            f"  NOT SAVED {cell.label}: neither the store nor the outbox took it; its results stay in {place}"
+            for cell, place in self.unsaved
+        ]
         if self.outboxed:
             lines.append(
                 f"{self.outboxed} result(s) are in the outbox {outbox.outbox_dir()} (the tracking server was "
@@ -127,7 +129,8 @@ class LocalExecutor:
     def start(self, job: Job) -> None:
         job.offer = self.context.Value("i", job.cell.threads, lock=False)
         process = self.context.Process(
-            target=worker_main, args=(job.cell.to_json(), str(job.folder), self.queue, job.cell.threads, job.offer),
+            target=worker_main,
+            args=(job.cell.to_json(), str(job.folder), self.queue, job.cell.threads, job.offer),
             daemon=True,
         )
         # Block SIGINT/SIGTERM while the child is created: it inherits the mask, so a Ctrl-C
@@ -290,8 +293,10 @@ def run_grid(
                 kept = job.folder
             job.folder = kept
             report.unsaved.append((job.cell, str(kept)))
-            bar.write(f"warning: {job.cell.label} could not be logged ({why}) nor saved to the outbox "
-                      f"({type(error).__name__}: {' '.join(str(error).split())[:160]}); its results stay in {kept}")
+            bar.write(
+                f"warning: {job.cell.label} could not be logged ({why}) nor saved to the outbox "
+                f"({type(error).__name__}: {' '.join(str(error).split())[:160]}); its results stay in {kept}"
+            )
             return False
         report.outboxed += 1
         if why != "tracking unreachable":
@@ -330,6 +335,7 @@ def run_grid(
         queue_index = 0
         shown_status = ""
         last_beat = time.monotonic()
+
         def past_deadline() -> bool:
             return start_deadline is not None and time.time() >= start_deadline
 
@@ -349,8 +355,10 @@ def run_grid(
                     if cell.key in live:
                         continue
                     for label in reaped:
-                        bar.write(f"note: {label} was abandoned by a runner that is gone; marked FAILED (killed) "
-                                  "and taken over")
+                        bar.write(
+                            f"note: {label} was abandoned by a runner that is gone; marked FAILED (killed) "
+                            "and taken over"
+                        )
                     report.held_elsewhere.remove((cell, why))
                     adopted.append(cell)
             except Exception:  # noqa: BLE001 — the store stopped answering: nothing to adopt now
@@ -373,8 +381,10 @@ def run_grid(
                         run_id, why = tracking.claim_cell(mlflow_client, experiment_id, cell, common_tags, mine, rerun)
                     except Exception as error:
                         online, why = False, ""
-                        bar.write(f"warning: the tracking store stopped answering ({type(error).__name__}); "
-                                  f"results go to the outbox {outbox.outbox_dir()}")
+                        bar.write(
+                            f"warning: the tracking store stopped answering ({type(error).__name__}); "
+                            f"results go to the outbox {outbox.outbox_dir()}"
+                        )
                     if online and run_id is None:
                         report.held_elsewhere.append((cell, why))
                         bar.update(1)
@@ -426,7 +436,8 @@ def run_grid(
                 if online and job.run_id:
                     try:
                         tracking.mark_failed(
-                            mlflow_client, job.run_id,
+                            mlflow_client,
+                            job.run_id,
                             f"interrupted ({stopped_by or 'runner error'}) before the cell finished; rerun to resume",
                         )
                     except Exception:

@@ -53,8 +53,13 @@ def save_synthetic(data: Any, path: Path, *, dataset: str, private_rows: bool) -
     kept = min(len(data), KEPT_IMAGES if image else KEPT_ROWS)
     x = data.x[:kept]
     meta = {
-        "dataset": dataset, "columns": [c.name for c in data.schema.columns], "classes": list(data.schema.classes),
-        "rows_generated": len(data), "rows_kept": kept, "pixels_8bit": image, "private_rows": private_rows,
+        "dataset": dataset,
+        "columns": [c.name for c in data.schema.columns],
+        "classes": list(data.schema.classes),
+        "rows_generated": len(data),
+        "rows_kept": kept,
+        "pixels_8bit": image,
+        "private_rows": private_rows,
     }
     stored = np.rint(np.clip(x, 0, 1) * 255).astype(np.uint8) if image else x.astype(np.float32)
     np.savez_compressed(path, x=stored, y=data.y[:kept].astype(np.int64), meta=np.array(json.dumps(meta)))

@@ -115,11 +115,13 @@ def check_store_uri(uri: str, for_writing: bool) -> None:
     can become one). MLflow's own errors for these come late, as tracebacks or after retries."""
     scheme = uri.split("://", 1)[0] if "://" in uri else "file"
     if scheme.split("+", 1)[0] not in STORE_SCHEMES:
-        raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: unknown scheme {scheme!r}; use e.g. sqlite:///PATH/mlflow.db "
-                            "or http://HOST:PORT")
+        raise TrackingError(
+            f"MLFLOW_TRACKING_URI={uri}: unknown scheme {scheme!r}; use e.g. sqlite:///PATH/mlflow.db "
+            "or http://HOST:PORT"
+        )
     if scheme != "sqlite":
         return
-    path = Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+    path = Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
     if path is None:
         raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: write an SQLite store as sqlite:///PATH (three slashes)")
     if path.is_dir():
@@ -128,8 +130,10 @@ def check_store_uri(uri: str, for_writing: bool) -> None:
         with open(path, "rb") as handle:
             header = handle.read(len(SQLITE_HEADER))
         if header and header != SQLITE_HEADER:
-            raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: {path} is not an SQLite database (corrupt or another "
-                                "file); point it at an MLflow store or a new file")
+            raise TrackingError(
+                f"MLFLOW_TRACKING_URI={uri}: {path} is not an SQLite database (corrupt or another "
+                "file); point it at an MLflow store or a new file"
+            )
     elif not for_writing:
         raise TrackingError(f"no MLflow store at {path}; run `python -m bench run` with this MLFLOW_TRACKING_URI first")
     elif for_writing:
@@ -221,7 +225,11 @@ def git_commit() -> str:
         # does not make the code that produced a number unnamed
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"],
-            cwd=source, capture_output=True, text=True, timeout=10, check=True,
+            cwd=source,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
         return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
@@ -236,7 +244,10 @@ def git_diff_sha256() -> str | None:
     try:
         diff = subprocess.run(
             ["git", "diff", "HEAD", "--", ":/", ":(top,exclude)results"],
-            cwd=Path(__file__).resolve().parent, capture_output=True, timeout=30, check=True,
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            timeout=30,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -251,7 +262,10 @@ def compiled_kernels_state() -> str:
         return "off (DPBENCH_COMPILE=0)"
     import shutil
 
-    compiler = next(filter(None, (shutil.which(name) for name in (os.environ.get("CXX") or "", "g++", "c++", "clang++") if name)), None)
+    compiler = next(
+        filter(None, (shutil.which(name) for name in (os.environ.get("CXX") or "", "g++", "c++", "clang++") if name)),
+        None,
+    )
     return compiler or "none (no C++ compiler)"
 
 
@@ -262,9 +276,14 @@ def run_context_tags() -> dict[str, str]:
     import platform
 
     commit = git_commit()
-    tags = {"git_commit": commit, **package_versions(),
-            "machine.cores": str(os.cpu_count()), "machine.platform": platform.platform(), "machine.python": platform.python_version(),
-            "machine.compiled_kernels": compiled_kernels_state()}
+    tags = {
+        "git_commit": commit,
+        **package_versions(),
+        "machine.cores": str(os.cpu_count()),
+        "machine.platform": platform.platform(),
+        "machine.python": platform.python_version(),
+        "machine.compiled_kernels": compiled_kernels_state(),
+    }
     if commit.endswith("-dirty"):
         tags["git_diff_sha256"] = git_diff_sha256() or "unknown"
     return tags
@@ -300,8 +319,14 @@ def _chunks(items: list, size: int) -> Iterator[list]:
 
 
 def cell_tags(cell: Cell, common_tags: dict[str, str]) -> dict[str, str]:
-    return {**common_tags, "cell_key": cell.key, "setup_key": cell.setup_key, "cell": cell.label, "method": cell.method,
-            "dataset": cell.dataset}
+    return {
+        **common_tags,
+        "cell_key": cell.key,
+        "setup_key": cell.setup_key,
+        "cell": cell.label,
+        "method": cell.method,
+        "dataset": cell.dataset,
+    }
 
 
 def create_cell_run(mlflow_client, experiment: str, cell: Cell, tags: dict[str, str]) -> str:
@@ -340,9 +365,14 @@ def log_checkpoint(experiment: str, arch: str, checkpoint: Any) -> str:
     experiment_id_ = experiment_id(mlflow_client, experiment)
     for run in iter_runs(mlflow_client, experiment_id_, f"tags.checkpoint_key = '{checkpoint.key}'"):
         return run.info.run_id
-    run = mlflow_client.create_run(experiment_id_, tags={
-        "mlflow.runName": f"{arch} on {checkpoint.public}", "kind": "encoder", "checkpoint_key": checkpoint.key,
-    })
+    run = mlflow_client.create_run(
+        experiment_id_,
+        tags={
+            "mlflow.runName": f"{arch} on {checkpoint.public}",
+            "kind": "encoder",
+            "checkpoint_key": checkpoint.key,
+        },
+    )
     for key, value in {"arch": arch, "public_data": checkpoint.public, "epochs": checkpoint.epochs}.items():
         mlflow_client.log_param(run.info.run_id, key, str(value))
     mlflow_client.log_metric(run.info.run_id, "test_accuracy", float(checkpoint.test_accuracy))
@@ -352,7 +382,12 @@ def log_checkpoint(experiment: str, arch: str, checkpoint: Any) -> str:
 
 
 def log_cell(
-    mlflow_client, experiment: str, cell: Cell, outcome: Outcome, folder: Path, common_tags: dict[str, str],
+    mlflow_client,
+    experiment: str,
+    cell: Cell,
+    outcome: Outcome,
+    folder: Path,
+    common_tags: dict[str, str],
     run_id: str | None = None,
 ) -> str:
     """Log one cell with everything it produced, into its claimed run ``run_id`` or a new run;
@@ -420,9 +455,15 @@ def reap_dead_leases(mlflow_client, experiment: str, key: str | None = None) -> 
             live.add(tags["cell_key"])
             continue
         who = f"{tags.get('lease.host', '?')}:{tags.get('lease.pid', '?')}"
-        mlflow_client.log_batch(run.info.run_id, tags=[RunTag(
-            "error", f"killed: its runner ({who}) stopped without finishing the cell (kill -9, crash or power loss)"
-        )])
+        mlflow_client.log_batch(
+            run.info.run_id,
+            tags=[
+                RunTag(
+                    "error",
+                    f"killed: its runner ({who}) stopped without finishing the cell (kill -9, crash or power loss)",
+                )
+            ],
+        )
         mlflow_client.set_terminated(run.info.run_id, status="FAILED")
         reaped.append(tags.get("cell", tags["cell_key"]))
     return reaped, live
@@ -443,8 +484,10 @@ def claim_cell(
             continue
         if run.info.status == "FINISHED" and not rerun:
             why = "finished by another runner meanwhile"
-        elif run.info.status == "RUNNING" and lease_alive(run.data.tags, mine=mine, run_id=run.info.run_id) and (
-            (run.info.start_time, run.info.run_id) < (me.start_time, me.run_id)
+        elif (
+            run.info.status == "RUNNING"
+            and lease_alive(run.data.tags, mine=mine, run_id=run.info.run_id)
+            and ((run.info.start_time, run.info.run_id) < (me.start_time, me.run_id))
         ):
             why = f"claimed by a live runner ({run.data.tags.get('lease.host')}:{run.data.tags.get('lease.pid')})"
         else:

@@ -181,7 +181,9 @@ def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10)
     from bench.core.images import as_images
 
     classes = synthetic.schema.classes
-    fig, axes = plt.subplots(len(classes), per_class, figsize=(per_class * 0.9, len(classes) * 0.9 + 0.4), squeeze=False)
+    fig, axes = plt.subplots(
+        len(classes), per_class, figsize=(per_class * 0.9, len(classes) * 0.9 + 0.4), squeeze=False
+    )
     for row, name in enumerate(classes):
         index = np.flatnonzero(synthetic.y == row)[:per_class]
         images = as_images(synthetic.x[index], synthetic.schema)
@@ -243,11 +245,17 @@ def tuned_preset_caveats(method: Any, cell: Any) -> list[str]:
     ]
     if not used:
         return []
-    return [f"tuned_on_private_data: per-dataset presets chosen with access to {cell.dataset}, not charged: " + "; ".join(used)]
+    return [
+        f"tuned_on_private_data: per-dataset presets chosen with access to {cell.dataset}, not charged: "
+        + "; ".join(used)
+    ]
 
 
 def execute(
-    cell_json: dict[str, Any], folder: str, report: Callable[[float], None], cores: LentCores | None = None,
+    cell_json: dict[str, Any],
+    folder: str,
+    report: Callable[[float], None],
+    cores: LentCores | None = None,
     own_process: bool = False,
 ) -> Outcome:
     """Run the cell and write its artifacts; never raises (errors become a FAILED outcome).
@@ -279,7 +287,9 @@ def execute(
         seed_everything(cell.seed)
         method = METHODS.get(cell.method)
         dataset = DATASETS.get(cell.dataset)
-        evaluators = [configured(EVALUATORS.get(name), cell.evaluator_settings.get(name, {})) for name in cell.evaluators]
+        evaluators = [
+            configured(EVALUATORS.get(name), cell.evaluator_settings.get(name, {})) for name in cell.evaluators
+        ]
 
         started = time.perf_counter()
         data_dir = Path(cell.data_dir) if cell.data_dir else None
@@ -293,16 +303,25 @@ def execute(
             budget = PrivacyBudget.non_private()
         outcome.params["delta_resolved"] = budget.delta
         ledger = PrivacyLedger(
-            budget, calibrator=cell.calibrator, secure_noise=cell.secure_noise,
+            budget,
+            calibrator=cell.calibrator,
+            secure_noise=cell.secure_noise,
             caveats=list(split.caveats) + tuned_preset_caveats(method, cell),
         )
         ledger.use_public_fact(
-            "n_train", len(split.train),
+            "n_train",
+            len(split.train),
             "the training row count: under replace-one, neighbouring datasets have the same size",
         )
         context = FitContext.of(
-            dataset, method.hyperparameters.build(cell.params), cell.seed, ledger, device=device_name,
-            protocol=cell.protocol, progress=_progress(report, cores), data_dir=data_dir,
+            dataset,
+            method.hyperparameters.build(cell.params),
+            cell.seed,
+            ledger,
+            device=device_name,
+            protocol=cell.protocol,
+            progress=_progress(report, cores),
+            data_dir=data_dir,
         )
 
         from bench.privacy.private_data import PrivateData
@@ -316,15 +335,23 @@ def execute(
                     outcome.tags["wall.data_folder"] = "landlock" if locked else "not available (no Landlock here)"
                 fitted = method.fit(PrivateData(split.train, ledger), context)
         except PermissionError as error:  # an open() the process-level wall refused: say which wall
-            if own_process and error.filename and Path(str(error.filename)).resolve().is_relative_to(
-                    data_folder(data_dir).resolve()):
+            if (
+                own_process
+                and error.filename
+                and Path(str(error.filename)).resolve().is_relative_to(data_folder(data_dir).resolve())
+            ):
                 raise DataWallError(wall_message(method.name, str(error.filename))) from error
             raise
         finally:
             cores.stop()
         outcome.metrics["time.fit_s"] = time.perf_counter() - started
         outcome.tags["threads.fit_most"] = str(cores.most)
-        if method.private and budget.is_private and not ledger.releases and not getattr(method, "data_independent", False):
+        if (
+            method.private
+            and budget.is_private
+            and not ledger.releases
+            and not getattr(method, "data_independent", False)
+        ):
             raise RuntimeError(
                 f"{method.name} is declared private but recorded no release in the ledger; "
                 "a private method must release through the ledger (or declare private = False)"

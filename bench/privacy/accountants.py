@@ -57,7 +57,9 @@ def zcdp_to_epsilon(rho: float, delta: float) -> float:
         return math.inf
 
     def epsilon(alpha: float) -> float:
-        return alpha * rho + (math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (alpha - 1)
+        return alpha * rho + (math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (
+            alpha - 1
+        )
 
     # ε(α) is unimodal in α; golden-section search on log α over a wide bracket
     low, high = math.log(1 + 1e-9), math.log(1e7)
@@ -119,7 +121,9 @@ def rdp_gaussian_epsilon(releases: Sequence[GaussianRelease], delta: float) -> f
 
 def replace_one_steps(releases: Sequence[GaussianRelease]) -> list[tuple[ReplaceOneSubsampledGaussianPRV, int]]:
     """Each release as the replace-one pair in units of the per-row bound Δ/2 (std 2σ)."""
-    return [(ReplaceOneSubsampledGaussianPRV(r.sampling_rate, 2 * r.noise_multiplier), r.compositions) for r in releases]
+    return [
+        (ReplaceOneSubsampledGaussianPRV(r.sampling_rate, 2 * r.noise_multiplier), r.compositions) for r in releases
+    ]
 
 
 def prv_error(epsilon_target: float) -> float:
@@ -127,14 +131,18 @@ def prv_error(epsilon_target: float) -> float:
     return min(0.01, max(0.001, 0.01 * epsilon_target)) if math.isfinite(epsilon_target) else 0.01
 
 
-def subsampled_epsilon(releases: Sequence[GaussianRelease], delta: float, calibrator: Calibrator, eps_error: float = 0.01) -> float:
+def subsampled_epsilon(
+    releases: Sequence[GaussianRelease], delta: float, calibrator: Calibrator, eps_error: float = 0.01
+) -> float:
     """ε at δ of Gaussian releases some of which are Poisson-subsampled, under replace-one."""
     if any(r.noise_multiplier == 0 for r in releases):
         return math.inf
     return ACCOUNTANTS[calibrator].subsampled_epsilon(replace_one_steps(releases), delta, eps_error)
 
 
-def compose_epsilon(releases: Sequence[Release], delta: float, calibrator: Calibrator, eps_error: float = 0.01) -> float:
+def compose_epsilon(
+    releases: Sequence[Release], delta: float, calibrator: Calibrator, eps_error: float = 0.01
+) -> float:
     """ε at δ of ``releases`` composed by the accountant that fits them (module docstring); the
     Gaussian-only cases go to the calibrator's accountant object."""
     if not releases:
@@ -183,12 +191,15 @@ class Accountant(Protocol):
 
     def gaussian_epsilon(self, releases: Sequence[GaussianRelease], delta: float) -> float: ...
 
-    def subsampled_epsilon(self, steps: list[tuple[ReplaceOneSubsampledGaussianPRV, int]], delta: float,
-                           eps_error: float) -> float: ...
+    def subsampled_epsilon(
+        self, steps: list[tuple[ReplaceOneSubsampledGaussianPRV, int]], delta: float, eps_error: float
+    ) -> float: ...
 
     def calibrate_gaussian(self, epsilon: float, delta: float, compositions: int) -> float: ...
 
-    def split(self, fractions_and_compositions: Sequence[tuple[float, int]], epsilon: float, delta: float) -> list[float]:
+    def split(
+        self, fractions_and_compositions: Sequence[tuple[float, int]], epsilon: float, delta: float
+    ) -> list[float]:
         """Noise multipliers of groups of releases that split (ε, δ) by the given fractions."""
         ...
 
@@ -199,10 +210,10 @@ class TightAccountant:
     analytic curve; subsampled ones by the numerical PRV composition of the replace-one pair."""
 
     name: str = "tight"
-    gaussian_description: str = "exact Gaussian composition, analytic Gaussian mechanism (autodp ExactGaussianMechanism)"
-    subsampled_description: str = (
-        "PRV composition of the replace-one Poisson-subsampled Gaussian pair (Opacus' discretisation; certified upper bound)"
+    gaussian_description: str = (
+        "exact Gaussian composition, analytic Gaussian mechanism (autodp ExactGaussianMechanism)"
     )
+    subsampled_description: str = "PRV composition of the replace-one Poisson-subsampled Gaussian pair (Opacus' discretisation; certified upper bound)"
 
     def gaussian_epsilon(self, releases: Sequence[GaussianRelease], delta: float) -> float:
         return exact_gaussian_epsilon(effective_gaussian_multiplier(releases), delta)
@@ -257,8 +268,10 @@ class PaperAccountant:
         of compositions — the split of DP-HP's code (arXiv:2106.05042, Alg. 1), whose total is
         (ε, δ) by basic composition."""
         share_delta = delta / len(fractions_and_compositions)
-        return [calibrate_gaussian_multiplier(fraction * epsilon, share_delta, k, self.name)
-                for fraction, k in fractions_and_compositions]
+        return [
+            calibrate_gaussian_multiplier(fraction * epsilon, share_delta, k, self.name)
+            for fraction, k in fractions_and_compositions
+        ]
 
 
 # The accountants by name: the ``--calibrator`` choices (bench.privacy.budget.CALIBRATORS, kept light

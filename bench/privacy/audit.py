@@ -87,7 +87,8 @@ class AuditResult:
 
     def summary(self) -> str:
         mu = f"; fitted μ-GDP {self.mu_fitted:.3f} (≥ {self.mu_lower:.3f} at 95%)" + (
-            f" against the claimed μ {self.mu_claimed:.3f}" if self.mu_claimed else "")
+            f" against the claimed μ {self.mu_claimed:.3f}" if self.mu_claimed else ""
+        )
         verdict = "VIOLATION: the claim is wrong" if self.violated else "consistent with the claim"
         return (
             f"{self.method} on {self.dataset}: audited ε ≥ {self.lower_bound:.3f} (95% CI, {self.runs_per_side} runs "
@@ -112,7 +113,9 @@ def _bound_at(null: np.ndarray, alternative: np.ndarray, threshold: float, delta
     return Bound(max(0.0, epsilon), threshold, fpr_upper, tpr_lower)
 
 
-def epsilon_lower_bound(scores_d: np.ndarray, scores_d_prime: np.ndarray, delta: float, confidence: float = CONFIDENCE) -> Bound:
+def epsilon_lower_bound(
+    scores_d: np.ndarray, scores_d_prime: np.ndarray, delta: float, confidence: float = CONFIDENCE
+) -> Bound:
     """ε lower bound from scores of runs on D and D′: thresholds chosen on the first half of
     each, rates bounded on the second half; both directions of the test are tried, and the
     confidence split over the two rates of each and the two directions (Bonferroni)."""
@@ -177,7 +180,9 @@ def _noise_scale(release: Any) -> float:
     return release.sensitivity / release.epsilon  # Laplace scale b
 
 
-def llr_statistic(run: Sequence[ReleaseTrace], reference: Sequence[ReleaseTrace], canary: Sequence[ReleaseTrace]) -> float:
+def llr_statistic(
+    run: Sequence[ReleaseTrace], reference: Sequence[ReleaseTrace], canary: Sequence[ReleaseTrace]
+) -> float:
     """Σ over Gaussian and Laplace releases of the log-likelihood ratio of D′ against D at the
     reference clean values (exponential-mechanism choices are not scored)."""
     total = 0.0
@@ -216,8 +221,13 @@ RunReleases = Callable[[Any, np.random.Generator | None], tuple[list[ReleaseTrac
 
 
 def capture_releases(
-    method: Any, train: Any, budget: PrivacyBudget, make_context: Callable[[PrivacyLedger], Any],
-    noise: np.random.Generator | None, stop_after_events: int | None, ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
+    method: Any,
+    train: Any,
+    budget: PrivacyBudget,
+    make_context: Callable[[PrivacyLedger], Any],
+    noise: np.random.Generator | None,
+    stop_after_events: int | None,
+    ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
 ) -> tuple[list[ReleaseTrace], PrivacyLedger]:
     """Run ``method.fit`` until its releases are made; return them and the ledger."""
     events: list[ReleaseTrace] = []
@@ -240,8 +250,14 @@ def capture_releases(
 
 
 def audit_releases(
-    name: str, dataset: str, run: Callable[[Any, np.random.Generator | None], tuple[list[ReleaseTrace], PrivacyLedger]],
-    rows: Any, candidates: Sequence[Any], runs: int, delta: float, seed: int = 0,
+    name: str,
+    dataset: str,
+    run: Callable[[Any, np.random.Generator | None], tuple[list[ReleaseTrace], PrivacyLedger]],
+    rows: Any,
+    candidates: Sequence[Any],
+    runs: int,
+    delta: float,
+    seed: int = 0,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> AuditResult:
     """The audit of :mod:`bench.privacy.audit`'s docstring, for a ``run(train, noise)`` that
@@ -269,16 +285,28 @@ def audit_releases(
         scores[side] = np.array(values)
     bound = epsilon_lower_bound(scores["d"], scores["d_prime"], delta)
     return AuditResult(
-        method=name, dataset=dataset, runs_per_side=runs, claimed_epsilon=ledger.epsilon_spent, delta=delta,
-        lower_bound=bound.epsilon, mu_fitted=fitted_mu(scores["d"], scores["d_prime"]),
-        mu_claimed=claimed_mu(ledger.releases), wall_s=time.perf_counter() - started,
-        releases=tuple(r.what for r in ledger.releases), mu_lower=fitted_mu_lower(scores["d"], scores["d_prime"]),
+        method=name,
+        dataset=dataset,
+        runs_per_side=runs,
+        claimed_epsilon=ledger.epsilon_spent,
+        delta=delta,
+        lower_bound=bound.epsilon,
+        mu_fitted=fitted_mu(scores["d"], scores["d_prime"]),
+        mu_claimed=claimed_mu(ledger.releases),
+        wall_s=time.perf_counter() - started,
+        releases=tuple(r.what for r in ledger.releases),
+        mu_lower=fitted_mu_lower(scores["d"], scores["d_prime"]),
     )
 
 
 def audit_dp_sgd_step(
-    per_sample_gradients: Sequence[Any], release: GaussianRelease, clipping_norm: float, budget: PrivacyBudget,
-    runs: int, seed: int = 0, ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
+    per_sample_gradients: Sequence[Any],
+    release: GaussianRelease,
+    clipping_norm: float,
+    budget: PrivacyBudget,
+    runs: int,
+    seed: int = 0,
+    ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
 ) -> AuditResult:
     """Step-level DP-SGD audit with a gradient canary (module docstring).
 
@@ -292,7 +320,9 @@ def audit_dp_sgd_step(
     from bench.privacy.ledger import SubsampledPhase
 
     started = time.perf_counter()
-    step = GaussianRelease(release.what, release.sensitivity, release.noise_multiplier, 1, release.sampling_rate, release.mechanism)
+    step = GaussianRelease(
+        release.what, release.sensitivity, release.noise_multiplier, 1, release.sampling_rate, release.mechanism
+    )
     norms = torch.stack([g.flatten(1).norm(dim=1) for g in per_sample_gradients]).norm(dim=0)
     factors = (clipping_norm / (norms + 1e-6)).clamp(max=1.0)  # Opacus' per-sample clipping factor
     clipped = [g * factors.view(-1, *[1] * (g.dim() - 1)) for g in per_sample_gradients]
@@ -314,8 +344,15 @@ def audit_dp_sgd_step(
     bound = epsilon_lower_bound(scores["d"], scores["d_prime"], budget.delta)
     claimed = PrivacyLedger(budget).epsilon_of([step])
     return AuditResult(
-        method="dp-sgd step", dataset="gradient canary", runs_per_side=runs, claimed_epsilon=claimed,
-        delta=budget.delta, lower_bound=bound.epsilon, mu_fitted=fitted_mu(scores["d"], scores["d_prime"]),
-        mu_claimed=None, wall_s=time.perf_counter() - started, releases=(step.what,),
+        method="dp-sgd step",
+        dataset="gradient canary",
+        runs_per_side=runs,
+        claimed_epsilon=claimed,
+        delta=budget.delta,
+        lower_bound=bound.epsilon,
+        mu_fitted=fitted_mu(scores["d"], scores["d_prime"]),
+        mu_claimed=None,
+        wall_s=time.perf_counter() - started,
+        releases=(step.what,),
         mu_lower=fitted_mu_lower(scores["d"], scores["d_prime"]),
     )

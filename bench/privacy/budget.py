@@ -9,6 +9,7 @@ from enum import StrEnum
 
 from bench.core.errors import UsageError
 
+
 # How σ is calibrated to (ε, δ): tight (exact analysis) or paper (the seeds' RDP calibrator);
 # bench/privacy/accountants.py implements both.
 class Calibrator(StrEnum):

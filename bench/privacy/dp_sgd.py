@@ -35,8 +35,20 @@ _INPUTS_NEED_NO_GRADIENT = "Full backward hook is firing"
 class DPSGDTraining:
     """One charged DP-SGD phase over the handle's rows (module docstring)."""
 
-    def __init__(self, phase: SubsampledPhase, module: Any, optimiser: Any, tensors: Sequence[Any], *, epochs: int,
-                 steps_per_epoch: int, expected_batch: int, noise_rng: Any, batch_rng: Any, device: Any) -> None:
+    def __init__(
+        self,
+        phase: SubsampledPhase,
+        module: Any,
+        optimiser: Any,
+        tensors: Sequence[Any],
+        *,
+        epochs: int,
+        steps_per_epoch: int,
+        expected_batch: int,
+        noise_rng: Any,
+        batch_rng: Any,
+        device: Any,
+    ) -> None:
         import torch
         from opacus import PrivacyEngine
 
@@ -48,8 +60,13 @@ class DPSGDTraining:
             warnings.filterwarnings("ignore", message="Secure RNG turned off")  # the ledger draws the noise
             engine = PrivacyEngine(accountant="prv")  # the ledger accounts; this engine only wraps
             self.model, self._optimiser, _ = engine.make_private(
-                module=module, optimizer=optimiser, data_loader=loader, noise_multiplier=phase.opacus_noise_multiplier,
-                max_grad_norm=phase.clipping_norm, loss_reduction="sum", poisson_sampling=True,
+                module=module,
+                optimizer=optimiser,
+                data_loader=loader,
+                noise_multiplier=phase.opacus_noise_multiplier,
+                max_grad_norm=phase.clipping_norm,
+                loss_reduction="sum",
+                poisson_sampling=True,
             )
         self._optimiser.add_noise = self._add_noise_through_the_ledger(noise_rng)
 

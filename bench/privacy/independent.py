@@ -44,8 +44,13 @@ class IndependentCheck:
     method: str
 
 
-def _pld_epsilon(releases: Sequence[Release], delta: float, exponential_as_pure: bool, laplace_as_pure: bool = False,
-                 discretisation: float = _DISCRETISATION) -> float:
+def _pld_epsilon(
+    releases: Sequence[Release],
+    delta: float,
+    exponential_as_pure: bool,
+    laplace_as_pure: bool = False,
+    discretisation: float = _DISCRETISATION,
+) -> float:
     from dp_accounting import NeighboringRelation
     from dp_accounting.pld import privacy_loss_distribution as pld
 
@@ -54,18 +59,22 @@ def _pld_epsilon(releases: Sequence[Release], delta: float, exponential_as_pure:
         if isinstance(r, GaussianRelease):
             if r.subsampled:
                 one = pld.from_gaussian_mechanism(
-                    standard_deviation=r.noise_std / (r.sensitivity / 2), sensitivity=1.0,
-                    sampling_prob=r.sampling_rate, value_discretization_interval=discretisation,
+                    standard_deviation=r.noise_std / (r.sensitivity / 2),
+                    sensitivity=1.0,
+                    sampling_prob=r.sampling_rate,
+                    value_discretization_interval=discretisation,
                     neighboring_relation=NeighboringRelation.REPLACE_ONE,
                 )
             else:
                 one = pld.from_gaussian_mechanism(
-                    standard_deviation=r.noise_std, sensitivity=r.sensitivity,
+                    standard_deviation=r.noise_std,
+                    sensitivity=r.sensitivity,
                     value_discretization_interval=discretisation,
                 )
         elif r.mechanism == "laplace" and not laplace_as_pure:
             one = pld.from_laplace_mechanism(
-                parameter=r.sensitivity / r.epsilon, sensitivity=r.sensitivity,
+                parameter=r.sensitivity / r.epsilon,
+                sensitivity=r.sensitivity,
                 value_discretization_interval=discretisation,
             )
         elif exponential_as_pure or r.mechanism == "laplace":
@@ -109,7 +118,9 @@ def _rdp_epsilon(releases: Sequence[Release], delta: float) -> float:
 def independent_epsilon(releases: Sequence[Release], delta: float) -> IndependentCheck:
     """ε at δ of ``releases`` by dp-accounting (module docstring). δ = 0 is the pure case."""
     private = [r for r in releases if not (isinstance(r, PureRelease) and math.isinf(r.epsilon))]
-    if len(private) < len(releases) or any(isinstance(r, GaussianRelease) and r.noise_multiplier == 0 for r in releases):
+    if len(private) < len(releases) or any(
+        isinstance(r, GaussianRelease) and r.noise_multiplier == 0 for r in releases
+    ):
         return IndependentCheck(math.inf, "noiseless release")
     if not releases:
         return IndependentCheck(0.0, "no release")
@@ -119,13 +130,20 @@ def independent_epsilon(releases: Sequence[Release], delta: float) -> Independen
         # smallest ε₀, that is at most 0.1% of the total, where a fixed 1e-4 added 1.3% to
         # PrivBayes' ≈ 30 releases at ε = 0.1 and failed an exact claim
         smallest = min(r.epsilon for r in releases)
-        epsilon = _pld_epsilon(releases, 0.0, exponential_as_pure=True, laplace_as_pure=True,
-                               discretisation=min(_DISCRETISATION, smallest / 1000))
+        epsilon = _pld_epsilon(
+            releases,
+            0.0,
+            exponential_as_pure=True,
+            laplace_as_pure=True,
+            discretisation=min(_DISCRETISATION, smallest / 1000),
+        )
         return IndependentCheck(epsilon, "dp-accounting PLD (pure ε₀-DP releases)")
     candidates = [(_pld_epsilon(releases, delta, exponential_as_pure=True), "dp-accounting PLD (replace-one)")]
     if any(isinstance(r, PureRelease) and r.mechanism == "exponential" for r in releases):
         if not any(isinstance(r, GaussianRelease) and r.subsampled for r in releases):
-            candidates.append((_rdp_epsilon(releases, delta), "dp-accounting RDP (exponential mechanism as ε₀²/8-zCDP)"))
+            candidates.append(
+                (_rdp_epsilon(releases, delta), "dp-accounting RDP (exponential mechanism as ε₀²/8-zCDP)")
+            )
     epsilon, method = min(candidates)
     return IndependentCheck(epsilon, method)
 

@@ -72,12 +72,16 @@ class ReleaseReplay:
 
     def next(self, what: str, fresh: Any) -> Any:
         if self.position >= len(self.outputs):
-            raise ReplayDiverged(f"release {what!r} (number {self.position + 1}) was not made by the recorded fit: "
-                                 "the number of releases depends on the data")
+            raise ReplayDiverged(
+                f"release {what!r} (number {self.position + 1}) was not made by the recorded fit: "
+                "the number of releases depends on the data"
+            )
         recorded_what, value = self.outputs[self.position]
         if recorded_what != what or _shapes(value) != _shapes(fresh):
-            raise ReplayDiverged(f"release number {self.position + 1} is {what!r} {_shapes(fresh)} here but was "
-                                 f"{recorded_what!r} {_shapes(value)} in the recorded fit: releases depend on the data")
+            raise ReplayDiverged(
+                f"release number {self.position + 1} is {what!r} {_shapes(fresh)} here but was "
+                f"{recorded_what!r} {_shapes(value)} in the recorded fit: releases depend on the data"
+            )
         self.position += 1
         return snapshot(value)
 
@@ -204,8 +208,13 @@ class SubsampledPhase:
 
 @functools.lru_cache(maxsize=256)
 def calibrate_subsampled_multiplier(
-    prior: tuple[GaussianRelease, ...], sensitivity: float, sampling_rate: float, steps: int,
-    epsilon: float, delta: float, calibrator: Calibrator,
+    prior: tuple[GaussianRelease, ...],
+    sensitivity: float,
+    sampling_rate: float,
+    steps: int,
+    epsilon: float,
+    delta: float,
+    calibrator: Calibrator,
 ) -> float:
     """The smallest noise multiplier (to 0.1%) of ``steps`` Poisson-subsampled releases that,
     composed with ``prior``, meet (ε, δ) under replace-one; cached, since it is pure and a
@@ -258,7 +267,9 @@ class PrivacyLedger:
     def accountant(self) -> str:
         return describe_accountant(self.releases, self.calibrator)
 
-    def calibrate_gaussian(self, compositions: int = 1, epsilon: float | None = None, delta: float | None = None) -> float:
+    def calibrate_gaussian(
+        self, compositions: int = 1, epsilon: float | None = None, delta: float | None = None
+    ) -> float:
         """Noise multiplier for ``compositions`` Gaussian releases at (ε, δ), by default the run's
         whole target. Methods that split the budget pass their share."""
         return calibrate_gaussian_multiplier(
@@ -372,22 +383,38 @@ class PrivacyLedger:
         replace-one L2 ``sensitivity``) and return value + N(0, (σ·Δ)²) elementwise. A torch
         value takes a CPU ``torch.Generator`` (noise drawn in float64 on CPU, then moved); a
         numpy value a ``numpy.random.Generator``."""
-        return self.gaussian_each([value], sensitivity=sensitivity, noise_multiplier=noise_multiplier, what=what, rng=rng)[0]
+        return self.gaussian_each(
+            [value], sensitivity=sensitivity, noise_multiplier=noise_multiplier, what=what, rng=rng
+        )[0]
 
-    def gaussian_each(self, values: Sequence[Any], *, sensitivity: float, noise_multiplier: float, what: str, rng: Any) -> list[Any]:
+    def gaussian_each(
+        self, values: Sequence[Any], *, sensitivity: float, noise_multiplier: float, what: str, rng: Any
+    ) -> list[Any]:
         """``len(values)`` Gaussian releases of statistics with the same sensitivity and noise,
         recorded as one entry with that many compositions."""
-        release = GaussianRelease(what, sensitivity=sensitivity, noise_multiplier=noise_multiplier, compositions=len(values))
+        release = GaussianRelease(
+            what, sensitivity=sensitivity, noise_multiplier=noise_multiplier, compositions=len(values)
+        )
         self.record(release)
         noisy = self._replayed(release, [self._add_gaussian(v, release.noise_std, rng) for v in values])
         self._notify(release, list(values), noisy)
         return noisy
 
-    def laplace(self, value: np.ndarray, *, l1_sensitivity: float, epsilon: float, what: str, rng: np.random.Generator) -> np.ndarray:
+    def laplace(
+        self, value: np.ndarray, *, l1_sensitivity: float, epsilon: float, what: str, rng: np.random.Generator
+    ) -> np.ndarray:
         """Record one ε₀-DP Laplace release of ``value`` and return value + Lap(Δ₁/ε₀)."""
         return self.laplace_each([value], l1_sensitivity=l1_sensitivity, epsilon=epsilon, what=what, rng=rng)[0]
 
-    def laplace_each(self, values: Sequence[np.ndarray], *, l1_sensitivity: float, epsilon: float, what: str, rng: np.random.Generator) -> list[np.ndarray]:
+    def laplace_each(
+        self,
+        values: Sequence[np.ndarray],
+        *,
+        l1_sensitivity: float,
+        epsilon: float,
+        what: str,
+        rng: np.random.Generator,
+    ) -> list[np.ndarray]:
         release = PureRelease(what, epsilon, l1_sensitivity, "laplace", compositions=len(values))
         self.record(release)
         if math.isinf(epsilon):
@@ -406,7 +433,9 @@ class PrivacyLedger:
             return secure_standard_laplace(shape)
         return rng.laplace(0.0, 1.0, shape)
 
-    def exponential(self, scores: np.ndarray, *, epsilon: float, sensitivity: float, what: str, rng: np.random.Generator) -> int:
+    def exponential(
+        self, scores: np.ndarray, *, epsilon: float, sensitivity: float, what: str, rng: np.random.Generator
+    ) -> int:
         """Record one ε₀-DP exponential-mechanism selection and return the index drawn with
         probability ∝ exp(ε₀·score / (2·sensitivity)); ε₀ = ∞ takes the argmax."""
         release = PureRelease(what, epsilon, sensitivity, "exponential")
@@ -419,7 +448,8 @@ class PrivacyLedger:
             if self.noise_source is not None or self.secure_noise:
                 # Gumbel-max: the same distribution, driven by the replacement source
                 uniform = (
-                    self.noise_source.random(len(scores)) if self.noise_source is not None
+                    self.noise_source.random(len(scores))
+                    if self.noise_source is not None
                     else special.ndtr(secure_standard_normal((len(scores),)))
                 )
                 choice = int(np.argmax(logits - np.log(-np.log(np.clip(uniform, 1e-300, 1 - 1e-16)))))
@@ -440,9 +470,17 @@ class PrivacyLedger:
         if self.budget.is_private:
             prior = tuple(r for r in self.releases if isinstance(r, GaussianRelease))
             multiplier = calibrate_subsampled_multiplier(
-                prior, 2.0 * clipping_norm, sampling_rate, steps, self.budget.epsilon, self.budget.delta, self.calibrator
+                prior,
+                2.0 * clipping_norm,
+                sampling_rate,
+                steps,
+                self.budget.epsilon,
+                self.budget.delta,
+                self.calibrator,
             )
-        release = GaussianRelease(what, 2.0 * clipping_norm, multiplier, steps, sampling_rate, "subsampled gaussian (DP-SGD)")
+        release = GaussianRelease(
+            what, 2.0 * clipping_norm, multiplier, steps, sampling_rate, "subsampled gaussian (DP-SGD)"
+        )
         self.record(release)
         return SubsampledPhase(self, release, clipping_norm)
 
@@ -456,12 +494,14 @@ class PrivacyLedger:
             "accountant": self.accountant,
             "spent": {"epsilon": self.epsilon_spent, "delta": self.delta_spent},
             "noise": (
-                "cryptographically secure (os.urandom)" if self.secure_noise
+                "cryptographically secure (os.urandom)"
+                if self.secure_noise
                 else "seeded: reproducible from the logged seed (right for a benchmark; use --secure-noise to release data)"
             ),
             "zcdp_rho": (
                 zcdp_rho(self.releases)
-                if self.budget.is_private and any(isinstance(r, PureRelease) for r in self.releases)
+                if self.budget.is_private
+                and any(isinstance(r, PureRelease) for r in self.releases)
                 and not all(isinstance(r, PureRelease) for r in self.releases)
                 else None
             ),
@@ -496,7 +536,8 @@ def _format_release(r: dict[str, Any]) -> str:
         f"×{r['compositions']}"
         + (
             f", Poisson sampling rate {r['sampling_rate']:.4g} (Opacus noise multiplier {r['opacus_noise_multiplier']:.4g})"
-            if r.get("sampling_rate", 1.0) < 1 else ""
+            if r.get("sampling_rate", 1.0) < 1
+            else ""
         )
         + f", {r['neighbouring']}"
     )

@@ -74,7 +74,6 @@ if TYPE_CHECKING:
     from bench.privacy.dp_sgd import DPSGDTraining
 
 
-
 @dataclass(frozen=True)
 class CountQuery:
     """The histogram of ``codes(rows)`` (one integer per row; values outside [0, size) are clipped
@@ -105,46 +104,69 @@ class PrivateData:
     def __len__(self) -> int:
         return self.n_rows
 
-    def counts(self, queries: Sequence[CountQuery], *, noise_multiplier: float, rng: Any,
-               what: str | None = None) -> list[np.ndarray]:
+    def counts(
+        self, queries: Sequence[CountQuery], *, noise_multiplier: float, rng: Any, what: str | None = None
+    ) -> list[np.ndarray]:
         """Each query's histogram plus Gaussian noise of std noise_multiplier · √2, drawn in the
         order given: one ledger release per query, or, with ``what``, one release of them all
         (each of L2 change √2) under that description."""
         histograms = [self._histogram(query) for query in queries]
         if what is not None:
-            return self._ledger.gaussian_each(histograms, sensitivity=COUNT_L2_SENSITIVITY,
-                                              noise_multiplier=noise_multiplier, what=what, rng=rng)
-        return [self._ledger.gaussian(counts, sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=noise_multiplier,
-                                      what=query.what, rng=rng) for query, counts in zip(queries, histograms)]
+            return self._ledger.gaussian_each(
+                histograms, sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=noise_multiplier, what=what, rng=rng
+            )
+        return [
+            self._ledger.gaussian(
+                counts, sensitivity=COUNT_L2_SENSITIVITY, noise_multiplier=noise_multiplier, what=query.what, rng=rng
+            )
+            for query, counts in zip(queries, histograms)
+        ]
 
-    def select(self, what: str, queries: Sequence[CountQuery], estimates: Sequence[np.ndarray], *, epsilon: float,
-               rng: Any, weights: Sequence[float] | None = None, offsets: Sequence[float] | None = None) -> int:
+    def select(
+        self,
+        what: str,
+        queries: Sequence[CountQuery],
+        estimates: Sequence[np.ndarray],
+        *,
+        epsilon: float,
+        rng: Any,
+        weights: Sequence[float] | None = None,
+        offsets: Sequence[float] | None = None,
+    ) -> int:
         """The index of one candidate, drawn by the exponential mechanism (ε-DP) with scores
         wᵢ · (‖countsᵢ − estimateᵢ‖₁ − offsetᵢ): the estimates, weights and offsets are public
         (the method's model and constants); the score's sensitivity, 2 · max |wᵢ|, follows (a
         negative weight flips a score, it does not shrink its change)."""
         weights = [1.0] * len(queries) if weights is None else list(weights)
         offsets = [0.0] * len(queries) if offsets is None else list(offsets)
-        scores = np.array([
-            weight * (np.abs(self._histogram(query) - estimate).sum() - offset)
-            for query, estimate, weight, offset in zip(queries, estimates, weights, offsets, strict=True)
-        ])
-        return self._ledger.exponential(scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY * max(map(abs, weights)),
-                                        rng=rng, what=what)
+        scores = np.array(
+            [
+                weight * (np.abs(self._histogram(query) - estimate).sum() - offset)
+                for query, estimate, weight, offset in zip(queries, estimates, weights, offsets, strict=True)
+            ]
+        )
+        return self._ledger.exponential(
+            scores, epsilon=epsilon, sensitivity=COUNT_L1_SENSITIVITY * max(map(abs, weights)), rng=rng, what=what
+        )
 
-    def laplace_counts(self, queries: Sequence[CountQuery], *, epsilon: float, rng: Any,
-                       what: str | None = None) -> list[np.ndarray]:
+    def laplace_counts(
+        self, queries: Sequence[CountQuery], *, epsilon: float, rng: Any, what: str | None = None
+    ) -> list[np.ndarray]:
         """Each query's histogram plus Laplace noise of scale 2/ε₀ (L1 change 2), ε₀-DP each: one
         ledger release per query, or, with ``what``, one release of them all under that description."""
         histograms = [self._histogram(query) for query in queries]
         if what is not None:
-            return self._ledger.laplace_each(histograms, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon,
-                                             what=what, rng=rng)
-        return [self._ledger.laplace(counts, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon, what=query.what,
-                                     rng=rng) for query, counts in zip(queries, histograms)]
+            return self._ledger.laplace_each(
+                histograms, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon, what=what, rng=rng
+            )
+        return [
+            self._ledger.laplace(counts, l1_sensitivity=COUNT_L1_SENSITIVITY, epsilon=epsilon, what=query.what, rng=rng)
+            for query, counts in zip(queries, histograms)
+        ]
 
-    def select_by_mutual_information(self, what: str, joints: Sequence[tuple[CountQuery, int]], *, epsilon: float,
-                                     rng: Any) -> int:
+    def select_by_mutual_information(
+        self, what: str, joints: Sequence[tuple[CountQuery, int]], *, epsilon: float, rng: Any
+    ) -> int:
         """The index of one candidate (X, Π), drawn by the exponential mechanism (ε-DP) on I(X; Π)
         in bits. Each candidate is its joint histogram with X's ``size_x`` values leading (row-major:
         code = x·|Π| + π). The sensitivity is PrivBayes' Lemma 4.1 at the public row count, in its
@@ -158,23 +180,51 @@ class PrivateData:
         sensitivity = mutual_information_sensitivity(self.n_rows, all(binary))
         return self._ledger.exponential(np.array(scores), epsilon=epsilon, sensitivity=sensitivity, rng=rng, what=what)
 
-    def sum(self, what: str, features: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
-            rng: Any, mean: bool = False, by_label: bool = False, chunk_rows: int | None = None,
-            nonnegative: bool = False) -> Any:
+    def sum(
+        self,
+        what: str,
+        features: Callable[[LabelledData], Any],
+        *,
+        norm_bound: float,
+        noise_multiplier: float,
+        rng: Any,
+        mean: bool = False,
+        by_label: bool = False,
+        chunk_rows: int | None = None,
+        nonnegative: bool = False,
+    ) -> Any:
         """Σᵢ f(rowᵢ) (``mean``: divided by the public row count; ``by_label``: one sum per class,
         C × d) plus Gaussian noise, where ``features(rows)`` gives one vector per row (n × d, numpy
         or torch) and the handle clips each to ``norm_bound`` first: the sensitivity follows from
         the bound. ``chunk_rows``: ``features`` sees that many rows at a time (bounded memory).
         ``nonnegative``: the handle also clamps each entry at 0, and the sensitivity is √2·bound
         instead of 2·bound (:func:`bench.privacy.releases.replace_one_nonnegative_l2`)."""
-        (noisy,) = self.sums((what,), lambda rows: (features(rows),), norm_bound=norm_bound,
-                             noise_multiplier=noise_multiplier, rng=rng, mean=mean, by_label=by_label,
-                             chunk_rows=chunk_rows, nonnegative=nonnegative)
+        (noisy,) = self.sums(
+            (what,),
+            lambda rows: (features(rows),),
+            norm_bound=norm_bound,
+            noise_multiplier=noise_multiplier,
+            rng=rng,
+            mean=mean,
+            by_label=by_label,
+            chunk_rows=chunk_rows,
+            nonnegative=nonnegative,
+        )
         return noisy
 
-    def sums(self, whats: Sequence[str], features: Callable[[LabelledData], Sequence[Any]], *, norm_bound: float,
-             noise_multiplier: float, rng: Any, mean: bool = False, by_label: bool = False,
-             chunk_rows: int | None = None, nonnegative: bool = False) -> list[Any]:
+    def sums(
+        self,
+        whats: Sequence[str],
+        features: Callable[[LabelledData], Sequence[Any]],
+        *,
+        norm_bound: float,
+        noise_multiplier: float,
+        rng: Any,
+        mean: bool = False,
+        by_label: bool = False,
+        chunk_rows: int | None = None,
+        nonnegative: bool = False,
+    ) -> list[Any]:
         """Several :meth:`sum` releases computed in one pass over the rows: ``features(rows)`` gives
         one per-row matrix per entry of ``whats`` (each clipped on its own, released as its own
         ledger entry in that order) — for feature maps too costly to run twice (an encoder's
@@ -182,13 +232,18 @@ class PrivateData:
         totals: list[Any] | None = None
         step = chunk_rows or max(self.n_rows, 1)
         for start in range(0, self.n_rows, step):
-            chunk = self.__rows if step >= self.n_rows else LabelledData(
-                self.__rows.x[start : start + step], self.__rows.y[start : start + step], self.schema)
+            chunk = (
+                self.__rows
+                if step >= self.n_rows
+                else LabelledData(self.__rows.x[start : start + step], self.__rows.y[start : start + step], self.schema)
+            )
             outputs = tuple(features(chunk))
             if len(outputs) != len(whats):
                 raise ValueError(f"{', '.join(whats)}: features gave {len(outputs)} matrices for {len(whats)} releases")
             if start == 0:
-                _check_row_wise(" and ".join(whats), lambda rows: _flat_rows(features(rows)), chunk, _flat_rows(outputs))
+                _check_row_wise(
+                    " and ".join(whats), lambda rows: _flat_rows(features(rows)), chunk, _flat_rows(outputs)
+                )
             parts = []
             for vectors in outputs:
                 clipped = _clip_rows(_clamp_negative(vectors) if nonnegative else vectors, norm_bound)
@@ -196,14 +251,30 @@ class PrivateData:
             totals = parts if totals is None else [t + part for t, part in zip(totals, parts)]
         rows = self.n_rows if mean else 1
         sensitivity = (replace_one_nonnegative_l2 if nonnegative else replace_one_l2)(norm_bound, rows)
-        return [self._ledger.gaussian(total / rows if mean else total, sensitivity=sensitivity,
-                                      noise_multiplier=noise_multiplier, what=what, rng=rng)
-                for what, total in zip(whats, totals or [])]
+        return [
+            self._ledger.gaussian(
+                total / rows if mean else total,
+                sensitivity=sensitivity,
+                noise_multiplier=noise_multiplier,
+                what=what,
+                rng=rng,
+            )
+            for what, total in zip(whats, totals or [])
+        ]
 
-    def structured_sum(self, what: str, features: Callable[[LabelledData], Any],
-                       class_sums: Callable[[LabelledData], Any], *, norm_bound: float, noise_multiplier: float,
-                       rng: Any, mean: bool = False, chunk_rows: int | None = None,
-                       structured_chunk_rows: int | None = None) -> Any:
+    def structured_sum(
+        self,
+        what: str,
+        features: Callable[[LabelledData], Any],
+        class_sums: Callable[[LabelledData], Any],
+        *,
+        norm_bound: float,
+        noise_multiplier: float,
+        rng: Any,
+        mean: bool = False,
+        chunk_rows: int | None = None,
+        structured_chunk_rows: int | None = None,
+    ) -> Any:
         """The per-class sums of :meth:`sum` (``by_label``) as a method's structured path computes
         them — ``class_sums(rows)``, C × d, e.g. a fused kernel or a factorised Kronecker product
         that never forms per-row vectors — released only after the handle has checked them against
@@ -230,22 +301,43 @@ class PrivateData:
             part = class_sums(self._chunk(start, step))
             structured = part if structured is None else structured + part
         if most > norm_bound * (1 + 1e-9):
-            self._ledger.caveats.append(f"{what}: a row's features exceeded the norm bound {norm_bound:g} "
-                                        f"(largest {most:.6g}); the handle's clipped sum was released")
+            self._ledger.caveats.append(
+                f"{what}: a row's features exceeded the norm bound {norm_bound:g} "
+                f"(largest {most:.6g}); the handle's clipped sum was released"
+            )
             total = checked
         else:
-            close = np.allclose(_as_numpy(structured), _as_numpy(checked), rtol=1e-9,
-                                atol=1e-12 * max(norm_bound, 1e-300) * max(self.n_rows, 1))
+            close = np.allclose(
+                _as_numpy(structured),
+                _as_numpy(checked),
+                rtol=1e-9,
+                atol=1e-12 * max(norm_bound, 1e-300) * max(self.n_rows, 1),
+            )
             if not close:
-                raise NotRowWiseError(f"{what}: the structured class sums differ from the sums of the rows' own "
-                                      "features: class_sums must be Σ over each class's rows of features(row)")
+                raise NotRowWiseError(
+                    f"{what}: the structured class sums differ from the sums of the rows' own "
+                    "features: class_sums must be Σ over each class's rows of features(row)"
+                )
             total = structured
         rows = self.n_rows if mean else 1
-        return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(norm_bound, rows),
-                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+        return self._ledger.gaussian(
+            total / rows if mean else total,
+            sensitivity=replace_one_l2(norm_bound, rows),
+            noise_multiplier=noise_multiplier,
+            what=what,
+            rng=rng,
+        )
 
-    def kronecker_sum(self, what: str, factors: Callable[[LabelledData], Any], *, noise_multiplier: float, rng: Any,
-                      mean: bool = False, chunk_rows: int | None = None) -> Any:
+    def kronecker_sum(
+        self,
+        what: str,
+        factors: Callable[[LabelledData], Any],
+        *,
+        noise_multiplier: float,
+        rng: Any,
+        mean: bool = False,
+        chunk_rows: int | None = None,
+    ) -> Any:
         """Per-class sums (C × F^k) of the rows' Kronecker products φ₁(x) ⊗ … ⊗ φ_k(x), from the
         per-row factors ``factors(rows)`` (n × k × F, torch) the method gives: the handle scales
         each factor to norm ≤ 1 and forms the sums itself in factorised form
@@ -269,16 +361,29 @@ class PrivateData:
                 part = product_class_sums(phi, labels, self.schema.n_classes)
                 total = part if total is None else total + part
         rows = self.n_rows if mean else 1
-        return self._ledger.gaussian(total / rows if mean else total, sensitivity=replace_one_l2(1.0, rows),
-                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+        return self._ledger.gaussian(
+            total / rows if mean else total,
+            sensitivity=replace_one_l2(1.0, rows),
+            noise_multiplier=noise_multiplier,
+            what=what,
+            rng=rng,
+        )
 
     def _chunk(self, start: int, step: int) -> LabelledData:
         if start == 0 and step >= self.n_rows:
             return self.__rows
         return LabelledData(self.__rows.x[start : start + step], self.__rows.y[start : start + step], self.schema)
 
-    def pair_distance_counts(self, what: str, features: Callable[[LabelledData], Any], *, thresholds: np.ndarray,
-                             order: np.ndarray, noise_multiplier: float, rng: Any) -> np.ndarray:
+    def pair_distance_counts(
+        self,
+        what: str,
+        features: Callable[[LabelledData], Any],
+        *,
+        thresholds: np.ndarray,
+        order: np.ndarray,
+        noise_multiplier: float,
+        rng: Any,
+    ) -> np.ndarray:
         """For each public threshold, how many of the disjoint row pairs (order[0], order[1]),
         (order[2], order[3]), … (``order``: a public permutation of the rows) have their ``features``
         at most that far apart (Euclidean), plus Gaussian noise. A replaced row sits in at most one
@@ -291,12 +396,25 @@ class PrivateData:
         paired = np.asarray(order)[: self.n_rows // 2 * 2]
         distances = np.sort(np.linalg.norm(z[paired[0::2]] - z[paired[1::2]], axis=1))
         closer = np.searchsorted(distances, thresholds, side="right").astype(float)
-        return self._ledger.gaussian(closer, sensitivity=float(np.sqrt(len(thresholds))),
-                                     noise_multiplier=noise_multiplier, what=what, rng=rng)
+        return self._ledger.gaussian(
+            closer, sensitivity=float(np.sqrt(len(thresholds))), noise_multiplier=noise_multiplier, what=what, rng=rng
+        )
 
-    def dp_sgd(self, what: str, module: Any, optimiser: Any, encode: Callable[[LabelledData], Sequence[Any]], *,
-               clipping_norm: float, epochs: int, steps_per_epoch: int, expected_batch: int, noise_rng: Any,
-               batch_rng: Any, device: Any = "cpu") -> "DPSGDTraining":
+    def dp_sgd(
+        self,
+        what: str,
+        module: Any,
+        optimiser: Any,
+        encode: Callable[[LabelledData], Sequence[Any]],
+        *,
+        clipping_norm: float,
+        epochs: int,
+        steps_per_epoch: int,
+        expected_batch: int,
+        noise_rng: Any,
+        batch_rng: Any,
+        device: Any = "cpu",
+    ) -> "DPSGDTraining":
         """Charges a DP-SGD phase of ``epochs · steps_per_epoch`` Poisson steps at q =
         1/``steps_per_epoch`` with per-sample gradients clipped to ``clipping_norm`` (replace-one
         sensitivity 2·C, σ calibrated by the ledger), and returns the training loop that runs it on
@@ -307,8 +425,18 @@ class PrivateData:
         phase = self._ledger.subsampled_phase(what, clipping_norm, 1.0 / steps_per_epoch, epochs * steps_per_epoch)
         tensors = tuple(encode(self.__rows))
         _check_row_wise(what, lambda rows: _flat_rows(encode(rows)), self.__rows, _flat_rows(tensors))
-        return DPSGDTraining(phase, module, optimiser, tensors, epochs=epochs, steps_per_epoch=steps_per_epoch,
-                             expected_batch=expected_batch, noise_rng=noise_rng, batch_rng=batch_rng, device=device)
+        return DPSGDTraining(
+            phase,
+            module,
+            optimiser,
+            tensors,
+            epochs=epochs,
+            steps_per_epoch=steps_per_epoch,
+            expected_batch=expected_batch,
+            noise_rng=noise_rng,
+            batch_rng=batch_rng,
+            device=device,
+        )
 
     def _histogram(self, query: CountQuery, keep: bool = True) -> np.ndarray:
         """A query's clean histogram (the query's codes clipped to its bins), computed once when
@@ -317,8 +445,9 @@ class PrivateData:
             return self.__histograms[query]
         given = np.asarray(query.codes(self.__rows))
         if given.shape != (self.n_rows,):
-            raise ValueError(f"{query.what}: codes(rows) must give one code per row ({self.n_rows}); got shape "
-                             f"{given.shape}")
+            raise ValueError(
+                f"{query.what}: codes(rows) must give one code per row ({self.n_rows}); got shape {given.shape}"
+            )
         _check_codes_row_wise(query, self.__rows, given)
         codes = np.clip(given, 0, query.size - 1).astype(np.int64)
         histogram = np.bincount(codes, minlength=query.size).astype(np.float64)
@@ -332,8 +461,10 @@ class PrivateData:
         heuristics, an unconditional target), run as labelled ε = ∞ ablations; the ledger records
         ``what`` among its trusted reads."""
         if self._ledger.budget.is_private:
-            raise ValueError(f"{what} is a statistic of the private rows without privacy; it runs at --eps inf "
-                             "only (an ablation), not at a finite ε")
+            raise ValueError(
+                f"{what} is a statistic of the private rows without privacy; it runs at --eps inf "
+                "only (an ablation), not at a finite ε"
+            )
         self._ledger.trusted_reads.append(f"ε = ∞, uncharged: {what}")
         return statistic(self.__rows)
 
@@ -393,8 +524,13 @@ def probe_rows(batch: np.ndarray) -> list[np.ndarray]:
         return []
     norms = np.linalg.norm(batch.reshape(n, -1).astype(float), axis=1)
     draw = np.random.default_rng(20261128)
-    singles = {0, n - 1, int(np.argmax(norms)), int(np.argmin(norms)),
-               *(int(i) for i in draw.choice(n, size=min(n, PROBED_RANDOM_ROWS), replace=False))}
+    singles = {
+        0,
+        n - 1,
+        int(np.argmax(norms)),
+        int(np.argmin(norms)),
+        *(int(i) for i in draw.choice(n, size=min(n, PROBED_RANDOM_ROWS), replace=False)),
+    }
     probes = [np.array([i]) for i in sorted(singles)]
     size = min(PROBED_SUBSET_ROWS, n // 2)
     if size >= 2:
@@ -416,7 +552,8 @@ def _check_codes_row_wise(query: "CountQuery", rows: LabelledData, codes: np.nda
             raise NotRowWiseError(
                 f"{query.what}: codes must map each row on its own (rows {_describe_probe(index)} on their own got other "
                 "codes than among all rows): a count's sensitivity holds only for a per-row code, so release any "
-                "statistic of the rows through its own query first")
+                "statistic of the rows through its own query first"
+            )
 
 
 def _describe_probe(index: np.ndarray) -> str:
@@ -429,8 +566,9 @@ def _check_row_wise(what: str, features: Callable[[LabelledData], Any], rows: La
     round-off of its norm."""
     batch = _as_numpy(vectors)
     if batch.ndim != 2 or len(batch) != len(rows):
-        raise NotRowWiseError(f"{what}: features(rows) must give one vector per row ({len(rows)} × d); got shape "
-                              f"{tuple(batch.shape)}")
+        raise NotRowWiseError(
+            f"{what}: features(rows) must give one vector per row ({len(rows)} × d); got shape {tuple(batch.shape)}"
+        )
     for index in probe_rows(batch):
         alone = _as_numpy(features(_subset(rows, index)))
         within = batch[index]
@@ -440,7 +578,8 @@ def _check_row_wise(what: str, features: Callable[[LabelledData], Any], rows: La
             raise NotRowWiseError(
                 f"{what}: features must map each row on its own (rows {_describe_probe(index)} on their own gave other "
                 "vectors than within the batch): the sensitivity a handle query derives holds only for a per-row map, "
-                "so compute any statistic of the rows through its own query first")
+                "so compute any statistic of the rows through its own query first"
+            )
 
 
 def _flat_rows(tensors: Sequence[Any]) -> np.ndarray:

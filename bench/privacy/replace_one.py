@@ -31,7 +31,9 @@ import numpy as np
 from scipy import integrate, special
 
 # Rényi orders for bracketing and domain sizing only (the ε reported comes from the PRV)
-ORDERS = np.array([1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256])
+ORDERS = np.array(
+    [1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256]
+)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,12 @@ def prv_epsilon(
 ) -> float:
     """Certified upper bound on ε at δ of the composition (each PRV repeated ``count`` times),
     by Opacus' PRV discretisation and FFT composition with this module's PRVs."""
-    from opacus.accountants.analysis.prv import Domain, TruncatedPrivacyRandomVariable, compose_heterogeneous, discretize
+    from opacus.accountants.analysis.prv import (
+        Domain,
+        TruncatedPrivacyRandomVariable,
+        compose_heterogeneous,
+        discretize,
+    )
 
     if not steps:
         return 0.0

@@ -29,7 +29,14 @@ from bench.api.registry import DATASETS, METHODS, RegistryError
 from bench.harness.tracking import has_evaluator_metrics
 from bench.privacy.budget import epsilon_text
 from bench.report.presets import (
-    NOT_IN_MIRROR, CostKey, Preset, approximately, cost_key, duration, grid_cells, seconds_for,
+    NOT_IN_MIRROR,
+    CostKey,
+    Preset,
+    approximately,
+    cost_key,
+    duration,
+    grid_cells,
+    seconds_for,
 )
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
@@ -72,8 +79,11 @@ class Coverage:
             return self.status
         if self.status == RUN and self.seeds >= EVIDENCE_SEEDS:
             return f"{self.seeds}" + (f" ({profile})" if profile else "")
-        cost = ("not timed" if self.seed_seconds is None
-                else f"{approximately(self.seed_seconds)} {duration(self.seed_seconds)} a seed")
+        cost = (
+            "not timed"
+            if self.seed_seconds is None
+            else f"{approximately(self.seed_seconds)} {duration(self.seed_seconds)} a seed"
+        )
         head = f"{self.seeds}" if self.status == RUN else self.status
         return f"{head} ({'; '.join(filter(None, (profile, cost)))})"
 
@@ -108,16 +118,21 @@ def finished_cell_keys(preset: Preset, frame: Any) -> set[str]:
     return finished
 
 
-def setup_coverage(preset: Preset, finished_keys: set[str], timings: dict[CostKey, float] | None = None) -> list[Coverage]:
+def setup_coverage(
+    preset: Preset, finished_keys: set[str], timings: dict[CostKey, float] | None = None
+) -> list[Coverage]:
     """Each published setup's coverage; ``timings``: logged seconds per cost key (for the cost of
     one more seed of a setup short of 5)."""
     cells = [(grid, cell) for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
     result = []
     for dataset, setups in preset.published.items():
-        for (method, epsilon) in setups:
+        for method, epsilon in setups:
             setup = Setup(preset.reproduces, dataset, method, float(epsilon))
-            mine = [(grid, cell) for grid, cell in cells
-                    if cell.method == method and cell.dataset == dataset and cell.epsilon == setup.epsilon]
+            mine = [
+                (grid, cell)
+                for grid, cell in cells
+                if cell.method == method and cell.dataset == dataset and cell.epsilon == setup.epsilon
+            ]
             paper = [(grid, cell) for grid, cell in mine if grid.protocol == "paper"]
             mine = paper or mine
             required = preset.paper_settings.get(dataset, {}).get((method, setup.epsilon), ())
@@ -151,15 +166,21 @@ class Totals:
     def text(self, what: str) -> str:
         share = lambda k: f"{k / self.setups:.0%}" if self.setups else "—"  # noqa: E731
         mirror = f"{self.at_evidence / self.in_mirror:.0%}" if self.in_mirror else "—"
-        return (f"{what}: {self.setups} setups; {self.run} run ({share(self.run)}), {self.at_evidence} at ≥ "
-                f"{EVIDENCE_SEEDS} seeds ({share(self.at_evidence)}; {mirror} of the {self.in_mirror} whose data is "
-                "in the mirror and whose method exists)")
+        return (
+            f"{what}: {self.setups} setups; {self.run} run ({share(self.run)}), {self.at_evidence} at ≥ "
+            f"{EVIDENCE_SEEDS} seeds ({share(self.at_evidence)}; {mirror} of the {self.in_mirror} whose data is "
+            "in the mirror and whose method exists)"
+        )
 
 
 def totals(coverage: list[Coverage]) -> Totals:
     feasible = [c for c in coverage if c.status not in (NO_DATA, NOT_IMPLEMENTED)]
-    return Totals(len(coverage), sum(c.status == RUN and c.seeds >= EVIDENCE_SEEDS for c in coverage),
-                  sum(c.status == RUN for c in coverage), len(feasible))
+    return Totals(
+        len(coverage),
+        sum(c.status == RUN and c.seeds >= EVIDENCE_SEEDS for c in coverage),
+        sum(c.status == RUN for c in coverage),
+        len(feasible),
+    )
 
 
 def matrix_rows(coverage: list[Coverage]) -> tuple[list[str], list[list[str]]]:
@@ -168,6 +189,8 @@ def matrix_rows(coverage: list[Coverage]) -> tuple[list[str], list[list[str]]]:
     by_row: dict[tuple[str, str], dict[str, str]] = {}
     for c in coverage:
         by_row.setdefault((c.setup.reproduces, c.setup.dataset), {})[c.setup.column] = c.text()
-    rows = [[reproduces, dataset, *[cells.get(column, "") for column in columns]]
-            for (reproduces, dataset), cells in by_row.items()]
+    rows = [
+        [reproduces, dataset, *[cells.get(column, "") for column in columns]]
+        for (reproduces, dataset), cells in by_row.items()
+    ]
     return ["table", "dataset", *columns], rows

@@ -20,7 +20,6 @@ import pandas as pd
 from bench.core.plotting import format_size_axis, pyplot, save_figure
 
 
-
 def plot_experiment(experiment: str, metric: str, out_dir: Path, source: Any = None) -> list[Path]:
     """One privacy–utility PNG per dataset (:func:`privacy_utility_figure`): private methods
     against ε, runs without noise and data-independent baselines as bands."""
@@ -44,13 +43,20 @@ def plot_experiment(experiment: str, metric: str, out_dir: Path, source: Any = N
     return written
 
 
-def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | None = None,
-                        source: Any = None) -> list[Path]:
+def plot_effective_size(
+    experiment: str, out_dir: Path, frame: pd.DataFrame | None = None, source: Any = None
+) -> list[Path]:
     """``effective_size_<dataset>.png`` per dataset: mean ± std over seeds of the mean accuracy
     against the training-set size, one line per method × ε (``real`` included), and the seeds'
     Fig. 3 values (``bench.report.tables.SEEDS_FIG3``) of the same setups as dashed lines."""
     from bench.report.tables import (
-        FIG3_SIZES, SEEDS_FIG3, TableError, base_dataset, effective_size_columns, load_runs, setup_name,
+        FIG3_SIZES,
+        SEEDS_FIG3,
+        TableError,
+        base_dataset,
+        effective_size_columns,
+        load_runs,
+        setup_name,
     )
 
     frame = load_runs(experiment, source) if frame is None else frame
@@ -71,15 +77,29 @@ def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | No
             if stats.empty:
                 continue
             n_seeds = int(stats["count"].max())
-            line = ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", markersize=3,
-                               capsize=2, color=method_colour(str(method)), label=f"{setup_name(method, epsilon)} (ours, {n_seeds} seed{'' if n_seeds == 1 else 's'})")
+            line = ax.errorbar(
+                stats.index,
+                stats["mean"],
+                yerr=stats["std"].fillna(0),
+                marker="o",
+                markersize=3,
+                capsize=2,
+                color=method_colour(str(method)),
+                label=f"{setup_name(method, epsilon)} (ours, {n_seeds} seed{'' if n_seeds == 1 else 's'})",
+            )
             shown_sizes |= set(stats.index)
             published = seeds.get((method, epsilon))
             if published is not None:
                 sizes = list(FIG3_SIZES)
                 means = [value[0] if isinstance(value, tuple) else value for value in published]
-                ax.plot(sizes, means, linestyle="--", linewidth=1, color=line[0].get_color(),
-                        label=f"{setup_name(method, epsilon)} (seeds' Fig. 3)")
+                ax.plot(
+                    sizes,
+                    means,
+                    linestyle="--",
+                    linewidth=1,
+                    color=line[0].get_color(),
+                    label=f"{setup_name(method, epsilon)} (seeds' Fig. 3)",
+                )
                 shown_sizes |= set(sizes)
         format_size_axis(ax, sorted(shown_sizes))
         ax.set_title(f"{dataset}: effective size (mean ± std over seeds; dashed: the seeds' Fig. 3)", fontsize=9)
@@ -93,9 +113,18 @@ def plot_effective_size(experiment: str, out_dir: Path, frame: pd.DataFrame | No
 # One colour per method in every plot (issue 31: the colours changed from plot to plot): the
 # registered methods have fixed ones; any other label (a --set variant, a plugin) a stable hash.
 METHOD_COLOURS = {
-    "real": "#000000", "dp-merf": "#1f77b4", "dp-hp": "#ff7f0e", "dp-gan": "#2ca02c", "dp-cgan": "#d62728",
-    "mst": "#9467bd", "aim": "#8c564b", "privbayes": "#e377c2", "independent": "#7f7f7f", "uniform": "#bcbd22",
-    "full-mmd": "#17becf", "dp-mepf": "#393b79",
+    "real": "#000000",
+    "dp-merf": "#1f77b4",
+    "dp-hp": "#ff7f0e",
+    "dp-gan": "#2ca02c",
+    "dp-cgan": "#d62728",
+    "mst": "#9467bd",
+    "aim": "#8c564b",
+    "privbayes": "#e377c2",
+    "independent": "#7f7f7f",
+    "uniform": "#bcbd22",
+    "full-mmd": "#17becf",
+    "dp-mepf": "#393b79",
 }
 
 
@@ -126,18 +155,32 @@ def privacy_utility_figure(rows: pd.DataFrame, metric: str, title: str, bands: s
     for method, group in data[finite & ~data["method"].isin(bands)].groupby("method"):
         stats = group.groupby("epsilon")[metric].agg(["mean", "std", "count"]).sort_index()
         style = "--" if str(method).startswith("independent") else "-"
-        ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, linestyle=style,
-                    color=method_colour(str(method)),
-                    label=f"{method} ({int(stats['count'].max())} seed{'s' if stats['count'].max() > 1 else ''})")
+        ax.errorbar(
+            stats.index,
+            stats["mean"],
+            yerr=stats["std"].fillna(0),
+            marker="o",
+            capsize=3,
+            linestyle=style,
+            color=method_colour(str(method)),
+            label=f"{method} ({int(stats['count'].max())} seed{'s' if stats['count'].max() > 1 else ''})",
+        )
     band_groups = [(m, f"{m} (ε = ∞)", g) for m, g in data[~finite].groupby("method")]
-    band_groups += [(m, f"{m} (data-independent)", g.groupby("seed")[metric].mean().to_frame())
-                    for m, g in data[finite & data["method"].isin(bands)].groupby("method")]
+    band_groups += [
+        (m, f"{m} (data-independent)", g.groupby("seed")[metric].mean().to_frame())
+        for m, g in data[finite & data["method"].isin(bands)].groupby("method")
+    ]
     for method, label, group in band_groups:
         values = group[metric]
         mean, std = values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0
         colour = method_colour(str(method))
-        ax.axhline(mean, linestyle=":" if "data-independent" in label else "--", linewidth=1.2, color=colour,
-                   label=f"{label}, {len(values)} seed{'s' if len(values) > 1 else ''}")
+        ax.axhline(
+            mean,
+            linestyle=":" if "data-independent" in label else "--",
+            linewidth=1.2,
+            color=colour,
+            label=f"{label}, {len(values)} seed{'s' if len(values) > 1 else ''}",
+        )
         ax.axhspan(mean - std, mean + std, color=colour, alpha=0.12)
     if finite.any():
         ax.set_xscale("log")
@@ -149,4 +192,3 @@ def privacy_utility_figure(rows: pd.DataFrame, metric: str, title: str, bands: s
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
-

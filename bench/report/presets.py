@@ -58,8 +58,10 @@ class MeasuredSeeds:
 
 def measured_references(preset: "Preset") -> dict[str, dict[tuple[str, float], tuple[str, dict[str, list[float]]]]]:
     """A preset's reference rows with their per-seed values loaded."""
-    return {dataset: {setup: (m.label, m.values()) for setup, m in setups.items()}
-            for dataset, setups in preset.references.items()}
+    return {
+        dataset: {setup: (m.label, m.values()) for setup, m in setups.items()}
+        for dataset, setups in preset.references.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -94,15 +96,24 @@ class Preset:
 
 # The authors' own code on the rows our dataset variant rebuilds, seeds 0 … n−1 on this machine
 # (benchmarks/authors_seeds.py; its output is committed under docs/measurements)
-_AUTHORS_DPHP_ADULT = MeasuredSeeds("authors' code", "authors_dphp_adult_seeds_2026-11-26.json",
-                                    (("ROC (seeds' code)", "roc"), ("PRC (seeds' code)", "prc")))
-_AUTHORS_DPMERF_ADULT = MeasuredSeeds("authors' code (claimed ε = 1)", "authors_dpmerf_adult_seeds_2026-11-26.json",
-                                      (("ROC (hard labels)", "roc"), ("PRC (hard labels)", "prc")))
-_AUTHORS_DPMERF_ADULT_NOISE = MeasuredSeeds("authors' code at its claimed ε = 1 (this noise)",
-                                            _AUTHORS_DPMERF_ADULT.file, _AUTHORS_DPMERF_ADULT.columns)
-_AUTHORS_NOTE = ("authors' code: their released code run on the same rows on this machine, one row per seed "
-                 "(`python benchmarks/authors_seeds.py`, output in docs/measurements), mean ± sd (seeds); our rows "
-                 "of the same method and ε are compared with it by Welch's t below the table.")
+_AUTHORS_DPHP_ADULT = MeasuredSeeds(
+    "authors' code",
+    "authors_dphp_adult_seeds_2026-11-26.json",
+    (("ROC (seeds' code)", "roc"), ("PRC (seeds' code)", "prc")),
+)
+_AUTHORS_DPMERF_ADULT = MeasuredSeeds(
+    "authors' code (claimed ε = 1)",
+    "authors_dpmerf_adult_seeds_2026-11-26.json",
+    (("ROC (hard labels)", "roc"), ("PRC (hard labels)", "prc")),
+)
+_AUTHORS_DPMERF_ADULT_NOISE = MeasuredSeeds(
+    "authors' code at its claimed ε = 1 (this noise)", _AUTHORS_DPMERF_ADULT.file, _AUTHORS_DPMERF_ADULT.columns
+)
+_AUTHORS_NOTE = (
+    "authors' code: their released code run on the same rows on this machine, one row per seed "
+    "(`python benchmarks/authors_seeds.py`, output in docs/measurements), mean ± sd (seeds); our rows "
+    "of the same method and ε are compared with it by Welch's t below the table."
+)
 
 # Methods every tabular and discretized preset carries: the trivial baselines (methods/baselines.py)
 BASELINES = ("uniform", "independent")
@@ -120,23 +131,35 @@ NOT_IN_MIRROR = {
 
 
 # dataset variants that rebuild one of the papers' input files: their published row is the paper's
-PAPER_DATASET = {"adult-sdgym": "adult", "adult-dphp": "adult", "adult-dphp-sorted": "adult", "adult-dphp-logs": "adult", "adult-dphp-zscored": "adult",
-                 "cervical-dpmerf": "cervical"}
+PAPER_DATASET = {
+    "adult-sdgym": "adult",
+    "adult-dphp": "adult",
+    "adult-dphp-sorted": "adult",
+    "adult-dphp-logs": "adult",
+    "adult-dphp-zscored": "adult",
+    "cervical-dpmerf": "cervical",
+}
 
 
 # Why a real-data calibration row misses the paper's value (the report prints it beside the miss);
 # each names the runs that show it (preset `faithfulness`, whose own calibration rows hold the numbers)
-_ADULT_P = ("DP-HP's Table 2 reads adult.p: adult.data's 32,561 rows with sorted codes (its run log's weights), "
-            "z-scored; this row is SDGym's 22,561-row part with adult.names codes, unscaled. On adult.p's rows "
-            "(adult-dphp-logs) with every classifier z-scoring its training rows, real data agree with the paper: "
-            "see preset `faithfulness`")
-_CERVICAL_DPHP = ("our rows, imputation, undersampling (0.3) and 80/20 split follow the authors' loader line by line "
-                  "(datasets/cervical.py); DP-HP's released code has no real-data path, so Table 2's real row was made "
-                  "by an undocumented protocol; the test split holds 8–16 positives (one seed-sd ≈ 0.04). Unexplained "
-                  "beyond that: no documented pipeline gives 0.959")
-_CERVICAL_DPMERF = ("DP-MERF's code keeps every cervical row (--undersample 1.0, its Table 4); this row follows DP-HP's "
-                    "0.3, a balanced and easier test split. On every row (cervical-dpmerf) real data agree with the "
-                    "paper: see preset `faithfulness`")
+_ADULT_P = (
+    "DP-HP's Table 2 reads adult.p: adult.data's 32,561 rows with sorted codes (its run log's weights), "
+    "z-scored; this row is SDGym's 22,561-row part with adult.names codes, unscaled. On adult.p's rows "
+    "(adult-dphp-logs) with every classifier z-scoring its training rows, real data agree with the paper: "
+    "see preset `faithfulness`"
+)
+_CERVICAL_DPHP = (
+    "our rows, imputation, undersampling (0.3) and 80/20 split follow the authors' loader line by line "
+    "(datasets/cervical.py); DP-HP's released code has no real-data path, so Table 2's real row was made "
+    "by an undocumented protocol; the test split holds 8–16 positives (one seed-sd ≈ 0.04). Unexplained "
+    "beyond that: no documented pipeline gives 0.959"
+)
+_CERVICAL_DPMERF = (
+    "DP-MERF's code keeps every cervical row (--undersample 1.0, its Table 4); this row follows DP-HP's "
+    "0.3, a balanced and easier test split. On every row (cervical-dpmerf) real data agree with the "
+    "paper: see preset `faithfulness`"
+)
 
 
 def _table2_values(rows: dict[str, dict[tuple[str, float], tuple]]) -> dict:
@@ -152,22 +175,62 @@ def _table2_values(rows: dict[str, dict[tuple[str, float], tuple]]) -> dict:
 # DP-HP Table 2 and Table 7 (DP-HP (arXiv:2106.05042) Tables 2 and 7): ROC / PRC (binary) or F1 (multi-class),
 # (1, 1e-5), average over 12 classifiers and 5 runs; Table 7 adds the non-private (ε = ∞) columns.
 _DPHP_TABLE2 = {
-    "adult": {("real", INF): (0.786, 0.683), ("dp-cgan", 1.0): (0.509, 0.444), ("dp-gan", 1.0): (0.511, 0.445),
-              ("dp-merf", 1.0): (0.642, 0.524), ("dp-hp", 1.0): (0.688, 0.632)},
-    "census": {("real", INF): (0.776, 0.433), ("dp-cgan", 1.0): (0.655, 0.216), ("dp-gan", 1.0): (0.529, 0.166),
-               ("dp-merf", 1.0): (0.685, 0.236), ("dp-hp", 1.0): (0.699, 0.328)},
-    "cervical": {("real", INF): (0.959, 0.858), ("dp-cgan", 1.0): (0.519, 0.200), ("dp-gan", 1.0): (0.485, 0.183),
-                 ("dp-merf", 1.0): (0.531, 0.176), ("dp-hp", 1.0): (0.616, 0.312)},
-    "credit": {("real", INF): (0.924, 0.864), ("dp-cgan", 1.0): (0.664, 0.356), ("dp-gan", 1.0): (0.435, 0.150),
-               ("dp-merf", 1.0): (0.751, 0.622), ("dp-hp", 1.0): (0.786, 0.744)},
-    "epileptic": {("real", INF): (0.808, 0.636), ("dp-cgan", 1.0): (0.578, 0.241), ("dp-gan", 1.0): (0.505, 0.196),
-                  ("dp-merf", 1.0): (0.605, 0.316), ("dp-hp", 1.0): (0.609, 0.554)},
-    "isolet": {("real", INF): (0.895, 0.741), ("dp-cgan", 1.0): (0.511, 0.198), ("dp-gan", 1.0): (0.540, 0.205),
-               ("dp-merf", 1.0): (0.557, 0.228), ("dp-hp", 1.0): (0.572, 0.498)},
-    "covtype": {("real", INF): (0.820,), ("dp-cgan", 1.0): (0.285,), ("dp-gan", 1.0): (0.492,),
-                ("dp-merf", 1.0): (0.467,), ("dp-hp", 1.0): (0.537,)},
-    "intrusion": {("real", INF): (0.971,), ("dp-cgan", 1.0): (0.302,), ("dp-gan", 1.0): (0.251,),
-                  ("dp-merf", 1.0): (0.892,), ("dp-hp", 1.0): (0.890,)},
+    "adult": {
+        ("real", INF): (0.786, 0.683),
+        ("dp-cgan", 1.0): (0.509, 0.444),
+        ("dp-gan", 1.0): (0.511, 0.445),
+        ("dp-merf", 1.0): (0.642, 0.524),
+        ("dp-hp", 1.0): (0.688, 0.632),
+    },
+    "census": {
+        ("real", INF): (0.776, 0.433),
+        ("dp-cgan", 1.0): (0.655, 0.216),
+        ("dp-gan", 1.0): (0.529, 0.166),
+        ("dp-merf", 1.0): (0.685, 0.236),
+        ("dp-hp", 1.0): (0.699, 0.328),
+    },
+    "cervical": {
+        ("real", INF): (0.959, 0.858),
+        ("dp-cgan", 1.0): (0.519, 0.200),
+        ("dp-gan", 1.0): (0.485, 0.183),
+        ("dp-merf", 1.0): (0.531, 0.176),
+        ("dp-hp", 1.0): (0.616, 0.312),
+    },
+    "credit": {
+        ("real", INF): (0.924, 0.864),
+        ("dp-cgan", 1.0): (0.664, 0.356),
+        ("dp-gan", 1.0): (0.435, 0.150),
+        ("dp-merf", 1.0): (0.751, 0.622),
+        ("dp-hp", 1.0): (0.786, 0.744),
+    },
+    "epileptic": {
+        ("real", INF): (0.808, 0.636),
+        ("dp-cgan", 1.0): (0.578, 0.241),
+        ("dp-gan", 1.0): (0.505, 0.196),
+        ("dp-merf", 1.0): (0.605, 0.316),
+        ("dp-hp", 1.0): (0.609, 0.554),
+    },
+    "isolet": {
+        ("real", INF): (0.895, 0.741),
+        ("dp-cgan", 1.0): (0.511, 0.198),
+        ("dp-gan", 1.0): (0.540, 0.205),
+        ("dp-merf", 1.0): (0.557, 0.228),
+        ("dp-hp", 1.0): (0.572, 0.498),
+    },
+    "covtype": {
+        ("real", INF): (0.820,),
+        ("dp-cgan", 1.0): (0.285,),
+        ("dp-gan", 1.0): (0.492,),
+        ("dp-merf", 1.0): (0.467,),
+        ("dp-hp", 1.0): (0.537,),
+    },
+    "intrusion": {
+        ("real", INF): (0.971,),
+        ("dp-cgan", 1.0): (0.302,),
+        ("dp-gan", 1.0): (0.251,),
+        ("dp-merf", 1.0): (0.892,),
+        ("dp-hp", 1.0): (0.890,),
+    },
 }
 _DPHP_TABLE7_NON_PRIVATE = {
     "adult": {("dp-merf", INF): (0.642, 0.525), ("dp-hp", INF): (0.673, 0.621)},
@@ -182,30 +245,75 @@ _DPHP_TABLE7_NON_PRIVATE = {
 # DP-MERF Table 1 (DP-MERF (arXiv:2002.11603) Table 1): (1, 1e-5), average over 12 classifiers and 5 runs,
 # computed from hard predictions without selection on the test set (= our downstream.paper.*).
 _DPMERF_TABLE1 = {
-    "adult": {("real", INF): (0.730, 0.639), ("dp-cgan", 1.0): (0.509, 0.444), ("dp-gan", 1.0): (0.511, 0.445),
-              ("dp-merf", 1.0): (0.650, 0.564), ("dp-merf", INF): (0.653, 0.570)},
-    "census": {("real", INF): (0.747, 0.415), ("dp-cgan", 1.0): (0.655, 0.216), ("dp-gan", 1.0): (0.529, 0.166),
-               ("dp-merf", 1.0): (0.686, 0.358), ("dp-merf", INF): (0.692, 0.369)},
-    "cervical": {("real", INF): (0.786, 0.493), ("dp-cgan", 1.0): (0.519, 0.200), ("dp-gan", 1.0): (0.485, 0.183),
-                 ("dp-merf", 1.0): (0.545, 0.184), ("dp-merf", INF): (0.896, 0.737)},
-    "credit": {("real", INF): (0.923, 0.874), ("dp-cgan", 1.0): (0.664, 0.356), ("dp-gan", 1.0): (0.435, 0.150),
-               ("dp-merf", 1.0): (0.772, 0.637), ("dp-merf", INF): (0.898, 0.774)},
-    "epileptic": {("real", INF): (0.797, 0.617), ("dp-cgan", 1.0): (0.578, 0.241), ("dp-gan", 1.0): (0.505, 0.196),
-                  ("dp-merf", 1.0): (0.611, 0.340), ("dp-merf", INF): (0.616, 0.335)},
-    "isolet": {("real", INF): (0.893, 0.728), ("dp-cgan", 1.0): (0.511, 0.198), ("dp-gan", 1.0): (0.540, 0.205),
-               ("dp-merf", 1.0): (0.547, 0.404), ("dp-merf", INF): (0.733, 0.424)},
-    "covtype": {("real", INF): (0.643,), ("dp-cgan", 1.0): (0.285,), ("dp-gan", 1.0): (0.492,),
-                ("dp-merf", 1.0): (0.467,), ("dp-merf", INF): (0.513,)},
-    "intrusion": {("real", INF): (0.959,), ("dp-cgan", 1.0): (0.302,), ("dp-gan", 1.0): (0.251,),
-                  ("dp-merf", 1.0): (0.850,), ("dp-merf", INF): (0.856,)},
+    "adult": {
+        ("real", INF): (0.730, 0.639),
+        ("dp-cgan", 1.0): (0.509, 0.444),
+        ("dp-gan", 1.0): (0.511, 0.445),
+        ("dp-merf", 1.0): (0.650, 0.564),
+        ("dp-merf", INF): (0.653, 0.570),
+    },
+    "census": {
+        ("real", INF): (0.747, 0.415),
+        ("dp-cgan", 1.0): (0.655, 0.216),
+        ("dp-gan", 1.0): (0.529, 0.166),
+        ("dp-merf", 1.0): (0.686, 0.358),
+        ("dp-merf", INF): (0.692, 0.369),
+    },
+    "cervical": {
+        ("real", INF): (0.786, 0.493),
+        ("dp-cgan", 1.0): (0.519, 0.200),
+        ("dp-gan", 1.0): (0.485, 0.183),
+        ("dp-merf", 1.0): (0.545, 0.184),
+        ("dp-merf", INF): (0.896, 0.737),
+    },
+    "credit": {
+        ("real", INF): (0.923, 0.874),
+        ("dp-cgan", 1.0): (0.664, 0.356),
+        ("dp-gan", 1.0): (0.435, 0.150),
+        ("dp-merf", 1.0): (0.772, 0.637),
+        ("dp-merf", INF): (0.898, 0.774),
+    },
+    "epileptic": {
+        ("real", INF): (0.797, 0.617),
+        ("dp-cgan", 1.0): (0.578, 0.241),
+        ("dp-gan", 1.0): (0.505, 0.196),
+        ("dp-merf", 1.0): (0.611, 0.340),
+        ("dp-merf", INF): (0.616, 0.335),
+    },
+    "isolet": {
+        ("real", INF): (0.893, 0.728),
+        ("dp-cgan", 1.0): (0.511, 0.198),
+        ("dp-gan", 1.0): (0.540, 0.205),
+        ("dp-merf", 1.0): (0.547, 0.404),
+        ("dp-merf", INF): (0.733, 0.424),
+    },
+    "covtype": {
+        ("real", INF): (0.643,),
+        ("dp-cgan", 1.0): (0.285,),
+        ("dp-gan", 1.0): (0.492,),
+        ("dp-merf", 1.0): (0.467,),
+        ("dp-merf", INF): (0.513,),
+    },
+    "intrusion": {
+        ("real", INF): (0.959,),
+        ("dp-cgan", 1.0): (0.302,),
+        ("dp-gan", 1.0): (0.251,),
+        ("dp-merf", 1.0): (0.850,),
+        ("dp-merf", INF): (0.856,),
+    },
 }
 
 
 def _hard_label_headers(values: dict) -> dict:
     """DP-MERF's numbers are hard-label ROC/PRC/F1 without test-set selection: other headers."""
-    rename = {"ROC (seeds' code)": "ROC (hard labels)", "PRC (seeds' code)": "PRC (hard labels)",
-              "F1 (seeds' code)": "F1 (hard labels)"}
-    return {d: {s: {rename[h]: v for h, v in cols.items()} for s, cols in setups.items()} for d, setups in values.items()}
+    rename = {
+        "ROC (seeds' code)": "ROC (hard labels)",
+        "PRC (seeds' code)": "PRC (hard labels)",
+        "F1 (seeds' code)": "F1 (hard labels)",
+    }
+    return {
+        d: {s: {rename[h]: v for h, v in cols.items()} for s, cols in setups.items()} for d, setups in values.items()
+    }
 
 
 def _merge(*tables: dict) -> dict:
@@ -233,9 +341,9 @@ _TABLE2_SELECTION_GAIN = (
 )
 _TABLE2_METHODS = ("real", "dp-merf", "dp-hp", "dp-gan", "dp-cgan", *BASELINES)
 
-_TABLE1_COLUMNS = tuple(
-    (f"{alpha}-way (seeds' code)", f"marginals.paper.tv_{alpha}") for alpha in (2, 3, 4)
-) + tuple((f"{alpha}-way (all subsets)", f"marginals.tv_{alpha}") for alpha in (2, 3, 4))
+_TABLE1_COLUMNS = tuple((f"{alpha}-way (seeds' code)", f"marginals.paper.tv_{alpha}") for alpha in (2, 3, 4)) + tuple(
+    (f"{alpha}-way (all subsets)", f"marginals.tv_{alpha}") for alpha in (2, 3, 4)
+)
 # Table 4's ε = 0.1 row for adult (DP-HP README: order 5, 7 product dimensions); every other Table 1
 # setup uses the dataset's defaults (methods/dp_hp.py, Table 4's ε = 0.3 row)
 _TABLE1_SETTINGS = {"adult-discrete": {("dp-hp", 0.1): ("dp-hp.prod_order=5", "dp-hp.prod_dims=7")}}
@@ -248,14 +356,18 @@ _TABLE1_PUBLISHED = {
 }
 
 _FIG6_COLUMNS = tuple((name, f"image-downstream.{name}.accuracy") for name in FIG6_CLASSIFIERS) + (
-    ("MEAN", "image-downstream.accuracy"), ("FID", "fid.fid"))
+    ("MEAN", "image-downstream.accuracy"),
+    ("FID", "fid.fid"),
+)
 _FIG6_PUBLISHED = {
     dataset: {setup: dict(zip([h for h, _ in _FIG6_COLUMNS], values)) for setup, values in setups.items()}
     for dataset, setups in SEEDS_FIG6.items()
 }
 _FIG3_COLUMNS = tuple((f"n={size}", f"effective-size.acc_n{size}") for size in FIG3_SIZES)
 _FIG3_PUBLISHED = {
-    dataset: {setup: {f"n={size}": value for size, value in zip(FIG3_SIZES, values)} for setup, values in setups.items()}
+    dataset: {
+        setup: {f"n={size}": value for size, value in zip(FIG3_SIZES, values)} for setup, values in setups.items()
+    }
     for dataset, setups in SEEDS_FIG3.items()
 }
 _IMAGES = ("mnist", "fashion-mnist")
@@ -265,20 +377,40 @@ _IMAGES = ("mnist", "fashion-mnist")
 # mean ± std over 3 runs, δ = 1e-5; {variant: {dataset: {ε: (MLP, LogReg)}}} as fractions.
 _DPMEPF_TABLES_10_11 = {
     "phi1phi2": {
-        "mnist": {INF: ((0.914, 0.003), (0.846, 0.005)), 10.0: ((0.898, 0.005), (0.834, 0.006)),
-                  5.0: ((0.899, 0.002), (0.833, 0.007)), 2.0: ((0.893, 0.003), (0.829, 0.007)),
-                  1.0: ((0.893, 0.006), (0.825, 0.005)), 0.2: ((0.799, 0.013), (0.758, 0.011))},
-        "fashion-mnist": {INF: ((0.744, 0.003), (0.743, 0.001)), 10.0: ((0.760, 0.004), (0.757, 0.010)),
-                          5.0: ((0.758, 0.006), (0.752, 0.004)), 2.0: ((0.751, 0.003), (0.758, 0.004)),
-                          1.0: ((0.747, 0.011), (0.754, 0.011)), 0.2: ((0.704, 0.019), (0.725, 0.012))},
+        "mnist": {
+            INF: ((0.914, 0.003), (0.846, 0.005)),
+            10.0: ((0.898, 0.005), (0.834, 0.006)),
+            5.0: ((0.899, 0.002), (0.833, 0.007)),
+            2.0: ((0.893, 0.003), (0.829, 0.007)),
+            1.0: ((0.893, 0.006), (0.825, 0.005)),
+            0.2: ((0.799, 0.013), (0.758, 0.011)),
+        },
+        "fashion-mnist": {
+            INF: ((0.744, 0.003), (0.743, 0.001)),
+            10.0: ((0.760, 0.004), (0.757, 0.010)),
+            5.0: ((0.758, 0.006), (0.752, 0.004)),
+            2.0: ((0.751, 0.003), (0.758, 0.004)),
+            1.0: ((0.747, 0.011), (0.754, 0.011)),
+            0.2: ((0.704, 0.019), (0.725, 0.012)),
+        },
     },
     "phi1": {
-        "mnist": {INF: ((0.882, 0.006), (0.814, 0.004)), 10.0: ((0.888, 0.001), (0.808, 0.009)),
-                  5.0: ((0.884, 0.005), (0.808, 0.008)), 2.0: ((0.880, 0.002), (0.805, 0.006)),
-                  1.0: ((0.875, 0.006), (0.790, 0.006)), 0.2: ((0.771, 0.004), (0.721, 0.014))},
-        "fashion-mnist": {INF: ((0.738, 0.005), (0.728, 0.005)), 10.0: ((0.755, 0.006), (0.755, 0.001)),
-                          5.0: ((0.751, 0.008), (0.755, 0.008)), 2.0: ((0.758, 0.007), (0.764, 0.008)),
-                          1.0: ((0.750, 0.018), (0.762, 0.008)), 0.2: ((0.690, 0.015), (0.717, 0.004))},
+        "mnist": {
+            INF: ((0.882, 0.006), (0.814, 0.004)),
+            10.0: ((0.888, 0.001), (0.808, 0.009)),
+            5.0: ((0.884, 0.005), (0.808, 0.008)),
+            2.0: ((0.880, 0.002), (0.805, 0.006)),
+            1.0: ((0.875, 0.006), (0.790, 0.006)),
+            0.2: ((0.771, 0.004), (0.721, 0.014)),
+        },
+        "fashion-mnist": {
+            INF: ((0.738, 0.005), (0.728, 0.005)),
+            10.0: ((0.755, 0.006), (0.755, 0.001)),
+            5.0: ((0.751, 0.008), (0.755, 0.008)),
+            2.0: ((0.758, 0.007), (0.764, 0.008)),
+            1.0: ((0.750, 0.018), (0.762, 0.008)),
+            0.2: ((0.690, 0.015), (0.717, 0.004)),
+        },
     },
 }
 # DP-MEPF Table 1 (ε = 10): the other kernel methods' MLP / LogReg as DP-MEPF prints them (copied
@@ -287,8 +419,12 @@ _DPMEPF_TABLE1_OTHERS = {
     "mnist": {("dp-merf", 10.0): (0.78, 0.79), ("dp-hp", 10.0): (0.82, 0.81)},
     "fashion-mnist": {("dp-merf", 10.0): (0.75, 0.76), ("dp-hp", 10.0): (0.71, 0.73)},
 }
-_DPMEPF_COLUMNS = (("MLP", "image-downstream.MLP.accuracy"), ("LogReg", "image-downstream.LR.accuracy"),
-                   ("MEAN of 12", "image-downstream.accuracy"), ("FID", "fid.fid"))
+_DPMEPF_COLUMNS = (
+    ("MLP", "image-downstream.MLP.accuracy"),
+    ("LogReg", "image-downstream.LR.accuracy"),
+    ("MEAN of 12", "image-downstream.accuracy"),
+    ("FID", "fid.fid"),
+)
 
 
 def _dpmepf_published(variant: str, with_others: bool) -> dict:
@@ -305,131 +441,274 @@ def _dpmepf_published(variant: str, with_others: bool) -> dict:
 # DP-MEPF Table 16 (App. C; Table 5 prints the means): unlabelled CIFAR-10 FID (5,000 samples),
 # mean ± std over 5 runs; {variant: {ε: FID}}.
 _DPMEPF_TABLE16 = {
-    "phi1phi2": {INF: (38.5, 1.5), 10.0: (38.8, 2.0), 5.0: (37.0, 1.1), 2.0: (38.7, 2.2), 1.0: (43.0, 1.1),
-                 0.5: (49.4, 1.0), 0.2: (67.3, 2.6)},
+    "phi1phi2": {
+        INF: (38.5, 1.5),
+        10.0: (38.8, 2.0),
+        5.0: (37.0, 1.1),
+        2.0: (38.7, 2.2),
+        1.0: (43.0, 1.1),
+        0.5: (49.4, 1.0),
+        0.2: (67.3, 2.6),
+    },
 }
-_DPMEPF_CPU = ("the `cpu` profile (methods/dp_mepf.py: EfficientNet-Lite0's first 7 layers, 4,000 iterations; "
-               "each deviation is named in its parameter's source)")
+_DPMEPF_CPU = (
+    "the `cpu` profile (methods/dp_mepf.py: EfficientNet-Lite0's first 7 layers, 4,000 iterations; "
+    "each deviation is named in its parameter's source)"
+)
 
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
         Preset(
-            "dphp-fig2", "DP-HP Fig. 2", "2-D Gaussian mixture, NLL of generated samples at (1, 1e-5)", "gmm2d-paper",
+            "dphp-fig2",
+            "DP-HP Fig. 2",
+            "2-D Gaussian mixture, NLL of generated samples at (1, 1e-5)",
+            "gmm2d-paper",
             (GridSpec(("real", "dp-merf", "dp-hp", "dp-gan", "dp-cgan"), ("gmm2d",), [1.0], FIVE_SEEDS),),
             (("NLL sum (seeds' convention)", "nll.paper_sum"), ("NLL per sample", "nll.mean")),
-            {"gmm2d": {("real", INF): {"NLL sum (seeds' convention)": "≈ 3.1×10⁵"},
-                       ("dp-cgan", 1.0): {"NLL sum (seeds' convention)": "≈ 4.7×10⁵"},
-                       ("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
-                       ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"}}},
+            {
+                "gmm2d": {
+                    ("real", INF): {"NLL sum (seeds' convention)": "≈ 3.1×10⁵"},
+                    ("dp-cgan", 1.0): {"NLL sum (seeds' convention)": "≈ 4.7×10⁵"},
+                    ("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
+                    ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"},
+                }
+            },
             "DP-HP (arXiv:2106.05042) Fig. 2, values read off the figure",
-            plot_metrics=("nll.mean",), sample_grids=True,
+            plot_metrics=("nll.mean",),
+            sample_grids=True,
         ),
         Preset(
-            "dphp-table1", "DP-HP Table 1", "α-way marginals on the discretized Adult and Census tables, ε ∈ {0.3, 0.1}",
+            "dphp-table1",
+            "DP-HP Table 1",
+            "α-way marginals on the discretized Adult and Census tables, ε ∈ {0.3, 0.1}",
             "table1",
             (
-                GridSpec(("privbayes", "mst", "aim", "dp-merf", *BASELINES), ("adult-discrete", "census-discrete"), [0.3, 0.1], FIVE_SEEDS, protocol="paper"),
+                GridSpec(
+                    ("privbayes", "mst", "aim", "dp-merf", *BASELINES),
+                    ("adult-discrete", "census-discrete"),
+                    [0.3, 0.1],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                ),
                 GridSpec(("dp-hp",), ("adult-discrete",), [0.3], FIVE_SEEDS, protocol="paper"),
-                GridSpec(("dp-hp",), ("adult-discrete",), [0.1], FIVE_SEEDS, protocol="paper", overrides=overrides_of(_TABLE1_SETTINGS["adult-discrete"][("dp-hp", 0.1)])),
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-discrete",),
+                    [0.1],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides=overrides_of(_TABLE1_SETTINGS["adult-discrete"][("dp-hp", 0.1)]),
+                ),
                 GridSpec(("dp-hp",), ("census-discrete",), [0.3, 0.1], FIVE_SEEDS, protocol="paper"),
             ),
-            _TABLE1_COLUMNS, _TABLE1_PUBLISHED, "DP-HP (arXiv:2106.05042) Table 1", plot_metrics=("marginals.tv_3",),
+            _TABLE1_COLUMNS,
+            _TABLE1_PUBLISHED,
+            "DP-HP (arXiv:2106.05042) Table 1",
+            plot_metrics=("marginals.tv_3",),
             paper_settings=_TABLE1_SETTINGS,
         ),
         Preset(
-            "dphp-table2", "DP-HP Table 2",
-            "train on synthetic, test on real, (1, 1e-5), both protocols, with the trivial baselines", "table2",
-            (GridSpec(_TABLE2_METHODS, TABULAR_DATASETS, [1.0], FIVE_SEEDS, protocol="paper"), GridSpec(_TABLE2_METHODS, TABULAR_DATASETS, [1.0], FIVE_SEEDS),
-             # the data mirror holds only samples of these three (shared/data/README.md): labelled as samples, no paper row
-             GridSpec(_TABLE2_METHODS, MIRROR_SAMPLES, [1.0], FIVE_SEEDS, protocol="paper"), GridSpec(_TABLE2_METHODS, MIRROR_SAMPLES, [1.0], FIVE_SEEDS)),
-            _TABLE2_COLUMNS, _table2_values(_DPHP_TABLE2), "DP-HP (arXiv:2106.05042) Table 2", plot_metrics=("downstream.roc_auc",),
-            selection_gain=_TABLE2_SELECTION_GAIN, calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
-        ),
-        Preset(
-            "dphp-table7", "DP-HP Table 7", "Table 2's non-private DP-MERF and DP-HP columns (--eps inf, paper protocol)",
+            "dphp-table2",
+            "DP-HP Table 2",
+            "train on synthetic, test on real, (1, 1e-5), both protocols, with the trivial baselines",
             "table2",
-            (GridSpec(("dp-merf", "dp-hp"), TABULAR_DATASETS, [INF], FIVE_SEEDS, protocol="paper"),),
-            _TABLE2_COLUMNS[:3], _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)), "DP-HP (arXiv:2106.05042) Table 7",
+            (
+                GridSpec(_TABLE2_METHODS, TABULAR_DATASETS, [1.0], FIVE_SEEDS, protocol="paper"),
+                GridSpec(_TABLE2_METHODS, TABULAR_DATASETS, [1.0], FIVE_SEEDS),
+                # the data mirror holds only samples of these three (shared/data/README.md): labelled as samples, no paper row
+                GridSpec(_TABLE2_METHODS, MIRROR_SAMPLES, [1.0], FIVE_SEEDS, protocol="paper"),
+                GridSpec(_TABLE2_METHODS, MIRROR_SAMPLES, [1.0], FIVE_SEEDS),
+            ),
+            _TABLE2_COLUMNS,
+            _table2_values(_DPHP_TABLE2),
+            "DP-HP (arXiv:2106.05042) Table 2",
+            plot_metrics=("downstream.roc_auc",),
+            selection_gain=_TABLE2_SELECTION_GAIN,
             calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
         ),
         Preset(
-            "dphp-fig6", "DP-HP Fig. 6",
-            "images: accuracy of 12 classifiers trained on 60,000 synthetic images, and FID; ε = 1 and non-private",
-            "images",
-            (GridSpec(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, [1.0, INF], FIVE_SEEDS, evaluators=("image-downstream", "fid")),
-             GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream", "fid"))),
-            _FIG6_COLUMNS, _FIG6_PUBLISHED, "DP-HP (arXiv:2106.05042) Fig. 6 (values from "
-            "github.com/ParkLabML/DP-HP code_balanced/plots/may17_*_mehp_by_model_values.npz)",
-            digits=".4g", plot_metrics=("image-downstream.accuracy",), sample_grids=True,
+            "dphp-table7",
+            "DP-HP Table 7",
+            "Table 2's non-private DP-MERF and DP-HP columns (--eps inf, paper protocol)",
+            "table2",
+            (GridSpec(("dp-merf", "dp-hp"), TABULAR_DATASETS, [INF], FIVE_SEEDS, protocol="paper"),),
+            _TABLE2_COLUMNS[:3],
+            _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)),
+            "DP-HP (arXiv:2106.05042) Table 7",
+            calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
         ),
         Preset(
-            "dphp-fig3", "DP-HP Fig. 3", "images: mean accuracy of the 12 classifiers vs training-set size (effective size)",
+            "dphp-fig6",
+            "DP-HP Fig. 6",
+            "images: accuracy of 12 classifiers trained on 60,000 synthetic images, and FID; ε = 1 and non-private",
             "images",
-            (GridSpec(("real", "dp-merf", "dp-hp", "full-mmd"), _IMAGES, [1.0, INF], FIVE_SEEDS, evaluators=("effective-size",)),
-             GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("effective-size",))),
-            _FIG3_COLUMNS, _FIG3_PUBLISHED, "DP-HP (arXiv:2106.05042) Fig. 3 (values from "
+            (
+                GridSpec(
+                    ("real", "dp-merf", "dp-hp", "full-mmd"),
+                    _IMAGES,
+                    [1.0, INF],
+                    FIVE_SEEDS,
+                    evaluators=("image-downstream", "fid"),
+                ),
+                GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream", "fid")),
+            ),
+            _FIG6_COLUMNS,
+            _FIG6_PUBLISHED,
+            "DP-HP (arXiv:2106.05042) Fig. 6 (values from "
+            "github.com/ParkLabML/DP-HP code_balanced/plots/may17_*_mehp_by_model_values.npz)",
+            digits=".4g",
+            plot_metrics=("image-downstream.accuracy",),
+            sample_grids=True,
+        ),
+        Preset(
+            "dphp-fig3",
+            "DP-HP Fig. 3",
+            "images: mean accuracy of the 12 classifiers vs training-set size (effective size)",
+            "images",
+            (
+                GridSpec(
+                    ("real", "dp-merf", "dp-hp", "full-mmd"),
+                    _IMAGES,
+                    [1.0, INF],
+                    FIVE_SEEDS,
+                    evaluators=("effective-size",),
+                ),
+                GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("effective-size",)),
+            ),
+            _FIG3_COLUMNS,
+            _FIG3_PUBLISHED,
+            "DP-HP (arXiv:2106.05042) Fig. 3 (values from "
             "github.com/ParkLabML/DP-HP code_balanced/plots/may27_order100_var_*_mehp_values.npz)",
             digits=".4f",
         ),
         Preset(
-            "dpmerf-table1", "DP-MERF Table 1", "tabular, (1, 1e-5) and non-private DP-MERF, hard-label metrics",
+            "dpmerf-table1",
+            "DP-MERF Table 1",
+            "tabular, (1, 1e-5) and non-private DP-MERF, hard-label metrics",
             "table2",  # the same cells as Table 2's paper-protocol grid: one run serves both tables
-            (GridSpec(("real", "dp-merf", "dp-gan", "dp-cgan", *BASELINES), TABULAR_DATASETS, [1.0], FIVE_SEEDS, protocol="paper"),
-             GridSpec(("dp-merf",), TABULAR_DATASETS, [INF], FIVE_SEEDS, protocol="paper")),
-            (("ROC (hard labels)", "downstream.paper.roc_auc"), ("PRC (hard labels)", "downstream.paper.pr_auc"),
-             ("F1 (hard labels)", "downstream.paper.f1_weighted")),
-            _hard_label_headers(_table2_values(_DPMERF_TABLE1)), "DP-MERF (arXiv:2002.11603) Table 1",
-            plot_metrics=("downstream.paper.roc_auc",), calibration_notes={"cervical": _CERVICAL_DPMERF},
+            (
+                GridSpec(
+                    ("real", "dp-merf", "dp-gan", "dp-cgan", *BASELINES),
+                    TABULAR_DATASETS,
+                    [1.0],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                ),
+                GridSpec(("dp-merf",), TABULAR_DATASETS, [INF], FIVE_SEEDS, protocol="paper"),
+            ),
+            (
+                ("ROC (hard labels)", "downstream.paper.roc_auc"),
+                ("PRC (hard labels)", "downstream.paper.pr_auc"),
+                ("F1 (hard labels)", "downstream.paper.f1_weighted"),
+            ),
+            _hard_label_headers(_table2_values(_DPMERF_TABLE1)),
+            "DP-MERF (arXiv:2002.11603) Table 1",
+            plot_metrics=("downstream.paper.roc_auc",),
+            calibration_notes={"cervical": _CERVICAL_DPMERF},
         ),
         Preset(
-            "dpmerf-table3", "DP-MERF Table 3", "images: mean accuracy of 12 classifiers, DP-MERF at ε = 1 and 0.2",
+            "dpmerf-table3",
+            "DP-MERF Table 3",
+            "images: mean accuracy of 12 classifiers, DP-MERF at ε = 1 and 0.2",
             "images",  # Fig. 6's experiment: its setups are fitted once for both
-            (GridSpec(("real", "dp-merf"), _IMAGES, [1.0, 0.2], FIVE_SEEDS, evaluators=("image-downstream",)),
-             GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream",))),
+            (
+                GridSpec(("real", "dp-merf"), _IMAGES, [1.0, 0.2], FIVE_SEEDS, evaluators=("image-downstream",)),
+                GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream",)),
+            ),
             (("MEAN", "image-downstream.accuracy"),),
-            {"mnist": {("real", INF): {"MEAN": 0.87}, ("dp-cgan", 9.6): {"MEAN": 0.50}, ("dp-gan", 9.6): {"MEAN": 0.48},
-                       ("dp-merf", 1.0): {"MEAN": 0.65}, ("dp-merf", 0.2): {"MEAN": 0.61}},
-             "fashion-mnist": {("real", INF): {"MEAN": 0.78}, ("dp-cgan", 9.6): {"MEAN": 0.39},
-                               ("dp-gan", 9.6): {"MEAN": 0.46}, ("dp-merf", 1.0): {"MEAN": 0.61},
-                               ("dp-merf", 0.2): {"MEAN": 0.53}}},
-            "DP-MERF (arXiv:2002.11603) Table 3", digits=".2f", plot_metrics=("image-downstream.accuracy",), sample_grids=True,
+            {
+                "mnist": {
+                    ("real", INF): {"MEAN": 0.87},
+                    ("dp-cgan", 9.6): {"MEAN": 0.50},
+                    ("dp-gan", 9.6): {"MEAN": 0.48},
+                    ("dp-merf", 1.0): {"MEAN": 0.65},
+                    ("dp-merf", 0.2): {"MEAN": 0.61},
+                },
+                "fashion-mnist": {
+                    ("real", INF): {"MEAN": 0.78},
+                    ("dp-cgan", 9.6): {"MEAN": 0.39},
+                    ("dp-gan", 9.6): {"MEAN": 0.46},
+                    ("dp-merf", 1.0): {"MEAN": 0.61},
+                    ("dp-merf", 0.2): {"MEAN": 0.53},
+                },
+            },
+            "DP-MERF (arXiv:2002.11603) Table 3",
+            digits=".2f",
+            plot_metrics=("image-downstream.accuracy",),
+            sample_grids=True,
         ),
         Preset(
-            "dpmepf-table2", "DP-MEPF Tables 2, 10, 11",
+            "dpmepf-table2",
+            "DP-MEPF Tables 2, 10, 11",
             f"images: MLP and LogReg accuracy after training on generated MNIST / FashionMNIST, (φ1, φ2), at {_DPMEPF_CPU}; "
             "DP-MERF and DP-HP beside it at ε = 1",
             "dpmepf-table2",
-            (GridSpec(("dp-mepf",), _IMAGES, [0.2, 1.0, 10.0, INF], [0, 1, 2], profile="cpu"),
-             GridSpec(("dp-merf", "dp-hp"), ("mnist",), [1.0], [0, 1, 2], profile="cpu")),
-            _DPMEPF_COLUMNS, _dpmepf_published("phi1phi2", with_others=True),
+            (
+                GridSpec(("dp-mepf",), _IMAGES, [0.2, 1.0, 10.0, INF], [0, 1, 2], profile="cpu"),
+                GridSpec(("dp-merf", "dp-hp"), ("mnist",), [1.0], [0, 1, 2], profile="cpu"),
+            ),
+            _DPMEPF_COLUMNS,
+            _dpmepf_published("phi1phi2", with_others=True),
             "DP-MEPF (arXiv:2205.12900) Tables 10 and 11 (DP-MEPF rows, mean ± std over 3 runs) and Table 1 "
             "(DP-MERF and DP-HP at ε = 10, as DP-MEPF prints them)",
-            plot_metrics=("image-downstream.MLP.accuracy",), sample_grids=True,
+            plot_metrics=("image-downstream.MLP.accuracy",),
+            sample_grids=True,
         ),
         Preset(
-            "dpmepf-table2-phi1", "DP-MEPF Tables 2, 10, 11 (φ1)",
+            "dpmepf-table2-phi1",
+            "DP-MEPF Tables 2, 10, 11 (φ1)",
             f"as dpmepf-table2 with the first moment only (--set dp-mepf.moments=1), at {_DPMEPF_CPU}",
             "dpmepf-table2-phi1",
-            (GridSpec(("dp-mepf",), _IMAGES, [0.2, 1.0, 10.0, INF], [0, 1, 2], profile="cpu", overrides={'dp-mepf': {'moments': '1'}}),),
-            _DPMEPF_COLUMNS, _dpmepf_published("phi1", with_others=False),
+            (
+                GridSpec(
+                    ("dp-mepf",),
+                    _IMAGES,
+                    [0.2, 1.0, 10.0, INF],
+                    [0, 1, 2],
+                    profile="cpu",
+                    overrides={"dp-mepf": {"moments": "1"}},
+                ),
+            ),
+            _DPMEPF_COLUMNS,
+            _dpmepf_published("phi1", with_others=False),
             "DP-MEPF (arXiv:2205.12900) Tables 10 and 11, (φ1) rows, mean ± std over 3 runs",
-            plot_metrics=("image-downstream.MLP.accuracy",), sample_grids=True,
+            plot_metrics=("image-downstream.MLP.accuracy",),
+            sample_grids=True,
         ),
         Preset(
-            "dpmepf-table5", "DP-MEPF Tables 5, 16",
+            "dpmepf-table5",
+            "DP-MEPF Tables 5, 16",
             f"unlabelled CIFAR-10 (the data mirror's JPEG copy), (φ1, φ2), FID at 5,000 samples, at {_DPMEPF_CPU}, "
             "with precision / recall / density / coverage on the same Inception features",
             "dpmepf-table5",
-            (GridSpec(("dp-mepf",), ("cifar10-jpeg",), [1.0, 10.0], [0, 1, 2], profile="cpu", evaluators=("fid", "prdc"), overrides={'dp-mepf': {'labelled': 'false'}}),),
-            (("FID", "fid.fid"), ("precision", "prdc.precision"), ("recall", "prdc.recall"),
-             ("density", "prdc.density"), ("coverage", "prdc.coverage")),
+            (
+                GridSpec(
+                    ("dp-mepf",),
+                    ("cifar10-jpeg",),
+                    [1.0, 10.0],
+                    [0, 1, 2],
+                    profile="cpu",
+                    evaluators=("fid", "prdc"),
+                    overrides={"dp-mepf": {"labelled": "false"}},
+                ),
+            ),
+            (
+                ("FID", "fid.fid"),
+                ("precision", "prdc.precision"),
+                ("recall", "prdc.recall"),
+                ("density", "prdc.density"),
+                ("coverage", "prdc.coverage"),
+            ),
             {"cifar10-jpeg": {("dp-mepf", eps): {"FID": value} for eps, value in _DPMEPF_TABLE16["phi1phi2"].items()}},
             "DP-MEPF (arXiv:2205.12900) Table 16, unlabelled (φ1, φ2), mean ± std over 5 runs (200,000 GPU steps)",
-            digits=".1f", plot_metrics=("fid.fid",), sample_grids=True,
+            digits=".1f",
+            plot_metrics=("fid.fid",),
+            sample_grids=True,
         ),
         Preset(
-            "dphp-gaps", "beyond the seeds: where DP-HP falls short of the seeds (issue 19)",
+            "dphp-gaps",
+            "beyond the seeds: where DP-HP falls short of the seeds (issue 19)",
             "ablations: DP-HP on adult (paper protocol) at ε = 1 and ∞, with 60 epochs instead of 20, at ε = ∞ with "
             "the seeds' median-heuristic length scales or their unconditional product target, and on adult as DP-HP's "
             "Table 2 reads it (adult-dphp: 48,842 rows, education categorical; adult-dphp-sorted: the same with sorted "
@@ -439,48 +718,133 @@ PRESETS: dict[str, Preset] = {
             "gmm2d DP-HP vs DP-MERF at ε = 1 and ∞ (3 seeds), and DP-HP with the 2-D script's product target (n/B = 180 × "
             "the released mean embedding)",
             "dphp-gaps",
-            (GridSpec(("dp-hp",), ("adult",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
-             GridSpec(("dp-hp",), ("adult",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'epochs': '60'}}),
-             # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
-             GridSpec(("dp-hp",), ("adult",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'length_scale_rule': 'median-heuristic'}}),
-             # the seeds' tabular code's product target: every class's row sums all of X_train (non-private only)
-             GridSpec(("dp-hp",), ("adult",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'prod_target_rule': 'unconditional'}}),
-             # the data as DP-HP's Table 2 reads it: all 48,842 rows (DP-HP (arXiv:2106.05042) Table 3), education categorical
-             GridSpec(("dp-hp",), ("adult-dphp",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
-             # ... with the codes in sorted-name order (LabelEncoder's), on which the authors' code scores 0.589
-             GridSpec(("dp-hp",), ("adult-dphp-sorted",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
-             # ... and both with the seeds' tabular kernel set-up (both rules above; non-private only): the authors' code
-             GridSpec(("dp-hp",), ("adult-dphp", "adult-dphp-sorted"), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'length_scale_rule': 'median-heuristic', 'prod_target_rule': 'unconditional'}}),
-             GridSpec(("dp-hp",), ("adult-discrete",), [0.1, 0.3, 1.0, INF], [0, 1, 2], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '8'}}),
-             # ... and with 20 (Table 4's default here): does utility now move with ε?
-             GridSpec(("dp-hp",), ("adult-discrete",), [0.03, 0.1, 0.3, 1.0, INF], [0, 1, 2], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '20'}}),
-             GridSpec(("dp-hp",), ("adult-discrete",), [0.3], [0, 1], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '50'}}),
-             # Table 1's code (github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py, --hyperparam 0) also takes
-             # the median heuristic on the private rows, uncharged: non-private only
-             GridSpec(("dp-hp",), ("adult-discrete",), [INF], [0, 1], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '20', 'length_scale_rule': 'median-heuristic'}}),
-             # ... and with a 10× learning rate (the code's 1e-4 may be slow for 20 epochs): does training set the floor?
-             GridSpec(("dp-hp",), ("adult-discrete",), [INF], [0, 1], protocol="paper", evaluators=("marginals",), overrides={'dp-hp': {'epochs': '20', 'lr': '0.001'}}),
-             GridSpec(("dp-hp",), ("gmm2d",), [1.0, INF], [0, 1, 2]),
-             GridSpec(("dp-merf",), ("gmm2d",), [1.0, INF], [0, 1, 2]),
-             # the 2-D script's product target, n/B = 180 × the mean embedding (methods/dp_hp.py prod_target_scale)
-             GridSpec(("dp-hp",), ("gmm2d",), [1.0, INF], [0, 1], overrides={'dp-hp': {'prod_target_scale': '180'}})),
-            (("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
-             ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc"),
-             ("3-way (seeds' code)", "marginals.paper.tv_3"), ("4-way (seeds' code)", "marginals.paper.tv_4"),
-             ("NLL sum (seeds' convention)", "nll.paper_sum")),
+            (
+                GridSpec(("dp-hp",), ("adult",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+                GridSpec(
+                    ("dp-hp",), ("adult",), [1.0], FIVE_SEEDS, protocol="paper", overrides={"dp-hp": {"epochs": "60"}}
+                ),
+                # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult",),
+                    [INF],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"length_scale_rule": "median-heuristic"}},
+                ),
+                # the seeds' tabular code's product target: every class's row sums all of X_train (non-private only)
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult",),
+                    [INF],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"prod_target_rule": "unconditional"}},
+                ),
+                # the data as DP-HP's Table 2 reads it: all 48,842 rows (DP-HP (arXiv:2106.05042) Table 3), education categorical
+                GridSpec(("dp-hp",), ("adult-dphp",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+                # ... with the codes in sorted-name order (LabelEncoder's), on which the authors' code scores 0.589
+                GridSpec(("dp-hp",), ("adult-dphp-sorted",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+                # ... and both with the seeds' tabular kernel set-up (both rules above; non-private only): the authors' code
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-dphp", "adult-dphp-sorted"),
+                    [INF],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"length_scale_rule": "median-heuristic", "prod_target_rule": "unconditional"}},
+                ),
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-discrete",),
+                    [0.1, 0.3, 1.0, INF],
+                    [0, 1, 2],
+                    protocol="paper",
+                    evaluators=("marginals",),
+                    overrides={"dp-hp": {"epochs": "8"}},
+                ),
+                # ... and with 20 (Table 4's default here): does utility now move with ε?
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-discrete",),
+                    [0.03, 0.1, 0.3, 1.0, INF],
+                    [0, 1, 2],
+                    protocol="paper",
+                    evaluators=("marginals",),
+                    overrides={"dp-hp": {"epochs": "20"}},
+                ),
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-discrete",),
+                    [0.3],
+                    [0, 1],
+                    protocol="paper",
+                    evaluators=("marginals",),
+                    overrides={"dp-hp": {"epochs": "50"}},
+                ),
+                # Table 1's code (github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py, --hyperparam 0) also takes
+                # the median heuristic on the private rows, uncharged: non-private only
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-discrete",),
+                    [INF],
+                    [0, 1],
+                    protocol="paper",
+                    evaluators=("marginals",),
+                    overrides={"dp-hp": {"epochs": "20", "length_scale_rule": "median-heuristic"}},
+                ),
+                # ... and with a 10× learning rate (the code's 1e-4 may be slow for 20 epochs): does training set the floor?
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-discrete",),
+                    [INF],
+                    [0, 1],
+                    protocol="paper",
+                    evaluators=("marginals",),
+                    overrides={"dp-hp": {"epochs": "20", "lr": "0.001"}},
+                ),
+                GridSpec(("dp-hp",), ("gmm2d",), [1.0, INF], [0, 1, 2]),
+                GridSpec(("dp-merf",), ("gmm2d",), [1.0, INF], [0, 1, 2]),
+                # the 2-D script's product target, n/B = 180 × the mean embedding (methods/dp_hp.py prod_target_scale)
+                GridSpec(("dp-hp",), ("gmm2d",), [1.0, INF], [0, 1], overrides={"dp-hp": {"prod_target_scale": "180"}}),
+            ),
+            (
+                ("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
+                ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc"),
+                ("3-way (seeds' code)", "marginals.paper.tv_3"),
+                ("4-way (seeds' code)", "marginals.paper.tv_4"),
+                ("NLL sum (seeds' convention)", "nll.paper_sum"),
+            ),
             _merge(
-                {name: {setup: cols for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items() if setup[0] == "dp-hp"}
-                 for name in ("adult", "adult-dphp", "adult-dphp-sorted")},
-                {"adult-discrete": {setup: cols for setup, cols in _TABLE1_PUBLISHED["adult-discrete"].items()
-                                    if setup[0] == "dp-hp"}},
-                {"gmm2d": {("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
-                           ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"}}},
+                {
+                    name: {
+                        setup: cols
+                        for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items()
+                        if setup[0] == "dp-hp"
+                    }
+                    for name in ("adult", "adult-dphp", "adult-dphp-sorted")
+                },
+                {
+                    "adult-discrete": {
+                        setup: cols
+                        for setup, cols in _TABLE1_PUBLISHED["adult-discrete"].items()
+                        if setup[0] == "dp-hp"
+                    }
+                },
+                {
+                    "gmm2d": {
+                        ("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
+                        ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"},
+                    }
+                },
             ),
             "DP-HP (arXiv:2106.05042) Table 2 (adult), Table 1 (discretized Adult), Fig. 2 (gmm2d, read off the figure)",
-            plot_metrics=("marginals.tv_3",), paper_settings=_TABLE1_SETTINGS,
+            plot_metrics=("marginals.tv_3",),
+            paper_settings=_TABLE1_SETTINGS,
         ),
         Preset(
-            "faithfulness", "beyond the seeds: our DP-MERF and DP-HP on the authors' own input files (issue 28)",
+            "faithfulness",
+            "beyond the seeds: our DP-MERF and DP-HP on the authors' own input files (issue 28)",
             "DP-MERF on adult as its code reads it (adult-sdgym: SDGym's 22,561 rows, codes by descending frequency) "
             "at ε = 1, ∞ and 12.9 — the ε at which our sound release adds the noise the authors' code adds at its "
             "claimed ε = 1 (their sensitivity 2√2/m assumes one-hot rows; on integer codes up to 41 the bound is "
@@ -491,68 +855,155 @@ PRESETS: dict[str, Preset] = {
             "midpoints; real data and DP-HP on adult-dphp-logs with every classifier z-scoring its training rows "
             "(the authors' file was z-scored)",
             "faithfulness",
-            (GridSpec(("real", "dp-merf"), ("adult-sdgym",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
-             GridSpec(("dp-merf",), ("adult-sdgym",), [12.9], FIVE_SEEDS, protocol="paper"),
-             # the authors' length scale (median heuristic on private rows, uncharged): non-private only
-             GridSpec(("dp-merf",), ("adult-sdgym",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-merf': {'length_scale_rule': 'median-heuristic'}}),
-             # ... and that median estimated privately, charged through the ledger (ours)
-             GridSpec(("dp-merf",), ("adult-sdgym",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-merf': {'length_scale_rule': 'dp-median'}}),
-             # ... at 13.8, where that rule's embedding noise equals the authors' at their claimed ε = 1: like for like
-             GridSpec(("dp-merf",), ("adult-sdgym",), [13.8], FIVE_SEEDS, protocol="paper", overrides={'dp-merf': {'length_scale_rule': 'dp-median'}}),
-             # cervical as DP-MERF's code keeps it: every row (DP-HP's grid undersamples to 0.3)
-             GridSpec(("real", "dp-merf"), ("cervical-dpmerf",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
-             GridSpec(("real", "dp-hp"), ("adult-dphp-logs",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
-             # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
-             GridSpec(("dp-hp",), ("adult-dphp-logs", "cervical"), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'length_scale_rule': 'median-heuristic'}}),
-             # each coordinate centred on its public midpoint before the HP features (public, no privacy cost)
-             GridSpec(("dp-hp",), ("adult-dphp-logs", "cervical"), [1.0, INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred'}}),
-             # the authors' z-scored input file, as a classifier-side step: each classifier z-scores its
-             # training rows (the synthetic ones) first
-             GridSpec(("real", "dp-hp"), ("adult-dphp-logs",), [1.0], FIVE_SEEDS, protocol="paper", evaluator_overrides={'downstream': {'scaling': 'standard'}}),
-             GridSpec(("dp-hp",), ("adult-dphp-logs",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred'}}, evaluator_overrides={'downstream': {'scaling': 'standard'}}),
-             # ... and with the authors' own length scales too (median heuristic, uncharged: ε = ∞ only): their
-             # kernel set-up on their file, as near as a typed model space gets
-             GridSpec(("dp-hp",), ("adult-dphp-logs",), [INF], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred', 'length_scale_rule': 'median-heuristic'}}, evaluator_overrides={'downstream': {'scaling': 'standard'}}),
-             # the authors' file itself: every column z-scored (uncharged statistics of the rows, an ablation);
-             # their kernel, generator and classifiers all saw these z-scores
-             GridSpec(("real", "dp-hp"), ("adult-dphp-zscored",), [1.0], FIVE_SEEDS, protocol="paper"),
-             # ... and a generator that emits numerical columns within their public ranges (O(1) units, as on the
-             # authors' z-scored file) instead of raw units that 200 Adam steps cannot reach
-             GridSpec(("dp-hp",), ("adult-dphp-logs",), [1.0], FIVE_SEEDS, protocol="paper", overrides={'dp-hp': {'kernel_inputs': 'centred', 'numerical_outputs': 'public-range'}}, evaluator_overrides={'downstream': {'scaling': 'standard'}})),
-            (("ROC (hard labels)", "downstream.paper.roc_auc"), ("PRC (hard labels)", "downstream.paper.pr_auc"),
-             ("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
-             ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc")),
-            {"adult-sdgym": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["adult"],
-             "cervical-dpmerf": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["cervical"],
-             **{name: {setup: cols for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items()
-                       if setup[0] in ("real", "dp-hp")} for name in ("adult-dphp-logs", "adult-dphp-zscored")},
-             "cervical": {setup: cols for setup, cols in _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE))[
-                 "cervical"].items() if setup[0] in ("dp-hp", "dp-merf")}},
+            (
+                GridSpec(("real", "dp-merf"), ("adult-sdgym",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+                GridSpec(("dp-merf",), ("adult-sdgym",), [12.9], FIVE_SEEDS, protocol="paper"),
+                # the authors' length scale (median heuristic on private rows, uncharged): non-private only
+                GridSpec(
+                    ("dp-merf",),
+                    ("adult-sdgym",),
+                    [INF],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-merf": {"length_scale_rule": "median-heuristic"}},
+                ),
+                # ... and that median estimated privately, charged through the ledger (ours)
+                GridSpec(
+                    ("dp-merf",),
+                    ("adult-sdgym",),
+                    [1.0],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-merf": {"length_scale_rule": "dp-median"}},
+                ),
+                # ... at 13.8, where that rule's embedding noise equals the authors' at their claimed ε = 1: like for like
+                GridSpec(
+                    ("dp-merf",),
+                    ("adult-sdgym",),
+                    [13.8],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-merf": {"length_scale_rule": "dp-median"}},
+                ),
+                # cervical as DP-MERF's code keeps it: every row (DP-HP's grid undersamples to 0.3)
+                GridSpec(("real", "dp-merf"), ("cervical-dpmerf",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+                GridSpec(("real", "dp-hp"), ("adult-dphp-logs",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
+                # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-dphp-logs", "cervical"),
+                    [INF],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"length_scale_rule": "median-heuristic"}},
+                ),
+                # each coordinate centred on its public midpoint before the HP features (public, no privacy cost)
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-dphp-logs", "cervical"),
+                    [1.0, INF],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"kernel_inputs": "centred"}},
+                ),
+                # the authors' z-scored input file, as a classifier-side step: each classifier z-scores its
+                # training rows (the synthetic ones) first
+                GridSpec(
+                    ("real", "dp-hp"),
+                    ("adult-dphp-logs",),
+                    [1.0],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    evaluator_overrides={"downstream": {"scaling": "standard"}},
+                ),
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-dphp-logs",),
+                    [1.0],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"kernel_inputs": "centred"}},
+                    evaluator_overrides={"downstream": {"scaling": "standard"}},
+                ),
+                # ... and with the authors' own length scales too (median heuristic, uncharged: ε = ∞ only): their
+                # kernel set-up on their file, as near as a typed model space gets
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-dphp-logs",),
+                    [INF],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"kernel_inputs": "centred", "length_scale_rule": "median-heuristic"}},
+                    evaluator_overrides={"downstream": {"scaling": "standard"}},
+                ),
+                # the authors' file itself: every column z-scored (uncharged statistics of the rows, an ablation);
+                # their kernel, generator and classifiers all saw these z-scores
+                GridSpec(("real", "dp-hp"), ("adult-dphp-zscored",), [1.0], FIVE_SEEDS, protocol="paper"),
+                # ... and a generator that emits numerical columns within their public ranges (O(1) units, as on the
+                # authors' z-scored file) instead of raw units that 200 Adam steps cannot reach
+                GridSpec(
+                    ("dp-hp",),
+                    ("adult-dphp-logs",),
+                    [1.0],
+                    FIVE_SEEDS,
+                    protocol="paper",
+                    overrides={"dp-hp": {"kernel_inputs": "centred", "numerical_outputs": "public-range"}},
+                    evaluator_overrides={"downstream": {"scaling": "standard"}},
+                ),
+            ),
+            (
+                ("ROC (hard labels)", "downstream.paper.roc_auc"),
+                ("PRC (hard labels)", "downstream.paper.pr_auc"),
+                ("ROC (seeds' code)", "downstream.test_selected_best.roc_auc"),
+                ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc"),
+            ),
+            {
+                "adult-sdgym": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["adult"],
+                "cervical-dpmerf": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["cervical"],
+                **{
+                    name: {
+                        setup: cols
+                        for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items()
+                        if setup[0] in ("real", "dp-hp")
+                    }
+                    for name in ("adult-dphp-logs", "adult-dphp-zscored")
+                },
+                "cervical": {
+                    setup: cols
+                    for setup, cols in _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE))[
+                        "cervical"
+                    ].items()
+                    if setup[0] in ("dp-hp", "dp-merf")
+                },
+            },
             "DP-MERF (arXiv:2002.11603) Table 1 (adult-sdgym, cervical-dpmerf: hard labels), DP-HP (arXiv:2106.05042) "
             "Tables 2 and 7 (adult-dphp-logs, cervical: test-selected)",
             references={
                 **{name: {("dp-hp", 1.0): _AUTHORS_DPHP_ADULT} for name in ("adult-dphp-logs", "adult-dphp-zscored")},
                 # their claimed ε = 1 adds the noise of our 12.9 (13.8 with dp-median's split): shown at all three
-                "adult-sdgym": {("dp-merf", 1.0): _AUTHORS_DPMERF_ADULT, ("dp-merf", 12.9): _AUTHORS_DPMERF_ADULT_NOISE,
-                                ("dp-merf", 13.8): _AUTHORS_DPMERF_ADULT_NOISE},
+                "adult-sdgym": {
+                    ("dp-merf", 1.0): _AUTHORS_DPMERF_ADULT,
+                    ("dp-merf", 12.9): _AUTHORS_DPMERF_ADULT_NOISE,
+                    ("dp-merf", 13.8): _AUTHORS_DPMERF_ADULT_NOISE,
+                },
             },
             references_note=_AUTHORS_NOTE,
             calibration_notes={
                 "adult-dphp-logs": "adult.p was z-scored: the row whose classifiers z-score their training rows "
-                                   "(downstream.scaling=standard) is the like-for-like one",
+                "(downstream.scaling=standard) is the like-for-like one",
                 "adult-dphp-zscored": "1.1 seed-sd above the paper, as with z-scoring classifiers: the authors' z-scored "
-                                      "file is the like-for-like real-data row (the rest is within what today's "
-                                      "scikit-learn and a 5-run mean printed without its sd allow)",
-                "adult-dphp-logs [protocol paper, downstream.scaling=standard]":
-                    "1.1 seed-sd above the paper, where the unscaled row is 4.7 below: z-scoring is the difference. The "
-                    "rest is within what today's scikit-learn and a 5-run mean printed without its sd allow",
+                "file is the like-for-like real-data row (the rest is within what today's "
+                "scikit-learn and a 5-run mean printed without its sd allow)",
+                "adult-dphp-logs [protocol paper, downstream.scaling=standard]": "1.1 seed-sd above the paper, where the unscaled row is 4.7 below: z-scoring is the difference. The "
+                "rest is within what today's scikit-learn and a 5-run mean printed without its sd allow",
                 "cervical-dpmerf": "ROC agrees; PRC does not: with 5–14 positives among 151 test rows, hard-label PRC "
-                                   "moves ±0.04 a seed, and our base forest, GBM and XGBoost follow DP-HP's settings "
-                                   "(DP-MERF used scikit-learn 0.21's defaults). Unexplained beyond that",
+                "moves ±0.04 a seed, and our base forest, GBM and XGBoost follow DP-HP's settings "
+                "(DP-MERF used scikit-learn 0.21's defaults). Unexplained beyond that",
             },
         ),
         Preset(
-            "privacy-utility", "beyond the seeds: utility against ε",
+            "privacy-utility",
+            "beyond the seeds: utility against ε",
             "cervical, the mirror's credit-card and ISOLET samples, Adult and discretized Adult, and the large tables "
             "(Census, KDD intrusion with its 5 classes, the Covertype subset) at five ε, kernel methods "
             "against the trivial baselines; the output's "
@@ -560,17 +1011,37 @@ PRESETS: dict[str, Preset] = {
             "--experiment privacy-utility --evaluators privacy,fidelity` (and, on cervical, the shadow-model attack: "
             "`--datasets cervical --evaluators shadow-mia`, which refits each run's method on shadow sets)",
             "privacy-utility",
-            (GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("cervical",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
-             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("credit-sample",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
-             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("isolet-subset",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
-             GridSpec(("real", "dp-merf", "mst", *BASELINES), ("adult-discrete",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
-             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("adult",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
-             GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("census", "intrusion", "covtype-subset"), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS)),
-            (("ROC (scores)", "downstream.roc_auc"), ("PRC (scores)", "downstream.pr_auc"),
-             ("F1 (weighted; multi-class)", "downstream.f1_weighted"), ("3-way TV", "marginals.tv_3")),
+            (
+                GridSpec(
+                    ("real", "dp-merf", "dp-hp", *BASELINES), ("cervical",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS
+                ),
+                GridSpec(
+                    ("real", "dp-merf", "dp-hp", *BASELINES), ("credit-sample",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS
+                ),
+                GridSpec(
+                    ("real", "dp-merf", "dp-hp", *BASELINES), ("isolet-subset",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS
+                ),
+                GridSpec(
+                    ("real", "dp-merf", "mst", *BASELINES), ("adult-discrete",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS
+                ),
+                GridSpec(("real", "dp-merf", "dp-hp", *BASELINES), ("adult",), [0.1, 0.3, 1.0, 3.0, 10.0], FIVE_SEEDS),
+                GridSpec(
+                    ("real", "dp-merf", "dp-hp", *BASELINES),
+                    ("census", "intrusion", "covtype-subset"),
+                    [0.1, 0.3, 1.0, 3.0, 10.0],
+                    FIVE_SEEDS,
+                ),
+            ),
+            (
+                ("ROC (scores)", "downstream.roc_auc"),
+                ("PRC (scores)", "downstream.pr_auc"),
+                ("F1 (weighted; multi-class)", "downstream.f1_weighted"),
+                ("3-way TV", "marginals.tv_3"),
+            ),
             # utility (ROC on the binary tables, weighted F1 on intrusion's 5 classes) and the attack's AUC
             # against ε per dataset (issue 30): where the output starts to give rows away
-            plot_metrics=("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "privacy.mia_auc"), triad=True,
+            plot_metrics=("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "privacy.mia_auc"),
+            triad=True,
         ),
     )
 }
@@ -584,7 +1055,9 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise PresetError(f"unknown preset {name!r}; valid: {', '.join(PRESETS)} (see `python -m bench list presets`)") from None
+        raise PresetError(
+            f"unknown preset {name!r}; valid: {', '.join(PRESETS)} (see `python -m bench list presets`)"
+        ) from None
 
 
 def grid_cells(grid: GridSpec, experiment: str, seeds: list[int] | None = None) -> list:
@@ -642,13 +1115,16 @@ def _measured_fit_costs(file: str) -> dict[tuple[str, str, str], AtLeast]:
     measured rate over its first steps, extrapolated to all of them, evaluation not counted (for
     ``real``, which has no fit, the cheapest classifiers of its evaluation) — a lower bound on the cell."""
     setups = json.loads((MEASUREMENTS / file).read_text())["setups"]
-    return {(s["method"], s["dataset"], s["profile"]): AtLeast(s.get("fit_seconds", 0) + s.get("evaluation_seconds", 0))
-            for s in setups}
+    return {
+        (s["method"], s["dataset"], s["profile"]): AtLeast(s.get("fit_seconds", 0) + s.get("evaluation_seconds", 0))
+        for s in setups
+    }
 
 
 IMAGE_FIT_COSTS = "image_cell_costs_2026-11-27.json"
-DOCUMENTED_SECONDS.update({key: seconds for key, seconds in _measured_fit_costs(IMAGE_FIT_COSTS).items()
-                           if key not in DOCUMENTED_SECONDS})  # a whole measured cell beats a fit's lower bound
+DOCUMENTED_SECONDS.update(
+    {key: seconds for key, seconds in _measured_fit_costs(IMAGE_FIT_COSTS).items() if key not in DOCUMENTED_SECONDS}
+)  # a whole measured cell beats a fit's lower bound
 
 
 CostKey = tuple[str, str, str]  # (method, dataset, the setting as JSON)
@@ -717,8 +1193,9 @@ class CostEstimate:
         return f"{cpu}; GPU: ≈ {duration(self.gpu_seconds)} for the {self.gpu_measured} cells measured on one"
 
 
-def estimate_cost(preset: Preset, timings: dict[CostKey, float] | None = None,
-                  gpu_timings: dict[CostKey, float] | None = None) -> CostEstimate:
+def estimate_cost(
+    preset: Preset, timings: dict[CostKey, float] | None = None, gpu_timings: dict[CostKey, float] | None = None
+) -> CostEstimate:
     """Cells × median logged seconds of cells of the same setting (:func:`cost_key`, any
     experiment), else the documented CPU measurement; cells with neither are counted apart, never
     guessed. GPU cost comes only from runs logged on a GPU."""
@@ -728,5 +1205,10 @@ def estimate_cost(preset: Preset, timings: dict[CostKey, float] | None = None,
     on_gpu = [gpu_timings[k] for k in keys if k in gpu_timings]
     cells = keys
     total = float(sum(measured))
-    return CostEstimate(len(cells), AtLeast(total) if approximately(*measured) == "≥" else total,
-                        len(cells) - len(measured), float(sum(on_gpu)), len(on_gpu))
+    return CostEstimate(
+        len(cells),
+        AtLeast(total) if approximately(*measured) == "≥" else total,
+        len(cells) - len(measured),
+        float(sum(on_gpu)),
+        len(on_gpu),
+    )

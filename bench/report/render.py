@@ -10,13 +10,25 @@ import pandas as pd
 
 from bench.report.source import RunSource
 from bench.report.tables import (
-    TableError, declared_metrics, load_runs, render, render_combined, render_fig3, render_fig6, render_table1, tidy,
+    TableError,
+    declared_metrics,
+    load_runs,
+    render,
+    render_combined,
+    render_fig3,
+    render_fig6,
+    render_table1,
+    tidy,
 )
 from bench.report.triad import render_triad
 
 
 def render_all(
-    experiment: str, metrics: Iterable[str] | None, fmt: str, combine: bool = False, layout: str = "default",
+    experiment: str,
+    metrics: Iterable[str] | None,
+    fmt: str,
+    combine: bool = False,
+    layout: str = "default",
     source: RunSource | None = None,
 ) -> str:
     frame = load_runs(experiment, source)

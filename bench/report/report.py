@@ -24,7 +24,16 @@ import pandas as pd
 
 from bench.harness import tracking
 from bench.report.presets import (
-    NOT_IN_MIRROR, PAPER_DATASET, PRESETS, CostKey, Preset, approximately, cost_key, duration, grid_cells, logged_seconds,
+    NOT_IN_MIRROR,
+    PAPER_DATASET,
+    PRESETS,
+    CostKey,
+    Preset,
+    approximately,
+    cost_key,
+    duration,
+    grid_cells,
+    logged_seconds,
     measured_references,
     seconds_for,
 )
@@ -39,7 +48,16 @@ from bench.report.coverage import (
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
 from bench.report.tables import (
-    CELL_LEGEND, FEW_SEEDS_MARK, MIN_SEEDS_FOR_EVIDENCE, TableError, summary_text, seeds_value, base_dataset, epsilon_text, load_runs, versus_seeds_rows,
+    CELL_LEGEND,
+    FEW_SEEDS_MARK,
+    MIN_SEEDS_FOR_EVIDENCE,
+    TableError,
+    summary_text,
+    seeds_value,
+    base_dataset,
+    epsilon_text,
+    load_runs,
+    versus_seeds_rows,
 )
 
 FILES_FOLDER = "report_files"
@@ -97,10 +115,12 @@ def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]
                 keys.setdefault((cell.method, cell.dataset, cell.epsilon), cost_key(cell))
         for (method, dataset, epsilon), seeds in groups.items():
             # a non-private method runs at ∞ whatever --eps says
-            command = grid.narrowed(methods=[method], datasets=[dataset], epsilons=[epsilon],
-                                    seeds=sorted(seeds)).command(preset.experiment)
-            missing.append(MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command,
-                                        keys[(method, dataset, epsilon)]))
+            command = grid.narrowed(
+                methods=[method], datasets=[dataset], epsilons=[epsilon], seeds=sorted(seeds)
+            ).command(preset.experiment)
+            missing.append(
+                MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command, keys[(method, dataset, epsilon)])
+            )
     return missing
 
 
@@ -155,42 +175,80 @@ def preset_status(preset: Preset, frame: pd.DataFrame) -> PresetStatus:
     return PresetStatus(runs, missing, sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids))
 
 
-def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, float],
-                  earlier_report: Path | None = None, experiment_runs: pd.DataFrame | None = None,
-                  source: RunSource | None = None) -> list[Block]:
+def preset_blocks(
+    preset: Preset,
+    status: PresetStatus,
+    timings: dict[CostKey, float],
+    earlier_report: Path | None = None,
+    experiment_runs: pd.DataFrame | None = None,
+    source: RunSource | None = None,
+) -> list[Block]:
     """A preset's section; ``timings``: logged seconds per cost key (presets.cost_key);
     ``experiment_runs``: every run of its experiment (the calibration reads its real-data runs)."""
     experiment_runs = status.runs if experiment_runs is None else experiment_runs
     runs = status.runs
     blocks = [
         Block("h2", f"{preset.reproduces} — preset `{preset.name}`"),
-        Block("p", f"{preset.description}. Experiment `{preset.experiment}`; {status.finished} of its "
-                   f"{status.total} cells finished" + (
-                       f"; the tables also show {len(runs) - status.finished} other run(s) of its methods on its "
-                       "datasets in that experiment (other ε or settings, e.g. ablations or another preset's cells)"
-                       if len(runs) > status.finished else "") + "."),
+        Block(
+            "p",
+            f"{preset.description}. Experiment `{preset.experiment}`; {status.finished} of its "
+            f"{status.total} cells finished"
+            + (
+                f"; the tables also show {len(runs) - status.finished} other run(s) of its methods on its "
+                "datasets in that experiment (other ε or settings, e.g. ablations or another preset's cells)"
+                if len(runs) > status.finished
+                else ""
+            )
+            + ".",
+        ),
         Block("code", f"python -m bench run --preset {preset.name}"),
     ]
     columns = list(preset.columns)
     blocks += calibration_blocks(preset, experiment_runs)
     if preset.published or len(runs):
         tests: list[list[str]] = []
-        rows = versus_seeds_rows(runs, columns, preset.published, "paper", preset.digits, published_datasets=True,
-                                 paper_settings=preset.paper_settings, tests=tests, references=measured_references(preset))
+        rows = versus_seeds_rows(
+            runs,
+            columns,
+            preset.published,
+            "paper",
+            preset.digits,
+            published_datasets=True,
+            paper_settings=preset.paper_settings,
+            tests=tests,
+            references=measured_references(preset),
+        )
         if rows:
-            blocks.append(Block("p", f"Ours: {CELL_LEGEND} {MARK_LEGEND} 3 significant digits; "
-                                     f"paper: the published value ({preset.source or 'no published values'})."
-                                     + (f" {preset.references_note}" if preset.references else "")
-                                     + " A column's metric is named in the legend below the table."))
+            blocks.append(
+                Block(
+                    "p",
+                    f"Ours: {CELL_LEGEND} {MARK_LEGEND} 3 significant digits; "
+                    f"paper: the published value ({preset.source or 'no published values'})."
+                    + (f" {preset.references_note}" if preset.references else "")
+                    + " A column's metric is named in the legend below the table.",
+                )
+            )
             blocks.append(Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows))
             blocks.append(Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]))
         if tests:
-            blocks.append(Block("p", "The tests behind the marks (two-sided t at the 5% level, no correction for the "
-                                     "number of tests; Δ: ours − the paper's value, or the mean paired difference to "
-                                     "`uniform`):"))
-            blocks.append(Block("table", header=["dataset", "setup", "column", "against", "result"],
-                                rows=[row[:4] + [row[4] + (" ✱" if float(row[4].rsplit("p = ", 1)[1]) < 0.05 else "")]
-                                      for row in tests]))
+            blocks.append(
+                Block(
+                    "p",
+                    "The tests behind the marks (two-sided t at the 5% level, no correction for the "
+                    "number of tests; Δ: ours − the paper's value, or the mean paired difference to "
+                    "`uniform`):",
+                )
+            )
+            blocks.append(
+                Block(
+                    "table",
+                    header=["dataset", "setup", "column", "against", "result"],
+                    rows=[
+                        row[:4] + [row[4] + (" ✱" if float(row[4].rsplit("p = ", 1)[1]) < 0.05 else "")]
+                        for row in tests
+                    ],
+                )
+            )
     blocks += _triad_blocks(preset, runs, source or MlflowSource())
     blocks += _selection_gain_blocks(preset, runs)
     blocks += _plot_blocks(preset, runs)
@@ -198,16 +256,26 @@ def preset_blocks(preset: Preset, status: PresetStatus, timings: dict[CostKey, f
         blocks += _sample_blocks(preset, runs, earlier_report, source or MlflowSource())
     blocks.append(Block("h3", f"Not run here ({status.to_run} of {status.total} cells)"))
     if status.missing:
-        blocks.append(Block("p", "Each command runs exactly the missing seeds of one method, dataset and ε "
-                                 "(add --jobs N, --data-dir DIR as needed); the comment estimates its time from the "
-                                 "median logged time of cells of the same setting (method, dataset, profile, protocol, hyperparameters, "
-                                 "evaluators) on this machine, or says none was measured (no GPU time "
-                                 "is measured: no GPU was lent to this project's runs):"))
+        blocks.append(
+            Block(
+                "p",
+                "Each command runs exactly the missing seeds of one method, dataset and ε "
+                "(add --jobs N, --data-dir DIR as needed); the comment estimates its time from the "
+                "median logged time of cells of the same setting (method, dataset, profile, protocol, hyperparameters, "
+                "evaluators) on this machine, or says none was measured (no GPU time "
+                "is measured: no GPU was lent to this project's runs):",
+            )
+        )
         blocks.append(Block("code", "\n".join(f"{m.command}  # {missing_cost(m, timings)}" for m in status.missing)))
         if status.lacking_data:
-            blocks.append(Block("p", "Not runnable on this project's machines: the offline data mirror lacks "
-                                     + "; ".join(f"{d} ({NOT_IN_MIRROR[d]})" for d in status.lacking_data)
-                                     + ". Their commands run where those files are (--data-dir)."))
+            blocks.append(
+                Block(
+                    "p",
+                    "Not runnable on this project's machines: the offline data mirror lacks "
+                    + "; ".join(f"{d} ({NOT_IN_MIRROR[d]})" for d in status.lacking_data)
+                    + ". Their commands run where those files are (--data-dir).",
+                )
+            )
     else:
         blocks.append(Block("p", "Every cell of this preset has a finished run."))
     return blocks
@@ -252,13 +320,16 @@ class Calibration:
         if self.ours.empty:
             return "no real-data run yet: not calibrated"
         if not self.comparable:
-            return "not comparable by design: the sound protocol (natural class balance, nothing chosen on the test set)"
+            return (
+                "not comparable by design: the sound protocol (natural class balance, nothing chosen on the test set)"
+            )
         if self.paper_value is None:
             return "the paper's value is read off a figure: not tested against the seed-sd"
         gap, sd = self.ours.mean() - self.paper_value, self.sd
         if not self.tested:
-            return (f"{len(self.ours)} seed(s), fewer than {MIN_SEEDS_FOR_EVIDENCE}: not tested yet "
-                    f"(Δ {gap:+.3f} so far)")
+            return (
+                f"{len(self.ours)} seed(s), fewer than {MIN_SEEDS_FOR_EVIDENCE}: not tested yet (Δ {gap:+.3f} so far)"
+            )
         if not self.miss:
             return f"agrees: Δ {gap:+.3f} within one seed-sd ({sd:.3f})"
         return f"**MISS**: Δ {gap:+.3f} exceeds one seed-sd ({sd:.3f}), a pipeline difference to explain before any method comparison"
@@ -284,7 +355,8 @@ def calibrations(preset: Preset, frame: pd.DataFrame) -> list[Calibration]:
     for dataset in sorted(labels | {d for d in datasets if d not in covered}):
         base = base_dataset(dataset)
         published = (preset.published.get(base) or preset.published.get(PAPER_DATASET.get(base, base), {})).get(
-            ("real", math.inf), {})
+            ("real", math.inf), {}
+        )
         comparable = base not in paper_protocol or "protocol paper" in dataset
         rows = real[real["dataset"] == dataset]
         found = []
@@ -297,8 +369,11 @@ def calibrations(preset: Preset, frame: pd.DataFrame) -> list[Calibration]:
             if ours.empty:
                 break  # one row says that this dataset's calibration has not run
         if not found:  # no published value for any column: our real-data number, for reference
-            found = [Calibration(dataset, header, rows[metric].dropna(), None, comparable)
-                     for header, metric in preset.columns if metric in rows.columns and rows[metric].notna().any()][:1]
+            found = [
+                Calibration(dataset, header, rows[metric].dropna(), None, comparable)
+                for header, metric in preset.columns
+                if metric in rows.columns and rows[metric].notna().any()
+            ][:1]
         out += found
     return out
 
@@ -319,11 +394,17 @@ def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
         paper = "" if c.paper is None else seeds_value(c.paper, preset.digits)
         rows.append([c.dataset, c.column, summary_text(c.ours), paper, c.verdict(), note])
     return [
-        Block("p", "Calibration: the real training data through our pipeline, against the paper's real-data value. "
-                   "Every method row below inherits this pipeline, so a miss larger than one seed-sd is a difference "
-                   "of data or evaluation, not of any generator."),
-        Block("table", header=["dataset", "column", "ours (real data)", "paper (real data)", "verdict", "explanation"],
-              rows=rows),
+        Block(
+            "p",
+            "Calibration: the real training data through our pipeline, against the paper's real-data value. "
+            "Every method row below inherits this pipeline, so a miss larger than one seed-sd is a difference "
+            "of data or evaluation, not of any generator.",
+        ),
+        Block(
+            "table",
+            header=["dataset", "column", "ours (real data)", "paper (real data)", "verdict", "explanation"],
+            rows=rows,
+        ),
     ]
 
 
@@ -348,13 +429,16 @@ def _triad_blocks(preset: Preset, runs: pd.DataFrame, source: RunSource) -> list
         return []
     header, rows = triad_rows(runs, audit_bounds(source=source))
     return [
-        Block("p", "Privacy side by side, per dataset, ε and method: the ledger's ε and the independent accountant's, "
-                   "the ε lower bound of `bench audit` (experiment `audit`), the membership attack on the released "
-                   "rows (DOMIAS AUC with the widest of its seeds' 95% CIs; 0.5: no signal), the DCR share (0.5 ideal), "
-                   "the detection AUC of a classifier telling synthetic from real test rows (0.5 ideal; where it reads ≈ 1.00, "
-                   "one column alone may give the rows away — a point mass or an integer grid the generator never "
-                   "emits: `benchmarks/detection_columns.py` tells, docs/data.md explains) and the "
-                   "utility metric. Cells: mean ± sd [95% CI] (seeds); runs without these metrics are left out."),
+        Block(
+            "p",
+            "Privacy side by side, per dataset, ε and method: the ledger's ε and the independent accountant's, "
+            "the ε lower bound of `bench audit` (experiment `audit`), the membership attack on the released "
+            "rows (DOMIAS AUC with the widest of its seeds' 95% CIs; 0.5: no signal), the DCR share (0.5 ideal), "
+            "the detection AUC of a classifier telling synthetic from real test rows (0.5 ideal; where it reads ≈ 1.00, "
+            "one column alone may give the rows away — a point mass or an integer grid the generator never "
+            "emits: `benchmarks/detection_columns.py` tells, docs/data.md explains) and the "
+            "utility metric. Cells: mean ± sd [95% CI] (seeds); runs without these metrics are left out.",
+        ),
         Block("table", header=header, rows=rows),
     ]
 
@@ -367,9 +451,12 @@ def _selection_gain_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
     if not rows:
         return []
     return [
-        Block("p", "What the paper protocol's test-set selection adds: per run, the seeds' best-of-variants metric "
-                   "(chosen on the test set) minus the hard-label metric of the same base fits without that choice; "
-                   f"{CELL_LEGEND} The sound protocol chooses nothing on the test set."),
+        Block(
+            "p",
+            "What the paper protocol's test-set selection adds: per run, the seeds' best-of-variants metric "
+            "(chosen on the test set) minus the hard-label metric of the same base fits without that choice; "
+            f"{CELL_LEGEND} The sound protocol chooses nothing on the test set.",
+        ),
         Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows),
         Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]),
     ]
@@ -388,12 +475,17 @@ def _plot_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
         for dataset, rows in runs.dropna(subset=[metric]).groupby("dataset"):
             if not (rows["epsilon"].map(math.isfinite) & ~rows["method_name"].isin(bands)).any():
                 continue  # no private method here: nothing to draw against ε
-            fig = privacy_utility_figure(rows, metric, f"{dataset}: {metric} against ε ({preset.name})",
-                                         {m for m in rows["method"] if m.split(" [")[0] in bands})
+            fig = privacy_utility_figure(
+                rows,
+                metric,
+                f"{dataset}: {metric} against ε ({preset.name})",
+                {m for m in rows["method"] if m.split(" [")[0] in bands},
+            )
             name = f"{preset.name}_{dataset}_{metric}".replace(" ", "_").replace("/", "_")
             name = "".join(c if c.isalnum() or c in "._-" else "_" for c in name) + ".png"
-            blocks.append(Block("image", text=f"{dataset}: {metric} against ε", png=_png(fig),
-                                file=f"{FILES_FOLDER}/{name}"))
+            blocks.append(
+                Block("image", text=f"{dataset}: {metric} against ε", png=_png(fig), file=f"{FILES_FOLDER}/{name}")
+            )
     return blocks
 
 
@@ -416,23 +508,40 @@ def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | No
     # the same run on every machine: lowest seed, then the earliest and the smallest id (presets
     # sharing an experiment may hold two runs of one seed)
     ordered = runs.sort_values(["seed", "start_time", "run_id"], kind="stable")
-    first = ordered.groupby(["dataset", "method", "epsilon"]).head(1).sort_values(["dataset", "method", "epsilon"], kind="stable")
+    first = (
+        ordered.groupby(["dataset", "method", "epsilon"])
+        .head(1)
+        .sort_values(["dataset", "method", "epsilon"], kind="stable")
+    )
     for row in first.itertuples():
         file = sample_file(preset, row.run_id)
         png = source.artifact(row.run_id, SAMPLES_ARTIFACT)
         if png is None and earlier_report is not None and (earlier_report / file).is_file():
             png = (earlier_report / file).read_bytes()
-        label = f"{row.dataset}: samples of {row.method} ε={epsilon_text(row.epsilon)}, seed {row.seed} (run {row.run_id})"
+        label = (
+            f"{row.dataset}: samples of {row.method} ε={epsilon_text(row.epsilon)}, seed {row.seed} (run {row.run_id})"
+        )
         if png is None:
             unreachable.append(f"{row.dataset}, {row.method} ε={epsilon_text(row.epsilon)}: run `{row.run_id}`")
         else:
             blocks.append(Block("image", text=label, png=png, file=file))
     if blocks:
-        blocks.insert(0, Block("p", "Samples: real training points or images beside generated ones (the run's "
-                                    f"`{SAMPLES_ARTIFACT}` artifact), one run per setup, its lowest seed."))
+        blocks.insert(
+            0,
+            Block(
+                "p",
+                "Samples: real training points or images beside generated ones (the run's "
+                f"`{SAMPLES_ARTIFACT}` artifact), one run per setup, its lowest seed.",
+            ),
+        )
     if unreachable:
-        blocks.append(Block("p", f"No sample grid for these setups: no `{SAMPLES_ARTIFACT}` of their runs is reachable "
-                                 "here (the store carries parameters and metrics; artifacts stay where the run ran)."))
+        blocks.append(
+            Block(
+                "p",
+                f"No sample grid for these setups: no `{SAMPLES_ARTIFACT}` of their runs is reachable "
+                "here (the store carries parameters and metrics; artifacts stay where the run ran).",
+            )
+        )
         blocks.append(Block("list", items=unreachable))
     return blocks
 
@@ -441,8 +550,9 @@ def presets_of(experiments: list[str] | None) -> list[Preset]:
     return [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
 
 
-def report_blocks(experiments: list[str] | None = None, earlier_report: Path | None = None,
-                  source: RunSource | None = None) -> list[Block]:
+def report_blocks(
+    experiments: list[str] | None = None, earlier_report: Path | None = None, source: RunSource | None = None
+) -> list[Block]:
     source = source or MlflowSource()
     presets = presets_of(experiments)
     if experiments:
@@ -455,12 +565,15 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     blocks = [
         Block("h1", "Reproduction report"),
-        Block("p", f"Regenerated by `python -m bench report` on {now} from {source.describe()} "
-                   f"(code {tracking.git_commit()}); never edited by hand. "
-                   "Every number of ours is a mean over seeds of one setting: runs whose settings differ "
-                   "(profile, --set, δ, calibrator, protocol, --eval-set) are separate rows, labelled by the "
-                   "difference. `uniform` and `independent` are the trivial baselines (methods/baselines.py); "
-                   "`uniform` reads no row (ε spent 0) and is drawn as a band."),
+        Block(
+            "p",
+            f"Regenerated by `python -m bench report` on {now} from {source.describe()} "
+            f"(code {tracking.git_commit()}); never edited by hand. "
+            "Every number of ours is a mean over seeds of one setting: runs whose settings differ "
+            "(profile, --set, δ, calibrator, protocol, --eval-set) are separate rows, labelled by the "
+            "difference. `uniform` and `independent` are the trivial baselines (methods/baselines.py); "
+            "`uniform` reads no row (ε spent 0) and is drawn as a band.",
+        ),
     ]
     frames: dict[str, pd.DataFrame] = {}
     timings = logged_seconds(source=source)
@@ -470,18 +583,36 @@ def report_blocks(experiments: list[str] | None = None, earlier_report: Path | N
         status = preset_status(preset, frame)
         summary.append(summary_row(preset, status, timings))
         sections += preset_blocks(preset, status, timings, earlier_report, frame, source)
-    blocks.append(Block("p", "What was run: per preset, the cells with a finished run in the store, the cells still "
-                             "to run (each listed with its command in the preset's section), their estimated time on "
-                             "2 CPU cores where a cell of the same setting was timed, and the datasets "
-                             "whose files the offline data mirror lacks."))
-    blocks.append(Block("table", header=["preset", "reproduces", "finished", "to run", "estimated CPU time to run",
-                                         "data not in the mirror"], rows=summary))
+    blocks.append(
+        Block(
+            "p",
+            "What was run: per preset, the cells with a finished run in the store, the cells still "
+            "to run (each listed with its command in the preset's section), their estimated time on "
+            "2 CPU cores where a cell of the same setting was timed, and the datasets "
+            "whose files the offline data mirror lacks.",
+        )
+    )
+    blocks.append(
+        Block(
+            "table",
+            header=[
+                "preset",
+                "reproduces",
+                "finished",
+                "to run",
+                "estimated CPU time to run",
+                "data not in the mirror",
+            ],
+            rows=summary,
+        )
+    )
     blocks += coverage_blocks(presets, frames, timings)
     return blocks + sections
 
 
-def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame],
-                    timings: dict[CostKey, float] | None = None) -> list[Block]:
+def coverage_blocks(
+    presets: list[Preset], frames: dict[str, pd.DataFrame], timings: dict[CostKey, float] | None = None
+) -> list[Block]:
     """The coverage matrix (bench/report/coverage.py): totals for the tabular and 2-D setups and
     for the image setups, then one matrix per reproduced table or figure."""
     found = []
@@ -493,20 +624,31 @@ def coverage_blocks(presets: list[Preset], frames: dict[str, pd.DataFrame],
     every = [c for _, coverage in found for c in coverage]
     blocks = [
         Block("h2", "Coverage of the papers' tables and figures"),
-        Block("p", "Every setup (dataset × method × ε) of every table and figure the presets reproduce: the number of "
-                   "seeds finished (the profile where it is not the paper's), or why none ran — `no data` (files not in "
-                   "the offline mirror), `needs a GPU` (an image setup at the paper profile), `not implemented` (no "
-                   "adapter, e.g. GS-WGAN), `not run` (its command is in the preset's section). A setup short of "
-                   f"{EVIDENCE_SEEDS} seeds also shows what one more seed costs on 2 CPU cores (`≈ 1.3 h a seed`), "
-                   "measured: the median logged time of cells of its exact setting, else a documented measurement "
-                   "of its method, dataset and profile (`bench/report/presets.py`), `≥` where that measurement was "
-                   "stopped before the cell ended; `not timed` where neither exists."),
-        Block("list", items=[totals([c for c in every if not c.image]).text("tabular, discretized and 2-D"),
-                             totals([c for c in every if c.image]).text("images")]),
+        Block(
+            "p",
+            "Every setup (dataset × method × ε) of every table and figure the presets reproduce: the number of "
+            "seeds finished (the profile where it is not the paper's), or why none ran — `no data` (files not in "
+            "the offline mirror), `needs a GPU` (an image setup at the paper profile), `not implemented` (no "
+            "adapter, e.g. GS-WGAN), `not run` (its command is in the preset's section). A setup short of "
+            f"{EVIDENCE_SEEDS} seeds also shows what one more seed costs on 2 CPU cores (`≈ 1.3 h a seed`), "
+            "measured: the median logged time of cells of its exact setting, else a documented measurement "
+            "of its method, dataset and profile (`bench/report/presets.py`), `≥` where that measurement was "
+            "stopped before the cell ended; `not timed` where neither exists.",
+        ),
+        Block(
+            "list",
+            items=[
+                totals([c for c in every if not c.image]).text("tabular, discretized and 2-D"),
+                totals([c for c in every if c.image]).text("images"),
+            ],
+        ),
     ]
     for preset, coverage in found:
         header, rows = matrix_rows(coverage)
-        blocks += [Block("h3", f"{preset.reproduces} (preset `{preset.name}`)"), Block("table", header=header, rows=rows)]
+        blocks += [
+            Block("h3", f"{preset.reproduces} (preset `{preset.name}`)"),
+            Block("table", header=header, rows=rows),
+        ]
     return blocks
 
 
@@ -516,14 +658,23 @@ def summary_row(preset: Preset, status: PresetStatus, timings: dict[CostKey, flo
     seconds = sum(s * len(m.seeds) for m, s in priced if s is not None)
     untimed = status.to_run - sum(len(m.seeds) for m in timed)
     bound = approximately(*(s for _, s in priced))
-    parts = ([f"{bound} {duration(seconds)}"] if timed else []) + ([f"{untimed} cells not timed yet"] if untimed else [])
-    return [f"`{preset.name}`", preset.reproduces, str(status.finished), str(status.to_run),
-            " + ".join(parts) or "—", ", ".join(status.lacking_data)]
+    parts = ([f"{bound} {duration(seconds)}"] if timed else []) + (
+        [f"{untimed} cells not timed yet"] if untimed else []
+    )
+    return [
+        f"`{preset.name}`",
+        preset.reproduces,
+        str(status.finished),
+        str(status.to_run),
+        " + ".join(parts) or "—",
+        ", ".join(status.lacking_data),
+    ]
 
 
 # ------------------------------------------------------------------------------------------
 # Markdown and HTML from the same blocks
 # ------------------------------------------------------------------------------------------
+
 
 def to_markdown(blocks: list[Block]) -> str:
     out = []
@@ -581,17 +732,22 @@ def to_html(blocks: list[Block]) -> str:
         elif block.kind == "table":
             head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
             rows = "".join(
-                ("<tr class=\"paper\">" if len(row) > 2 and row[2] == "paper" else "<tr>")
-                + "".join(f"<td{FEW_CLASS if FEW_SEEDS_MARK in c else ''}>{_inline(c)}</td>" for c in row) + "</tr>"
+                ('<tr class="paper">' if len(row) > 2 and row[2] == "paper" else "<tr>")
+                + "".join(f"<td{FEW_CLASS if FEW_SEEDS_MARK in c else ''}>{_inline(c)}</td>" for c in row)
+                + "</tr>"
                 for row in block.rows
             )
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif block.kind == "image":
             data = base64.b64encode(block.png).decode("ascii")
-            body.append(f'<figure><img alt="{html.escape(block.text)}" src="data:image/png;base64,{data}">'
-                        f"<figcaption>{html.escape(block.text)}</figcaption></figure>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Reproduction report</title>"
-            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+            body.append(
+                f'<figure><img alt="{html.escape(block.text)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(block.text)}</figcaption></figure>"
+            )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Reproduction report</title>'
+        f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
 
 
 def write_report(out_dir: Path, experiments: list[str] | None = None, source: RunSource | None = None) -> list[Path]:
@@ -616,4 +772,3 @@ def write_report(out_dir: Path, experiments: list[str] | None = None, source: Ru
     markdown.write_text(to_markdown(blocks))
     page.write_text(to_html(blocks))
     return [markdown, page]
-

@@ -41,7 +41,7 @@ class MlflowSource:
         from bench.harness import tracking
 
         uri = tracking.tracking_uri()
-        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).exists():
             return []  # no store yet: do not create one just to read it
         return [e.name for e in self._client().search_experiments()]
 

@@ -18,9 +18,11 @@ LEVEL = 0.05
 PAPER_MARK = "≠"  # our mean differs from the paper's value
 BETTER_MARK = "▲"  # better than uniform on the same seeds
 WORSE_MARK = "▼"  # worse than uniform on the same seeds
-MARK_LEGEND = (f"{PAPER_MARK}: the mean over seeds differs from the paper's value (one-sample t, two-sided, p < {LEVEL}); "
-               f"{BETTER_MARK}/{WORSE_MARK}: better/worse than `uniform` on the same seeds (paired t, two-sided, "
-               f"p < {LEVEL}); tests need ≥ 3 seeds and are listed below each table.")
+MARK_LEGEND = (
+    f"{PAPER_MARK}: the mean over seeds differs from the paper's value (one-sample t, two-sided, p < {LEVEL}); "
+    f"{BETTER_MARK}/{WORSE_MARK}: better/worse than `uniform` on the same seeds (paired t, two-sided, "
+    f"p < {LEVEL}); tests need ≥ 3 seeds and are listed below each table."
+)
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,16 @@ def welch(ours: pd.Series, theirs: list[float], against: str, min_seeds: int) ->
         return None
     result = stats.ttest_ind(ours, theirs, equal_var=False)
     a, b = ours.var(ddof=1) / len(ours), pd.Series(theirs).var(ddof=1) / len(theirs)
-    df = (a + b) ** 2 / (a ** 2 / (len(ours) - 1) + b ** 2 / (len(theirs) - 1)) if a + b > 0 else len(ours) + len(theirs) - 2
-    return TTest(against, round(df) + 1, float(ours.mean() - pd.Series(theirs).mean()), float(result.statistic),
-                 float(result.pvalue))
+    df = (
+        (a + b) ** 2 / (a**2 / (len(ours) - 1) + b**2 / (len(theirs) - 1)) if a + b > 0 else len(ours) + len(theirs) - 2
+    )
+    return TTest(
+        against,
+        round(df) + 1,
+        float(ours.mean() - pd.Series(theirs).mean()),
+        float(result.statistic),
+        float(result.pvalue),
+    )
 
 
 def marks(versus_paper: TTest | None, versus_uniform: TTest | None, higher_is_better: bool | None) -> str:

@@ -32,7 +32,6 @@ from bench.api.registry import EVALUATORS, METHODS, RegistryError
 from bench.privacy.budget import DEFAULT_DELTA, epsilon_text
 
 
-
 class TableError(UsageError, ValueError):
     pass
 
@@ -131,10 +130,16 @@ def _row_label(cell: Cell) -> str:
     """The dataset, qualified by non-default grid-wide settings so that they are never averaged
     together: protocol, calibrator, δ, and every --eval-set value (``<evaluator>.<name>``)."""
     grid_wide = {"protocol": cell.protocol.value, "calibrator": cell.calibrator.value, "delta": cell.delta.text}
-    qualifiers = [f"{key} {grid_wide[key]}" for key, default in ROW_SETTING_DEFAULTS.items()
-                  if grid_wide[key] not in (default, "none")]
-    qualifiers += sorted(f"{evaluator}.{name}={value}" for evaluator, settings in cell.evaluator_settings.items()
-                         for name, value in settings.items())
+    qualifiers = [
+        f"{key} {grid_wide[key]}"
+        for key, default in ROW_SETTING_DEFAULTS.items()
+        if grid_wide[key] not in (default, "none")
+    ]
+    qualifiers += sorted(
+        f"{evaluator}.{name}={value}"
+        for evaluator, settings in cell.evaluator_settings.items()
+        for name, value in settings.items()
+    )
     return f"{cell.dataset} [{', '.join(qualifiers)}]" if qualifiers else cell.dataset
 
 
@@ -147,7 +152,9 @@ def _method_label(cell: Cell) -> str:
         adapter = METHODS.get(cell.method)
         hyper = adapter.hyperparameters
         private = not math.isinf(cell.epsilon)
-        as_run_profile = {k: str(v) for k, v in hyper.resolve(cell.dataset, cell.profile, private=private).values.items()}
+        as_run_profile = {
+            k: str(v) for k, v in hyper.resolve(cell.dataset, cell.profile, private=private).values.items()
+        }
         as_paper = {k: str(v) for k, v in hyper.resolve(cell.dataset, "paper", private=private).values.items()}
     except (RegistryError, HyperParameterError):
         # not registered now (a plugin that is not loaded): name the profile; any hyperparameter
@@ -160,8 +167,11 @@ def _method_label(cell: Cell) -> str:
     always = tuple(getattr(adapter, "label_params", ()))
     qualifiers += [f"{key}={logged[key]}" for key in always if key in logged]
     if as_run_profile is not None:
-        qualifiers += [f"{key}={value}" for key, value in sorted(logged.items())
-                       if as_run_profile.get(key) != value and key not in always]
+        qualifiers += [
+            f"{key}={value}"
+            for key, value in sorted(logged.items())
+            if as_run_profile.get(key) != value and key not in always
+        ]
     return f"{cell.method} [{', '.join(qualifiers)}]" if qualifiers else cell.method
 
 
@@ -305,7 +315,7 @@ def summarise(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFr
         row_index += [(dataset, eps) for eps in eps_values + ([math.inf] if has_variant or not eps_values else [])]
     text = pd.DataFrame("", index=pd.MultiIndex.from_tuples(row_index, names=["dataset", "ε"]), columns=methods)
     means = pd.DataFrame(math.nan, index=text.index, columns=methods)
-    for (dataset, eps) in row_index:
+    for dataset, eps in row_index:
         for method in methods:
             selected = data[(data["dataset"] == dataset) & (data["method"] == method)]
             if selected.empty:
@@ -337,8 +347,17 @@ def tidy(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     rows = []
     for (dataset, method, epsilon), group in frame.dropna(subset=[metric]).groupby(["dataset", "method", "epsilon"]):
         values = group[metric]
-        rows.append({"metric": metric, "dataset": dataset, "epsilon": epsilon, "method": method,
-                     "mean": values.mean(), "std": values.std(ddof=1) if len(values) > 1 else math.nan, "n": len(values)})
+        rows.append(
+            {
+                "metric": metric,
+                "dataset": dataset,
+                "epsilon": epsilon,
+                "method": method,
+                "mean": values.mean(),
+                "std": values.std(ddof=1) if len(values) > 1 else math.nan,
+                "n": len(values),
+            }
+        )
     return pd.DataFrame(rows, columns=["metric", "dataset", "epsilon", "method", "mean", "std", "n"])
 
 
@@ -415,13 +434,17 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
         cells = []
         for method in methods:
             parts = [
-                text.loc[row, method] for text in texts
+                text.loc[row, method]
+                for text in texts
                 if row in text.index and method in text.columns and text.loc[row, method]
             ]
             cells.append(" / ".join(parts))
         rows.append([dataset, epsilon_text(eps), *cells])
     header = ["dataset", "ε", *methods]
-    title = " / ".join(present) + f": {statistic_legend(present)}; ◦ fewer than 3 seeds, ‡ dirty code, metrics a row lacks are left out"
+    title = (
+        " / ".join(present)
+        + f": {statistic_legend(present)}; ◦ fewer than 3 seeds, ‡ dirty code, metrics a row lacks are left out"
+    )
     return format_table(header, rows, title, fmt)
 
 
@@ -430,16 +453,40 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
 # Table 1 came from the published marginals_eval.py (github.com/ParkLabML/DP-HP dp_mehp/marginals_eval.py).
 SEEDS_TABLE1 = {
     "adult-discrete": {
-        3: {("privbayes", 0.3): 0.446, ("privbayes", 0.1): 0.577, ("dp-merf", 0.3): 0.405,
-            ("dp-merf", 0.1): 0.480, ("dp-hp", 0.3): 0.332, ("dp-hp", 0.1): 0.377},
-        4: {("privbayes", 0.3): 0.547, ("privbayes", 0.1): 0.673, ("dp-merf", 0.3): 0.508,
-            ("dp-merf", 0.1): 0.590, ("dp-hp", 0.3): 0.418, ("dp-hp", 0.1): 0.467},
+        3: {
+            ("privbayes", 0.3): 0.446,
+            ("privbayes", 0.1): 0.577,
+            ("dp-merf", 0.3): 0.405,
+            ("dp-merf", 0.1): 0.480,
+            ("dp-hp", 0.3): 0.332,
+            ("dp-hp", 0.1): 0.377,
+        },
+        4: {
+            ("privbayes", 0.3): 0.547,
+            ("privbayes", 0.1): 0.673,
+            ("dp-merf", 0.3): 0.508,
+            ("dp-merf", 0.1): 0.590,
+            ("dp-hp", 0.3): 0.418,
+            ("dp-hp", 0.1): 0.467,
+        },
     },
     "census-discrete": {
-        2: {("privbayes", 0.3): 0.180, ("privbayes", 0.1): 0.291, ("dp-merf", 0.3): 0.190,
-            ("dp-merf", 0.1): 0.222, ("dp-hp", 0.3): 0.141, ("dp-hp", 0.1): 0.155},
-        3: {("privbayes", 0.3): 0.323, ("privbayes", 0.1): 0.429, ("dp-merf", 0.3): 0.302,
-            ("dp-merf", 0.1): 0.337, ("dp-hp", 0.3): 0.211, ("dp-hp", 0.1): 0.232},
+        2: {
+            ("privbayes", 0.3): 0.180,
+            ("privbayes", 0.1): 0.291,
+            ("dp-merf", 0.3): 0.190,
+            ("dp-merf", 0.1): 0.222,
+            ("dp-hp", 0.3): 0.141,
+            ("dp-hp", 0.1): 0.155,
+        },
+        3: {
+            ("privbayes", 0.3): 0.323,
+            ("privbayes", 0.1): 0.429,
+            ("dp-merf", 0.3): 0.302,
+            ("dp-merf", 0.1): 0.337,
+            ("dp-hp", 0.3): 0.211,
+            ("dp-hp", 0.1): 0.232,
+        },
     },
 }
 TABLE1_METHODS = ("privbayes", "dp-merf", "dp-hp", "mst", "aim")
@@ -455,8 +502,11 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
     C(D, α) subsets; the seeds' code's (α+1)-way) and one with the seeds' published values;
     columns are method × ε (ε descending, as Table 1)."""
     alphas_of = lambda dataset: sorted(  # noqa: E731
-        {int(c.rsplit("_", 1)[1]) for c in frame.columns if c.startswith("marginals.tv_")
-         and frame.loc[frame["dataset"] == dataset, c].notna().any()}
+        {
+            int(c.rsplit("_", 1)[1])
+            for c in frame.columns
+            if c.startswith("marginals.tv_") and frame.loc[frame["dataset"] == dataset, c].notna().any()
+        }
         | set(SEEDS_TABLE1.get(base_dataset(dataset), {}))
     )
     datasets = [d for d in sorted(frame["dataset"].unique()) if alphas_of(d)]
@@ -471,18 +521,27 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
     rows = []
     for dataset in datasets:
         for alpha in alphas_of(dataset):
-            for label, metric in (("ours: all C(D,α) subsets", f"marginals.tv_{alpha}"),
-                                  ("ours: seeds' code, (α+1)-way", f"marginals.paper.tv_{alpha}")):
+            for label, metric in (
+                ("ours: all C(D,α) subsets", f"marginals.tv_{alpha}"),
+                ("ours: seeds' code, (α+1)-way", f"marginals.paper.tv_{alpha}"),
+            ):
                 cells = []
                 for method, eps in columns:
-                    selected = frame[(frame["dataset"] == dataset) & (frame["method"] == method) & (frame["epsilon"] == eps)]
+                    selected = frame[
+                        (frame["dataset"] == dataset) & (frame["method"] == method) & (frame["epsilon"] == eps)
+                    ]
                     cells.append(cell_text(selected, metric))
                 rows.append([dataset, str(alpha), label, *cells])
             seeds = SEEDS_TABLE1.get(base_dataset(dataset), {}).get(alpha, {})
             if seeds:
-                rows.append([dataset, str(alpha), "seeds' Table 1", *[
-                    f"{seeds[(m, e)]:.3f}" if (m, e) in seeds else "" for m, e in columns
-                ]])
+                rows.append(
+                    [
+                        dataset,
+                        str(alpha),
+                        "seeds' Table 1",
+                        *[f"{seeds[(m, e)]:.3f}" if (m, e) in seeds else "" for m, e in columns],
+                    ]
+                )
     title = "Table 1: mean TV distance of α-way marginals (lower is better), mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code"
     return format_table(header, rows, title, fmt)
 
@@ -493,8 +552,14 @@ def render_table1(frame: pd.DataFrame, fmt: str) -> str:
 
 # Our method names → the seeds' setup names (GS-WGAN has no adapter here; its values are shown).
 SEEDS_SETUP_NAMES = {
-    "real": "real data", "full-mmd": "full MMD", "dp-hp": "DP-HP", "dp-merf": "DP-MERF",
-    "dp-gan": "DP-GAN", "dp-cgan": "DP-CGAN", "gs-wgan": "GS-WGAN", "dp-mepf": "DP-MEPF",
+    "real": "real data",
+    "full-mmd": "full MMD",
+    "dp-hp": "DP-HP",
+    "dp-merf": "DP-MERF",
+    "dp-gan": "DP-GAN",
+    "dp-cgan": "DP-CGAN",
+    "gs-wgan": "GS-WGAN",
+    "dp-mepf": "DP-MEPF",
 }
 # The columns of Fig. 6 (and the short names of evaluators/image_downstream.py), then MEAN.
 FIG6_CLASSIFIERS = ("LR", "RF", "GNB", "BNB", "LSVC", "DT", "LDA", "Ada", "MLP", "Bag", "GBM", "XGB")
@@ -505,24 +570,248 @@ FIG6_CLASSIFIERS = ("LR", "RF", "GNB", "BNB", "LSVC", "DT", "LDA", "Ada", "MLP",
 # synthetic images, mean over 5 seeds; {dataset: {(method, ε): (12 classifiers..., MEAN)}}.
 SEEDS_FIG6 = {
     "mnist": {
-        ("real", math.inf): (0.925, 0.9688, 0.555, 0.842, 0.918, 0.8774, 0.879, 0.7097, 0.9782, 0.9282, 0.909, 0.912, 0.8669),
-        ("full-mmd", math.inf): (0.899, 0.9297, 0.566, 0.8431, 0.894, 0.7591, 0.8712, 0.6099, 0.9307, 0.8613, 0.8609, 0.857, 0.8235),
-        ("dp-hp", math.inf): (0.8137, 0.8157, 0.5889, 0.8177, 0.7729, 0.5578, 0.8143, 0.6638, 0.8099, 0.6651, 0.7245, 0.796, 0.7367),
-        ("dp-hp", 1.0): (0.811, 0.8155, 0.5862, 0.8145, 0.7714, 0.5598, 0.8148, 0.6739, 0.8063, 0.666, 0.7273, 0.7982, 0.7371),
-        ("dp-merf", math.inf): (0.7728, 0.7142, 0.5272, 0.7461, 0.7564, 0.4437, 0.7899, 0.4598, 0.8071, 0.6243, 0.6789, 0.5255, 0.6538),
-        ("dp-merf", 1.0): (0.7695, 0.6856, 0.5453, 0.7502, 0.7464, 0.4561, 0.7936, 0.4549, 0.8071, 0.6029, 0.6594, 0.5553, 0.6522),
-        ("gs-wgan", 10.0): (0.7411, 0.4602, 0.5759, 0.6994, 0.7038, 0.3255, 0.7319, 0.4674, 0.7437, 0.3872, 0.3624, 0.4077, 0.5505),
-        ("dp-cgan", 9.6): (0.5958, 0.635, 0.3065, 0.6107, 0.5513, 0.3402, 0.593, 0.2548, 0.5643, 0.4263, 0.4629, 0.6142, 0.4963),
+        ("real", math.inf): (
+            0.925,
+            0.9688,
+            0.555,
+            0.842,
+            0.918,
+            0.8774,
+            0.879,
+            0.7097,
+            0.9782,
+            0.9282,
+            0.909,
+            0.912,
+            0.8669,
+        ),
+        ("full-mmd", math.inf): (
+            0.899,
+            0.9297,
+            0.566,
+            0.8431,
+            0.894,
+            0.7591,
+            0.8712,
+            0.6099,
+            0.9307,
+            0.8613,
+            0.8609,
+            0.857,
+            0.8235,
+        ),
+        ("dp-hp", math.inf): (
+            0.8137,
+            0.8157,
+            0.5889,
+            0.8177,
+            0.7729,
+            0.5578,
+            0.8143,
+            0.6638,
+            0.8099,
+            0.6651,
+            0.7245,
+            0.796,
+            0.7367,
+        ),
+        ("dp-hp", 1.0): (
+            0.811,
+            0.8155,
+            0.5862,
+            0.8145,
+            0.7714,
+            0.5598,
+            0.8148,
+            0.6739,
+            0.8063,
+            0.666,
+            0.7273,
+            0.7982,
+            0.7371,
+        ),
+        ("dp-merf", math.inf): (
+            0.7728,
+            0.7142,
+            0.5272,
+            0.7461,
+            0.7564,
+            0.4437,
+            0.7899,
+            0.4598,
+            0.8071,
+            0.6243,
+            0.6789,
+            0.5255,
+            0.6538,
+        ),
+        ("dp-merf", 1.0): (
+            0.7695,
+            0.6856,
+            0.5453,
+            0.7502,
+            0.7464,
+            0.4561,
+            0.7936,
+            0.4549,
+            0.8071,
+            0.6029,
+            0.6594,
+            0.5553,
+            0.6522,
+        ),
+        ("gs-wgan", 10.0): (
+            0.7411,
+            0.4602,
+            0.5759,
+            0.6994,
+            0.7038,
+            0.3255,
+            0.7319,
+            0.4674,
+            0.7437,
+            0.3872,
+            0.3624,
+            0.4077,
+            0.5505,
+        ),
+        ("dp-cgan", 9.6): (
+            0.5958,
+            0.635,
+            0.3065,
+            0.6107,
+            0.5513,
+            0.3402,
+            0.593,
+            0.2548,
+            0.5643,
+            0.4263,
+            0.4629,
+            0.6142,
+            0.4963,
+        ),
     },
     "fashion-mnist": {
-        ("real", math.inf): (0.844, 0.875, 0.585, 0.648, 0.839, 0.79, 0.799, 0.5332, 0.8796, 0.8406, 0.8338, 0.826, 0.7744),
-        ("full-mmd", math.inf): (0.7664, 0.7931, 0.6103, 0.637, 0.7629, 0.6115, 0.7832, 0.5813, 0.7812, 0.747, 0.7716, 0.7777, 0.7186),
-        ("dp-hp", math.inf): (0.7195, 0.7187, 0.5668, 0.6335, 0.6877, 0.5142, 0.723, 0.5675, 0.7084, 0.6397, 0.6873, 0.6877, 0.6545),
-        ("dp-hp", 1.0): (0.7225, 0.73, 0.6024, 0.6374, 0.6943, 0.519, 0.7226, 0.5669, 0.7158, 0.633, 0.6836, 0.7013, 0.6607),
-        ("dp-merf", math.inf): (0.7256, 0.6571, 0.5982, 0.6024, 0.6853, 0.4338, 0.7357, 0.4276, 0.739, 0.5767, 0.6263, 0.5967, 0.617),
-        ("dp-merf", 1.0): (0.7281, 0.6848, 0.5751, 0.6042, 0.6841, 0.462, 0.7334, 0.4014, 0.7389, 0.5937, 0.6245, 0.6107, 0.6201),
-        ("gs-wgan", 10.0): (0.6742, 0.4976, 0.5049, 0.5579, 0.6389, 0.3859, 0.6531, 0.3725, 0.647, 0.4134, 0.3525, 0.4271, 0.5104),
-        ("dp-cgan", 9.6): (0.4643, 0.4778, 0.286, 0.4978, 0.3894, 0.3079, 0.4909, 0.2171, 0.4599, 0.3095, 0.3316, 0.4897, 0.3935),
+        ("real", math.inf): (
+            0.844,
+            0.875,
+            0.585,
+            0.648,
+            0.839,
+            0.79,
+            0.799,
+            0.5332,
+            0.8796,
+            0.8406,
+            0.8338,
+            0.826,
+            0.7744,
+        ),
+        ("full-mmd", math.inf): (
+            0.7664,
+            0.7931,
+            0.6103,
+            0.637,
+            0.7629,
+            0.6115,
+            0.7832,
+            0.5813,
+            0.7812,
+            0.747,
+            0.7716,
+            0.7777,
+            0.7186,
+        ),
+        ("dp-hp", math.inf): (
+            0.7195,
+            0.7187,
+            0.5668,
+            0.6335,
+            0.6877,
+            0.5142,
+            0.723,
+            0.5675,
+            0.7084,
+            0.6397,
+            0.6873,
+            0.6877,
+            0.6545,
+        ),
+        ("dp-hp", 1.0): (
+            0.7225,
+            0.73,
+            0.6024,
+            0.6374,
+            0.6943,
+            0.519,
+            0.7226,
+            0.5669,
+            0.7158,
+            0.633,
+            0.6836,
+            0.7013,
+            0.6607,
+        ),
+        ("dp-merf", math.inf): (
+            0.7256,
+            0.6571,
+            0.5982,
+            0.6024,
+            0.6853,
+            0.4338,
+            0.7357,
+            0.4276,
+            0.739,
+            0.5767,
+            0.6263,
+            0.5967,
+            0.617,
+        ),
+        ("dp-merf", 1.0): (
+            0.7281,
+            0.6848,
+            0.5751,
+            0.6042,
+            0.6841,
+            0.462,
+            0.7334,
+            0.4014,
+            0.7389,
+            0.5937,
+            0.6245,
+            0.6107,
+            0.6201,
+        ),
+        ("gs-wgan", 10.0): (
+            0.6742,
+            0.4976,
+            0.5049,
+            0.5579,
+            0.6389,
+            0.3859,
+            0.6531,
+            0.3725,
+            0.647,
+            0.4134,
+            0.3525,
+            0.4271,
+            0.5104,
+        ),
+        ("dp-cgan", 9.6): (
+            0.4643,
+            0.4778,
+            0.286,
+            0.4978,
+            0.3894,
+            0.3079,
+            0.4909,
+            0.2171,
+            0.4599,
+            0.3095,
+            0.3316,
+            0.4897,
+            0.3935,
+        ),
     },
 }
 
@@ -533,8 +822,18 @@ SEEDS_FIG6 = {
 FIG3_SIZES = (60000, 30000, 12000, 6000, 3000, 1200, 600, 300, 120, 60)
 SEEDS_FIG3 = {
     "mnist": {
-        ("real", math.inf): ((0.8669, 0.0003), (0.8574, 0.0054), (0.8379, 0.0034), (0.8316, 0.0051), (0.817, 0.0038),
-                             (0.788, 0.004), (0.7484, 0.0088), (0.7084, 0.01), (0.6174, 0.0118), (0.535, 0.0165)),
+        ("real", math.inf): (
+            (0.8669, 0.0003),
+            (0.8574, 0.0054),
+            (0.8379, 0.0034),
+            (0.8316, 0.0051),
+            (0.817, 0.0038),
+            (0.788, 0.004),
+            (0.7484, 0.0088),
+            (0.7084, 0.01),
+            (0.6174, 0.0118),
+            (0.535, 0.0165),
+        ),
         ("full-mmd", math.inf): (0.8235, 0.8122, 0.804, 0.7993, 0.7935, 0.7648, 0.7274, 0.6908, 0.5856, 0.5162),
         ("dp-hp", math.inf): (0.7363, 0.7367, 0.7364, 0.7355, 0.7344, 0.7243, 0.7116, 0.6895, 0.6064, 0.5613),
         ("dp-hp", 1.0): ((0.7299, 0.0103), 0.7295, 0.7261, 0.7237, 0.7168, 0.7052, 0.6927, 0.6576, 0.5957, 0.5314),
@@ -610,11 +909,21 @@ def versus_seeds_rows(
         # each published setup is preceded by ours of the same registered method and ε, whatever
         # qualifies our label (a profile, a --set value); ours without a published twin follow
         required = (paper_settings or {}).get(base_dataset(dataset), {})
-        mismatch = {(label, eps): _setting_mismatch(ours[(ours["method"] == label) & (ours["epsilon"] == eps)],
-                                                      required.get((name, eps), ()))
-                    for label, name, eps in ours_setups}
+        mismatch = {
+            (label, eps): _setting_mismatch(
+                ours[(ours["method"] == label) & (ours["epsilon"] == eps)], required.get((name, eps), ())
+            )
+            for label, name, eps in ours_setups
+        }
         placed: list[tuple[tuple[str, float], list[tuple[str, float]]]] = [
-            (setup, [(label, eps) for label, name, eps in ours_setups if (name, eps) == setup and not mismatch[(label, eps)]])
+            (
+                setup,
+                [
+                    (label, eps)
+                    for label, name, eps in ours_setups
+                    if (name, eps) == setup and not mismatch[(label, eps)]
+                ],
+            )
             for setup in published
         ]
         twinned = {label_eps for _, labels in placed for label_eps in labels}
@@ -635,27 +944,46 @@ def versus_seeds_rows(
                     if tests is not None:
                         tests += [[dataset, name, header, test.against, test.text()] for test in found if test]
                         if reference and header in reference[1] and metric in selected.columns:
-                            versus = welch(selected.set_index("seed")[metric], reference[1][header], reference[0],
-                                           MIN_SEEDS_FOR_EVIDENCE)
+                            versus = welch(
+                                selected.set_index("seed")[metric],
+                                reference[1][header],
+                                reference[0],
+                                MIN_SEEDS_FOR_EVIDENCE,
+                            )
                             tests += [[dataset, name, header, versus.against, versus.text()]] if versus else []
                     text = cell_text(selected, metric)
                     cells.append(text + marks(*found, higher_is_better(metric)) if text else text)
                 rows.append([dataset, name, "ours", *cells])
             if (method, eps) in published:
                 values = published[(method, eps)]
-                rows.append([dataset, setup_name(method, eps), seeds_label, *[
-                    seeds_value(values[header], digits) if header in values else "" for header, _ in columns
-                ]])
+                rows.append(
+                    [
+                        dataset,
+                        setup_name(method, eps),
+                        seeds_label,
+                        *[seeds_value(values[header], digits) if header in values else "" for header, _ in columns],
+                    ]
+                )
             # the setups measured by other code, once each, after the block of ours (and the paper's row)
-            block = [(names[(ours["method"] == label) & (ours["epsilon"] == label_eps)].iloc[0], label_eps)
-                     for label, label_eps in labels] + ([(method, eps)] if method is not None else [])
+            block = [
+                (names[(ours["method"] == label) & (ours["epsilon"] == label_eps)].iloc[0], label_eps)
+                for label, label_eps in labels
+            ] + ([(method, eps)] if method is not None else [])
             for key in dict.fromkeys(block):
                 if key in (references or {}).get(base_dataset(dataset), {}) and key not in shown:
                     shown.add(key)
                     label, values = references[base_dataset(dataset)][key]
-                    rows.append([dataset, setup_name(*key), label, *[
-                        _spread_text(values[header], digits) if header in values else "" for header, _ in columns
-                    ]])
+                    rows.append(
+                        [
+                            dataset,
+                            setup_name(*key),
+                            label,
+                            *[
+                                _spread_text(values[header], digits) if header in values else ""
+                                for header, _ in columns
+                            ],
+                        ]
+                    )
     return rows
 
 
@@ -677,11 +1005,18 @@ def _tests(runs: pd.DataFrame, uniform_runs: pd.DataFrame, metric: str, publishe
         return None, None
     ours = runs.set_index("seed")[metric].dropna()
     paper = published[0] if isinstance(published, tuple) else published
-    versus_paper = (one_sample(ours, float(paper), MIN_SEEDS_FOR_EVIDENCE)
-                    if isinstance(paper, (int, float)) and not is_heavy_tailed(metric) else None)
+    versus_paper = (
+        one_sample(ours, float(paper), MIN_SEEDS_FOR_EVIDENCE)
+        if isinstance(paper, (int, float)) and not is_heavy_tailed(metric)
+        else None
+    )
     versus_uniform = None
-    if not uniform_runs.empty and metric in uniform_runs.columns and not runs["method_name"].eq("uniform").all() \
-            and runs["epsilon"].map(math.isfinite).all():
+    if (
+        not uniform_runs.empty
+        and metric in uniform_runs.columns
+        and not runs["method_name"].eq("uniform").all()
+        and runs["epsilon"].map(math.isfinite).all()
+    ):
         versus_uniform = paired(ours, uniform_runs.set_index("seed")[metric], MIN_SEEDS_FOR_EVIDENCE)
     return versus_paper, versus_uniform
 
@@ -723,19 +1058,23 @@ def render_versus_seeds(
 def effective_size_columns(frame: pd.DataFrame) -> dict[int, str]:
     """{size: column} of the ``effective-size.acc_n<size>`` metrics in these runs, largest first."""
     prefix = "effective-size.acc_n"
-    found = {int(c[len(prefix):]): c for c in frame.columns if c.startswith(prefix) and c[len(prefix):].isdigit()}
+    found = {int(c[len(prefix) :]): c for c in frame.columns if c.startswith(prefix) and c[len(prefix) :].isdigit()}
     return dict(sorted(found.items(), reverse=True))
 
 
 def render_fig6(frame: pd.DataFrame, fmt: str, evaluator: str = "image-downstream") -> str:
     """The seeds' Fig. 6: accuracy per classifier (columns in the figure's order, then MEAN)."""
-    columns = [(name, f"{evaluator}.{name}.accuracy") for name in FIG6_CLASSIFIERS] + [("MEAN", f"{evaluator}.accuracy")]
+    columns = [(name, f"{evaluator}.{name}.accuracy") for name in FIG6_CLASSIFIERS] + [
+        ("MEAN", f"{evaluator}.accuracy")
+    ]
     seeds = {
         dataset: {setup: dict(zip([header for header, _ in columns], values)) for setup, values in setups.items()}
         for dataset, setups in SEEDS_FIG6.items()
     }
-    title = (f"Fig. 6: accuracy on the real test images per classifier ({evaluator}; higher is better), "
-             "ours: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code")
+    title = (
+        f"Fig. 6: accuracy on the real test images per classifier ({evaluator}; higher is better), "
+        "ours: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code"
+    )
     return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 6", ".4g", title, fmt)
 
 
@@ -744,9 +1083,13 @@ def render_fig3(frame: pd.DataFrame, fmt: str) -> str:
     sizes = sorted(set(effective_size_columns(frame)) | set(FIG3_SIZES), reverse=True)
     columns = [(f"n={size}", f"effective-size.acc_n{size}") for size in sizes]
     seeds = {
-        dataset: {setup: {f"n={size}": value for size, value in zip(FIG3_SIZES, values)} for setup, values in setups.items()}
+        dataset: {
+            setup: {f"n={size}": value for size, value in zip(FIG3_SIZES, values)} for setup, values in setups.items()
+        }
         for dataset, setups in SEEDS_FIG3.items()
     }
-    title = ("Fig. 3: mean accuracy of the 12 classifiers vs training images (effective-size; higher is better), "
-             "ours: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code")
+    title = (
+        "Fig. 3: mean accuracy of the 12 classifiers vs training images (effective-size; higher is better), "
+        "ours: mean ± sd [95% CI] (seeds); ◦ fewer than 3 seeds, ‡ dirty code"
+    )
     return render_versus_seeds(frame, columns, seeds, "seeds' Fig. 3", ".4f", title, fmt)

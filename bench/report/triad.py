@@ -23,7 +23,9 @@ AUDIT_EXPERIMENT = "audit"
 SHADOW_AUC = "shadow-mia.shadow_auc"  # shown as a column where any run has it
 
 
-def audit_bounds(experiment: str = AUDIT_EXPERIMENT, source: RunSource | None = None) -> dict[tuple[str, str, float], float]:
+def audit_bounds(
+    experiment: str = AUDIT_EXPERIMENT, source: RunSource | None = None
+) -> dict[tuple[str, str, float], float]:
     """The largest ε lower bound logged by ``bench audit`` per (method, dataset, ε); empty when
     no audit was run (the ``audit`` experiment does not exist)."""
     bounds: dict[tuple[str, str, float], float] = {}
@@ -31,7 +33,11 @@ def audit_bounds(experiment: str = AUDIT_EXPERIMENT, source: RunSource | None = 
         params, metrics = run.params, run.metrics
         if "audit.epsilon_lower_bound" not in metrics or "epsilon" not in params:
             continue
-        key = (params.get("method", "").split(" ")[0], params.get("dataset", "").split(" ")[0], float(params["epsilon"]))
+        key = (
+            params.get("method", "").split(" ")[0],
+            params.get("dataset", "").split(" ")[0],
+            float(params["epsilon"]),
+        )
         bounds[key] = max(bounds.get(key, 0.0), metrics["audit.epsilon_lower_bound"])
     return bounds
 
@@ -52,12 +58,25 @@ def _mean_sd(values: pd.Series) -> str:
 
 def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float]) -> tuple[list[str], list[list[str]]]:
     if "privacy.mia_auc" not in frame.columns:
-        raise TableError("no run here has the privacy evaluator's metrics: run with --evaluators privacy,… or add them "
-                         "with `python -m bench evaluate --evaluators privacy,fidelity`")
+        raise TableError(
+            "no run here has the privacy evaluator's metrics: run with --evaluators privacy,… or add them "
+            "with `python -m bench evaluate --evaluators privacy,fidelity`"
+        )
     scored = frame.dropna(subset=["privacy.mia_auc"])
     shadows = SHADOW_AUC in scored.columns and scored[SHADOW_AUC].notna().any()
-    header = ["dataset", "ε", "method", "ledger ε", "independent ε", "audited ε ≥", "attack AUC [95% CI]",
-              *(["shadow-model AUC [95% CI]"] if shadows else []), "DCR share", "detection AUC", "utility"]
+    header = [
+        "dataset",
+        "ε",
+        "method",
+        "ledger ε",
+        "independent ε",
+        "audited ε ≥",
+        "attack AUC [95% CI]",
+        *(["shadow-model AUC [95% CI]"] if shadows else []),
+        "DCR share",
+        "detection AUC",
+        "utility",
+    ]
     rows = []
     for (dataset, epsilon, method), group in scored.groupby(["dataset", "epsilon", "method"], sort=True):
         name = group["method_name"].iloc[0]
@@ -65,17 +84,25 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
         low = group["privacy.mia_auc_low"].min() if "privacy.mia_auc_low" in group else math.nan
         high = group["privacy.mia_auc_high"].max() if "privacy.mia_auc_high" in group else math.nan
         audited = audits.get((name, dataset.split(" ")[0], float(epsilon)))
-        rows.append([
-            dataset, epsilon_text(epsilon), method,
-            _claimed(group.get("privacy.epsilon_spent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "∞ (non-private)",
-            _claimed(group.get("privacy.epsilon_independent", pd.Series(dtype=float))) if math.isfinite(epsilon) else "—",
-            format_number(audited) if audited is not None else "not audited",
-            f"{_mean_sd(group['privacy.mia_auc'])} [{format_number(low)}, {format_number(high)}]",
-            *([_with_interval(group, "shadow-mia.shadow_auc")] if shadows else []),
-            _mean_sd(group.get("privacy.dcr_share", pd.Series(dtype=float))),
-            _mean_sd(group.get("fidelity.detection_auc", pd.Series(dtype=float))),
-            f"{utility.split('.', 1)[1]} {_mean_sd(group[utility])}" if utility else "—",
-        ])
+        rows.append(
+            [
+                dataset,
+                epsilon_text(epsilon),
+                method,
+                _claimed(group.get("privacy.epsilon_spent", pd.Series(dtype=float)))
+                if math.isfinite(epsilon)
+                else "∞ (non-private)",
+                _claimed(group.get("privacy.epsilon_independent", pd.Series(dtype=float)))
+                if math.isfinite(epsilon)
+                else "—",
+                format_number(audited) if audited is not None else "not audited",
+                f"{_mean_sd(group['privacy.mia_auc'])} [{format_number(low)}, {format_number(high)}]",
+                *([_with_interval(group, "shadow-mia.shadow_auc")] if shadows else []),
+                _mean_sd(group.get("privacy.dcr_share", pd.Series(dtype=float))),
+                _mean_sd(group.get("fidelity.detection_auc", pd.Series(dtype=float))),
+                f"{utility.split('.', 1)[1]} {_mean_sd(group[utility])}" if utility else "—",
+            ]
+        )
     return header, rows
 
 
@@ -88,9 +115,15 @@ def _with_interval(group: pd.DataFrame, metric: str) -> str:
     return f"{_mean_sd(values)} [{format_number(low)}, {format_number(high)}]"
 
 
-def render_triad(frame: pd.DataFrame, fmt: str, audits: dict[tuple[str, str, float], float] | None = None,
-                 source: RunSource | None = None) -> str:
+def render_triad(
+    frame: pd.DataFrame,
+    fmt: str,
+    audits: dict[tuple[str, str, float], float] | None = None,
+    source: RunSource | None = None,
+) -> str:
     header, rows = triad_rows(frame, audit_bounds(source=source) if audits is None else audits)
-    title = ("claimed ε (ledger) — audited ε lower bound (`bench audit`) — membership attack on the output (DOMIAS AUC, "
-             "0.5: no signal) — DCR share (0.5 ideal) — detection AUC (0.5 ideal) — utility; mean ± sd over seeds (n)")
+    title = (
+        "claimed ε (ledger) — audited ε lower bound (`bench audit`) — membership attack on the output (DOMIAS AUC, "
+        "0.5: no signal) — DCR share (0.5 ideal) — detection AUC (0.5 ideal) — utility; mean ± sd over seeds (n)"
+    )
     return format_table(header, rows, title, fmt)
