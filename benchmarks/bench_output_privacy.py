@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import json, resource, sys, time
-from bench.core.contracts import EvalContext
+from bench.api.contracts import EvalContext
 from bench.api.registry import DATASETS, EVALUATORS
 dataset, name, data_dir = sys.argv[1], sys.argv[2], sys.argv[3] or None
 split = DATASETS.get(dataset).load(data_dir, 0)

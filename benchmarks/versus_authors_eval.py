@@ -62,7 +62,7 @@ print(f"evaluation_s {time.perf_counter() - started:.3f}")
 OURS = """
 import sys, time, warnings
 from pathlib import Path
-from bench.core.contracts import EvalContext
+from bench.api.contracts import EvalContext
 from bench.api.registry import DATASETS
 from bench.harness.samples import load_synthetic
 from evaluators.downstream import DownstreamClassifiers

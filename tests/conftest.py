@@ -23,7 +23,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     import os, time
     from dataclasses import dataclass, field
     from bench.core.params import HyperParameters, NoParameters
-    from bench.core.contracts import DataKind
+    from bench.core.data import DataKind
     from bench.api.registry import METHODS
     from methods.real import Real
 
@@ -99,7 +99,7 @@ PLUGIN_SOURCE = textwrap.dedent(
 
         def sample(self, n, labels=None):
             import numpy as np
-            from bench.core.contracts import LabelledData
+            from bench.core.data import LabelledData
             x = np.full((n, self.train.x.shape[1]), np.nan, dtype=np.float32)
             return LabelledData(x, self.train.y[:n], self.train.schema)
 
@@ -119,7 +119,7 @@ PLUGIN_SOURCE = textwrap.dedent(
 
         def sample(self, n, labels=None):
             import dataclasses
-            from bench.core.contracts import LabelledData
+            from bench.core.data import LabelledData
             schema = dataclasses.replace(self.train.schema, label="something else")
             return LabelledData(self.train.x[:n], self.train.y[:n], schema)
 
@@ -168,7 +168,7 @@ PLUGIN_SOURCE = textwrap.dedent(
 
         def evaluate(self, synthetic, real_train, real_test, context):
             from threadpoolctl import threadpool_info
-            from bench.core.contracts import Evaluation
+            from bench.api.contracts import Evaluation
             wide = [(pool["internal_api"], pool["num_threads"]) for pool in threadpool_info() if pool["num_threads"] > 1]
             if wide:
                 raise RuntimeError(f"pools not held to the cell's threads: {wide}")

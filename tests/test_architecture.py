@@ -161,7 +161,7 @@ def test_listing_help_and_argument_errors_import_no_heavy_package(argv):
 
 
 def test_plugin_packages_and_core_contracts_are_light():
-    code = "import methods, datasets, evaluators, bench.core.contracts, bench.api.registry, bench.core.params"
+    code = "import methods, datasets, evaluators, bench.core.data, bench.api.contracts, bench.api.registry, bench.core.params"
     assert heavy_modules_after(code) == []
 
 

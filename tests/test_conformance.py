@@ -281,7 +281,7 @@ def test_an_incomplete_entry_is_refused_at_registration_with_one_line():
         (METHODS, NoFit(), "needs a method fit"),
         (METHODS, dataclasses.replace(LaplaceHistograms(), private="yes"), "boolean attribute 'private'"),
         (EVALUATORS, NoFit(), "metrics must be a mapping"),
-        (DATASETS, NoFit(), "kind must be a bench.core.contracts.DataKind"),
+        (DATASETS, NoFit(), "kind must be a bench.core.data.DataKind"),
     ]:
         with pytest.raises(RegistryError, match=complaint) as refused:
             registry.register(entry)

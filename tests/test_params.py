@@ -1,5 +1,5 @@
 """Typed hyperparameters (bench.core.params), the shared batch rule and FitContext's named random
-streams (bench.core.contracts)."""
+streams (bench.core.data)."""
 
 from __future__ import annotations
 
@@ -259,7 +259,7 @@ def test_contracts_import_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, bench.core.contracts, bench.core.params; assert 'torch' not in sys.modules"
+    code = "import sys, bench.core.data, bench.api.contracts, bench.core.params; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 
 

@@ -269,7 +269,7 @@ def _common_problems(entry: Any, kinds_attribute: str) -> list[str]:
     if not kinds or not all(isinstance(k, DataKind) for k in kinds):
         problems.append(
             f"{kinds_attribute} must be {'a' if kinds_attribute == 'kind' else 'a non-empty set of'} "
-            "bench.core.contracts.DataKind"
+            "bench.core.data.DataKind"
         )
     return problems
 
@@ -291,7 +291,7 @@ def evaluator_problems(evaluator: Any) -> list[str]:
     problems = _common_problems(evaluator, "data_kinds")
     metrics = getattr(evaluator, "metrics", None)
     if not isinstance(metrics, Mapping) or not all(isinstance(v, MetricSpec) for v in metrics.values()):
-        problems.append("metrics must be a mapping of name → bench.core.contracts.MetricSpec")
+        problems.append("metrics must be a mapping of name → bench.api.contracts.MetricSpec")
     for method in ("applies_to", "evaluate"):
         if not callable(getattr(evaluator, method, None)):
             problems.append(f"needs a method {method}(...)")
@@ -302,7 +302,7 @@ def dataset_problems(dataset: Any) -> list[str]:
     """What a dataset lacks of :class:`Dataset` (empty: complete)."""
     problems = _common_problems(dataset, "kind")
     if not isinstance(getattr(dataset, "schema", None), Schema):
-        problems.append("schema must be a bench.core.contracts.Schema")
+        problems.append("schema must be a bench.core.data.Schema")
     if not callable(getattr(dataset, "load", None)):
         problems.append("needs a method load(data_dir, seed, protocol)")
     return problems
