@@ -195,3 +195,30 @@ def test_reference_rows_come_from_committed_measurements_of_the_same_rows():
                 roc = [v for h, v in measured.values().items() if h.startswith("ROC")][0]
                 assert abs(statistics.mean(roc) - summary["roc_mean"]) < 1e-9 and len(roc) == summary["n"]
     assert found
+
+
+def test_every_transcribed_number_lives_in_the_published_files():
+    """Issue 57: one home for published values — bench/report/published/*.toml, each table with its
+    source; the presets hold no number but their grids' and setups' ε."""
+    import ast
+
+    from bench.api.registry import METHODS
+    from bench.report.published import FOLDER, published, source_of, table_names
+
+    assert len(table_names()) >= 12
+    for name in table_names():
+        assert "arXiv:" in source_of(name), name
+        for dataset, setups in published(name).items():
+            for (method, epsilon), columns in setups.items():
+                assert method in METHODS.names() or method == "gs-wgan", (name, method)  # GS-WGAN: shown, no adapter
+                assert epsilon > 0 and columns, (name, dataset, method)
+                for value in columns.values():
+                    assert isinstance(value, (float, int, str)) or (len(value) == 2 and value[1] >= 0), (name, value)
+    epsilons = {e for preset in PRESETS.values() for grid in preset.grids for e in grid.epsilons}
+    epsilons |= {e for preset in PRESETS.values() for setups in preset.published.values() for _, e in setups}
+    source = (REPO / "bench" / "report" / "presets.py").read_text()
+    literals = {
+        n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, float)
+    }
+    assert literals - epsilons - {0.0} == set()
+    assert FOLDER == REPO / "bench" / "report" / "published"

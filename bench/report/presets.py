@@ -22,7 +22,8 @@ from typing import Any
 
 from bench.core.errors import UsageError
 from bench.harness.grid import GridSpec
-from bench.report.tables import SEEDS_FIG3, SEEDS_FIG6, FIG3_SIZES, FIG6_CLASSIFIERS, SEEDS_TABLE1
+from bench.report.published import Setups, merged, published
+from bench.report.tables import FIG3_SIZES, FIG6_CLASSIFIERS
 
 INF = math.inf
 
@@ -162,162 +163,13 @@ _CERVICAL_DPMERF = (
 )
 
 
-def _table2_values(rows: dict[str, dict[tuple[str, float], tuple]]) -> dict:
-    """{dataset: {(method, ε): (ROC, PRC)}} or (F1,) → the columns' headers."""
-    out: dict = {}
-    for dataset, setups in rows.items():
-        for setup, values in setups.items():
-            headers = ("ROC (seeds' code)", "PRC (seeds' code)") if len(values) == 2 else ("F1 (seeds' code)",)
-            out.setdefault(dataset, {})[setup] = dict(zip(headers, values))
-    return out
+def _rows(setups: dict[str, Setups], dataset: str, methods: tuple[str, ...]) -> Setups:
+    """The setups of ``dataset`` in a published table that are ``methods``'."""
+    return {setup: cols for setup, cols in setups[dataset].items() if setup[0] in methods}
 
 
-# DP-HP Table 2 and Table 7 (DP-HP (arXiv:2106.05042) Tables 2 and 7): ROC / PRC (binary) or F1 (multi-class),
-# (1, 1e-5), average over 12 classifiers and 5 runs; Table 7 adds the non-private (ε = ∞) columns.
-_DPHP_TABLE2 = {
-    "adult": {
-        ("real", INF): (0.786, 0.683),
-        ("dp-cgan", 1.0): (0.509, 0.444),
-        ("dp-gan", 1.0): (0.511, 0.445),
-        ("dp-merf", 1.0): (0.642, 0.524),
-        ("dp-hp", 1.0): (0.688, 0.632),
-    },
-    "census": {
-        ("real", INF): (0.776, 0.433),
-        ("dp-cgan", 1.0): (0.655, 0.216),
-        ("dp-gan", 1.0): (0.529, 0.166),
-        ("dp-merf", 1.0): (0.685, 0.236),
-        ("dp-hp", 1.0): (0.699, 0.328),
-    },
-    "cervical": {
-        ("real", INF): (0.959, 0.858),
-        ("dp-cgan", 1.0): (0.519, 0.200),
-        ("dp-gan", 1.0): (0.485, 0.183),
-        ("dp-merf", 1.0): (0.531, 0.176),
-        ("dp-hp", 1.0): (0.616, 0.312),
-    },
-    "credit": {
-        ("real", INF): (0.924, 0.864),
-        ("dp-cgan", 1.0): (0.664, 0.356),
-        ("dp-gan", 1.0): (0.435, 0.150),
-        ("dp-merf", 1.0): (0.751, 0.622),
-        ("dp-hp", 1.0): (0.786, 0.744),
-    },
-    "epileptic": {
-        ("real", INF): (0.808, 0.636),
-        ("dp-cgan", 1.0): (0.578, 0.241),
-        ("dp-gan", 1.0): (0.505, 0.196),
-        ("dp-merf", 1.0): (0.605, 0.316),
-        ("dp-hp", 1.0): (0.609, 0.554),
-    },
-    "isolet": {
-        ("real", INF): (0.895, 0.741),
-        ("dp-cgan", 1.0): (0.511, 0.198),
-        ("dp-gan", 1.0): (0.540, 0.205),
-        ("dp-merf", 1.0): (0.557, 0.228),
-        ("dp-hp", 1.0): (0.572, 0.498),
-    },
-    "covtype": {
-        ("real", INF): (0.820,),
-        ("dp-cgan", 1.0): (0.285,),
-        ("dp-gan", 1.0): (0.492,),
-        ("dp-merf", 1.0): (0.467,),
-        ("dp-hp", 1.0): (0.537,),
-    },
-    "intrusion": {
-        ("real", INF): (0.971,),
-        ("dp-cgan", 1.0): (0.302,),
-        ("dp-gan", 1.0): (0.251,),
-        ("dp-merf", 1.0): (0.892,),
-        ("dp-hp", 1.0): (0.890,),
-    },
-}
-_DPHP_TABLE7_NON_PRIVATE = {
-    "adult": {("dp-merf", INF): (0.642, 0.525), ("dp-hp", INF): (0.673, 0.621)},
-    "census": {("dp-merf", INF): (0.696, 0.244), ("dp-hp", INF): (0.707, 0.32)},
-    "cervical": {("dp-merf", INF): (0.863, 0.607), ("dp-hp", INF): (0.823, 0.574)},
-    "credit": {("dp-merf", INF): (0.902, 0.828), ("dp-hp", INF): (0.89, 0.863)},
-    "epileptic": {("dp-merf", INF): (0.564, 0.236), ("dp-hp", INF): (0.602, 0.546)},
-    "isolet": {("dp-merf", INF): (0.755, 0.461), ("dp-hp", INF): (0.789, 0.668)},
-    "covtype": {("dp-merf", INF): (0.601,), ("dp-hp", INF): (0.580,)},
-    "intrusion": {("dp-merf", INF): (0.884,), ("dp-hp", INF): (0.888,)},
-}
-# DP-MERF Table 1 (DP-MERF (arXiv:2002.11603) Table 1): (1, 1e-5), average over 12 classifiers and 5 runs,
-# computed from hard predictions without selection on the test set (= our downstream.paper.*).
-_DPMERF_TABLE1 = {
-    "adult": {
-        ("real", INF): (0.730, 0.639),
-        ("dp-cgan", 1.0): (0.509, 0.444),
-        ("dp-gan", 1.0): (0.511, 0.445),
-        ("dp-merf", 1.0): (0.650, 0.564),
-        ("dp-merf", INF): (0.653, 0.570),
-    },
-    "census": {
-        ("real", INF): (0.747, 0.415),
-        ("dp-cgan", 1.0): (0.655, 0.216),
-        ("dp-gan", 1.0): (0.529, 0.166),
-        ("dp-merf", 1.0): (0.686, 0.358),
-        ("dp-merf", INF): (0.692, 0.369),
-    },
-    "cervical": {
-        ("real", INF): (0.786, 0.493),
-        ("dp-cgan", 1.0): (0.519, 0.200),
-        ("dp-gan", 1.0): (0.485, 0.183),
-        ("dp-merf", 1.0): (0.545, 0.184),
-        ("dp-merf", INF): (0.896, 0.737),
-    },
-    "credit": {
-        ("real", INF): (0.923, 0.874),
-        ("dp-cgan", 1.0): (0.664, 0.356),
-        ("dp-gan", 1.0): (0.435, 0.150),
-        ("dp-merf", 1.0): (0.772, 0.637),
-        ("dp-merf", INF): (0.898, 0.774),
-    },
-    "epileptic": {
-        ("real", INF): (0.797, 0.617),
-        ("dp-cgan", 1.0): (0.578, 0.241),
-        ("dp-gan", 1.0): (0.505, 0.196),
-        ("dp-merf", 1.0): (0.611, 0.340),
-        ("dp-merf", INF): (0.616, 0.335),
-    },
-    "isolet": {
-        ("real", INF): (0.893, 0.728),
-        ("dp-cgan", 1.0): (0.511, 0.198),
-        ("dp-gan", 1.0): (0.540, 0.205),
-        ("dp-merf", 1.0): (0.547, 0.404),
-        ("dp-merf", INF): (0.733, 0.424),
-    },
-    "covtype": {
-        ("real", INF): (0.643,),
-        ("dp-cgan", 1.0): (0.285,),
-        ("dp-gan", 1.0): (0.492,),
-        ("dp-merf", 1.0): (0.467,),
-        ("dp-merf", INF): (0.513,),
-    },
-    "intrusion": {
-        ("real", INF): (0.959,),
-        ("dp-cgan", 1.0): (0.302,),
-        ("dp-gan", 1.0): (0.251,),
-        ("dp-merf", 1.0): (0.850,),
-        ("dp-merf", INF): (0.856,),
-    },
-}
-
-
-def _hard_label_headers(values: dict) -> dict:
-    """DP-MERF's numbers are hard-label ROC/PRC/F1 without test-set selection: other headers."""
-    rename = {
-        "ROC (seeds' code)": "ROC (hard labels)",
-        "PRC (seeds' code)": "PRC (hard labels)",
-        "F1 (seeds' code)": "F1 (hard labels)",
-    }
-    return {
-        d: {s: {rename[h]: v for h, v in cols.items()} for s, cols in setups.items()} for d, setups in values.items()
-    }
-
-
-def _merge(*tables: dict) -> dict:
-    out: dict = {}
+def _combined(*tables: dict[str, Setups]) -> dict[str, Setups]:
+    out: dict[str, Setups] = {}
     for table in tables:
         for dataset, setups in table.items():
             out.setdefault(dataset, {}).update(setups)
@@ -347,78 +199,13 @@ _TABLE1_COLUMNS = tuple((f"{alpha}-way (seeds' code)", f"marginals.paper.tv_{alp
 # Table 4's ε = 0.1 row for adult (DP-HP README: order 5, 7 product dimensions); every other Table 1
 # setup uses the dataset's defaults (methods/dp_hp.py, Table 4's ε = 0.3 row)
 _TABLE1_SETTINGS = {"adult-discrete": {("dp-hp", 0.1): ("dp-hp.prod_order=5", "dp-hp.prod_dims=7")}}
-_TABLE1_PUBLISHED = {
-    dataset: {
-        setup: {f"{alpha}-way (seeds' code)": by_alpha[alpha][setup] for alpha in by_alpha if setup in by_alpha[alpha]}
-        for setup in dict.fromkeys(s for values in by_alpha.values() for s in values)  # the table's order, not a set's
-    }
-    for dataset, by_alpha in SEEDS_TABLE1.items()
-}
-
 _FIG6_COLUMNS = tuple((name, f"image-downstream.{name}.accuracy") for name in FIG6_CLASSIFIERS) + (
     ("MEAN", "image-downstream.accuracy"),
     ("FID", "fid.fid"),
 )
-_FIG6_PUBLISHED = {
-    dataset: {setup: dict(zip([h for h, _ in _FIG6_COLUMNS], values)) for setup, values in setups.items()}
-    for dataset, setups in SEEDS_FIG6.items()
-}
 _FIG3_COLUMNS = tuple((f"n={size}", f"effective-size.acc_n{size}") for size in FIG3_SIZES)
-_FIG3_PUBLISHED = {
-    dataset: {
-        setup: {f"n={size}": value for size, value in zip(FIG3_SIZES, values)} for setup, values in setups.items()
-    }
-    for dataset, setups in SEEDS_FIG3.items()
-}
 _IMAGES = ("mnist", "fashion-mnist")
 
-# DP-MEPF Tables 10 and 11 (DP-MEPF (arXiv:2205.12900) App. C; Table 2 prints their rounded
-# means): MLP and LogReg accuracy on the real test set after training on generated images,
-# mean ± std over 3 runs, δ = 1e-5; {variant: {dataset: {ε: (MLP, LogReg)}}} as fractions.
-_DPMEPF_TABLES_10_11 = {
-    "phi1phi2": {
-        "mnist": {
-            INF: ((0.914, 0.003), (0.846, 0.005)),
-            10.0: ((0.898, 0.005), (0.834, 0.006)),
-            5.0: ((0.899, 0.002), (0.833, 0.007)),
-            2.0: ((0.893, 0.003), (0.829, 0.007)),
-            1.0: ((0.893, 0.006), (0.825, 0.005)),
-            0.2: ((0.799, 0.013), (0.758, 0.011)),
-        },
-        "fashion-mnist": {
-            INF: ((0.744, 0.003), (0.743, 0.001)),
-            10.0: ((0.760, 0.004), (0.757, 0.010)),
-            5.0: ((0.758, 0.006), (0.752, 0.004)),
-            2.0: ((0.751, 0.003), (0.758, 0.004)),
-            1.0: ((0.747, 0.011), (0.754, 0.011)),
-            0.2: ((0.704, 0.019), (0.725, 0.012)),
-        },
-    },
-    "phi1": {
-        "mnist": {
-            INF: ((0.882, 0.006), (0.814, 0.004)),
-            10.0: ((0.888, 0.001), (0.808, 0.009)),
-            5.0: ((0.884, 0.005), (0.808, 0.008)),
-            2.0: ((0.880, 0.002), (0.805, 0.006)),
-            1.0: ((0.875, 0.006), (0.790, 0.006)),
-            0.2: ((0.771, 0.004), (0.721, 0.014)),
-        },
-        "fashion-mnist": {
-            INF: ((0.738, 0.005), (0.728, 0.005)),
-            10.0: ((0.755, 0.006), (0.755, 0.001)),
-            5.0: ((0.751, 0.008), (0.755, 0.008)),
-            2.0: ((0.758, 0.007), (0.764, 0.008)),
-            1.0: ((0.750, 0.018), (0.762, 0.008)),
-            0.2: ((0.690, 0.015), (0.717, 0.004)),
-        },
-    },
-}
-# DP-MEPF Table 1 (ε = 10): the other kernel methods' MLP / LogReg as DP-MEPF prints them (copied
-# from the literature there; their δ and classifier settings are not stated).
-_DPMEPF_TABLE1_OTHERS = {
-    "mnist": {("dp-merf", 10.0): (0.78, 0.79), ("dp-hp", 10.0): (0.82, 0.81)},
-    "fashion-mnist": {("dp-merf", 10.0): (0.75, 0.76), ("dp-hp", 10.0): (0.71, 0.73)},
-}
 _DPMEPF_COLUMNS = (
     ("MLP", "image-downstream.MLP.accuracy"),
     ("LogReg", "image-downstream.LR.accuracy"),
@@ -427,30 +214,6 @@ _DPMEPF_COLUMNS = (
 )
 
 
-def _dpmepf_published(variant: str, with_others: bool) -> dict:
-    out: dict = {}
-    for dataset, by_eps in _DPMEPF_TABLES_10_11[variant].items():
-        for eps, (mlp, logreg) in by_eps.items():
-            out.setdefault(dataset, {})[("dp-mepf", eps)] = {"MLP": mlp, "LogReg": logreg}
-        if with_others:
-            for setup, (mlp, logreg) in _DPMEPF_TABLE1_OTHERS[dataset].items():
-                out[dataset][setup] = {"MLP": mlp, "LogReg": logreg}
-    return out
-
-
-# DP-MEPF Table 16 (App. C; Table 5 prints the means): unlabelled CIFAR-10 FID (5,000 samples),
-# mean ± std over 5 runs; {variant: {ε: FID}}.
-_DPMEPF_TABLE16 = {
-    "phi1phi2": {
-        INF: (38.5, 1.5),
-        10.0: (38.8, 2.0),
-        5.0: (37.0, 1.1),
-        2.0: (38.7, 2.2),
-        1.0: (43.0, 1.1),
-        0.5: (49.4, 1.0),
-        0.2: (67.3, 2.6),
-    },
-}
 _DPMEPF_CPU = (
     "the `cpu` profile (methods/dp_mepf.py: EfficientNet-Lite0's first 7 layers, 4,000 iterations; "
     "each deviation is named in its parameter's source)"
@@ -466,14 +229,7 @@ PRESETS: dict[str, Preset] = {
             "gmm2d-paper",
             (GridSpec(("real", "dp-merf", "dp-hp", "dp-gan", "dp-cgan"), ("gmm2d",), [1.0], FIVE_SEEDS),),
             (("NLL sum (seeds' convention)", "nll.paper_sum"), ("NLL per sample", "nll.mean")),
-            {
-                "gmm2d": {
-                    ("real", INF): {"NLL sum (seeds' convention)": "≈ 3.1×10⁵"},
-                    ("dp-cgan", 1.0): {"NLL sum (seeds' convention)": "≈ 4.7×10⁵"},
-                    ("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
-                    ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"},
-                }
-            },
+            published("dphp-fig2"),
             "DP-HP (arXiv:2106.05042) Fig. 2, values read off the figure",
             plot_metrics=("nll.mean",),
             sample_grids=True,
@@ -503,7 +259,7 @@ PRESETS: dict[str, Preset] = {
                 GridSpec(("dp-hp",), ("census-discrete",), [0.3, 0.1], FIVE_SEEDS, protocol="paper"),
             ),
             _TABLE1_COLUMNS,
-            _TABLE1_PUBLISHED,
+            published("dphp-table1"),
             "DP-HP (arXiv:2106.05042) Table 1",
             plot_metrics=("marginals.tv_3",),
             paper_settings=_TABLE1_SETTINGS,
@@ -521,7 +277,7 @@ PRESETS: dict[str, Preset] = {
                 GridSpec(_TABLE2_METHODS, MIRROR_SAMPLES, [1.0], FIVE_SEEDS),
             ),
             _TABLE2_COLUMNS,
-            _table2_values(_DPHP_TABLE2),
+            published("dphp-table2"),
             "DP-HP (arXiv:2106.05042) Table 2",
             plot_metrics=("downstream.roc_auc",),
             selection_gain=_TABLE2_SELECTION_GAIN,
@@ -534,7 +290,7 @@ PRESETS: dict[str, Preset] = {
             "table2",
             (GridSpec(("dp-merf", "dp-hp"), TABULAR_DATASETS, [INF], FIVE_SEEDS, protocol="paper"),),
             _TABLE2_COLUMNS[:3],
-            _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE)),
+            merged("dphp-table2", "dphp-table7"),
             "DP-HP (arXiv:2106.05042) Table 7",
             calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP},
         ),
@@ -554,7 +310,7 @@ PRESETS: dict[str, Preset] = {
                 GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream", "fid")),
             ),
             _FIG6_COLUMNS,
-            _FIG6_PUBLISHED,
+            published("dphp-fig6"),
             "DP-HP (arXiv:2106.05042) Fig. 6 (values from "
             "github.com/ParkLabML/DP-HP code_balanced/plots/may17_*_mehp_by_model_values.npz)",
             digits=".4g",
@@ -577,7 +333,7 @@ PRESETS: dict[str, Preset] = {
                 GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("effective-size",)),
             ),
             _FIG3_COLUMNS,
-            _FIG3_PUBLISHED,
+            published("dphp-fig3"),
             "DP-HP (arXiv:2106.05042) Fig. 3 (values from "
             "github.com/ParkLabML/DP-HP code_balanced/plots/may27_order100_var_*_mehp_values.npz)",
             digits=".4f",
@@ -602,7 +358,7 @@ PRESETS: dict[str, Preset] = {
                 ("PRC (hard labels)", "downstream.paper.pr_auc"),
                 ("F1 (hard labels)", "downstream.paper.f1_weighted"),
             ),
-            _hard_label_headers(_table2_values(_DPMERF_TABLE1)),
+            published("dpmerf-table1"),
             "DP-MERF (arXiv:2002.11603) Table 1",
             plot_metrics=("downstream.paper.roc_auc",),
             calibration_notes={"cervical": _CERVICAL_DPMERF},
@@ -617,22 +373,7 @@ PRESETS: dict[str, Preset] = {
                 GridSpec(("dp-gan", "dp-cgan"), _IMAGES, [9.6], FIVE_SEEDS, evaluators=("image-downstream",)),
             ),
             (("MEAN", "image-downstream.accuracy"),),
-            {
-                "mnist": {
-                    ("real", INF): {"MEAN": 0.87},
-                    ("dp-cgan", 9.6): {"MEAN": 0.50},
-                    ("dp-gan", 9.6): {"MEAN": 0.48},
-                    ("dp-merf", 1.0): {"MEAN": 0.65},
-                    ("dp-merf", 0.2): {"MEAN": 0.61},
-                },
-                "fashion-mnist": {
-                    ("real", INF): {"MEAN": 0.78},
-                    ("dp-cgan", 9.6): {"MEAN": 0.39},
-                    ("dp-gan", 9.6): {"MEAN": 0.46},
-                    ("dp-merf", 1.0): {"MEAN": 0.61},
-                    ("dp-merf", 0.2): {"MEAN": 0.53},
-                },
-            },
+            published("dpmerf-table3"),
             "DP-MERF (arXiv:2002.11603) Table 3",
             digits=".2f",
             plot_metrics=("image-downstream.accuracy",),
@@ -649,7 +390,7 @@ PRESETS: dict[str, Preset] = {
                 GridSpec(("dp-merf", "dp-hp"), ("mnist",), [1.0], [0, 1, 2], profile="cpu"),
             ),
             _DPMEPF_COLUMNS,
-            _dpmepf_published("phi1phi2", with_others=True),
+            merged("dpmepf-tables10-11-phi1phi2", "dpmepf-table1-others"),
             "DP-MEPF (arXiv:2205.12900) Tables 10 and 11 (DP-MEPF rows, mean ± std over 3 runs) and Table 1 "
             "(DP-MERF and DP-HP at ε = 10, as DP-MEPF prints them)",
             plot_metrics=("image-downstream.MLP.accuracy",),
@@ -671,7 +412,7 @@ PRESETS: dict[str, Preset] = {
                 ),
             ),
             _DPMEPF_COLUMNS,
-            _dpmepf_published("phi1", with_others=False),
+            published("dpmepf-tables10-11-phi1"),
             "DP-MEPF (arXiv:2205.12900) Tables 10 and 11, (φ1) rows, mean ± std over 3 runs",
             plot_metrics=("image-downstream.MLP.accuracy",),
             sample_grids=True,
@@ -700,7 +441,7 @@ PRESETS: dict[str, Preset] = {
                 ("density", "prdc.density"),
                 ("coverage", "prdc.coverage"),
             ),
-            {"cifar10-jpeg": {("dp-mepf", eps): {"FID": value} for eps, value in _DPMEPF_TABLE16["phi1phi2"].items()}},
+            published("dpmepf-table16"),
             "DP-MEPF (arXiv:2205.12900) Table 16, unlabelled (φ1, φ2), mean ± std over 5 runs (200,000 GPU steps)",
             digits=".1f",
             plot_metrics=("fid.fid",),
@@ -815,28 +556,13 @@ PRESETS: dict[str, Preset] = {
                 ("4-way (seeds' code)", "marginals.paper.tv_4"),
                 ("NLL sum (seeds' convention)", "nll.paper_sum"),
             ),
-            _merge(
+            _combined(
                 {
-                    name: {
-                        setup: cols
-                        for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items()
-                        if setup[0] == "dp-hp"
-                    }
+                    name: _rows(published("dphp-table2"), "adult", ("dp-hp",))
                     for name in ("adult", "adult-dphp", "adult-dphp-sorted")
                 },
-                {
-                    "adult-discrete": {
-                        setup: cols
-                        for setup, cols in _TABLE1_PUBLISHED["adult-discrete"].items()
-                        if setup[0] == "dp-hp"
-                    }
-                },
-                {
-                    "gmm2d": {
-                        ("dp-merf", 1.0): {"NLL sum (seeds' convention)": "≈ 4.1×10⁵"},
-                        ("dp-hp", 1.0): {"NLL sum (seeds' convention)": "≈ 3.7×10⁵"},
-                    }
-                },
+                {"adult-discrete": _rows(published("dphp-table1"), "adult-discrete", ("dp-hp",))},
+                {"gmm2d": _rows(published("dphp-fig2"), "gmm2d", ("dp-merf", "dp-hp"))},
             ),
             "DP-HP (arXiv:2106.05042) Table 2 (adult), Table 1 (discretized Adult), Fig. 2 (gmm2d, read off the figure)",
             plot_metrics=("marginals.tv_3",),
@@ -958,23 +684,13 @@ PRESETS: dict[str, Preset] = {
                 ("PRC (seeds' code)", "downstream.test_selected_best.pr_auc"),
             ),
             {
-                "adult-sdgym": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["adult"],
-                "cervical-dpmerf": _hard_label_headers(_table2_values(_DPMERF_TABLE1))["cervical"],
+                "adult-sdgym": published("dpmerf-table1")["adult"],
+                "cervical-dpmerf": published("dpmerf-table1")["cervical"],
                 **{
-                    name: {
-                        setup: cols
-                        for setup, cols in _table2_values(_DPHP_TABLE2)["adult"].items()
-                        if setup[0] in ("real", "dp-hp")
-                    }
+                    name: _rows(published("dphp-table2"), "adult", ("real", "dp-hp"))
                     for name in ("adult-dphp-logs", "adult-dphp-zscored")
                 },
-                "cervical": {
-                    setup: cols
-                    for setup, cols in _table2_values(_merge(_DPHP_TABLE2, _DPHP_TABLE7_NON_PRIVATE))[
-                        "cervical"
-                    ].items()
-                    if setup[0] in ("dp-hp", "dp-merf")
-                },
+                "cervical": _rows(merged("dphp-table2", "dphp-table7"), "cervical", ("dp-hp", "dp-merf")),
             },
             "DP-MERF (arXiv:2002.11603) Table 1 (adult-sdgym, cervical-dpmerf: hard labels), DP-HP (arXiv:2106.05042) "
             "Tables 2 and 7 (adult-dphp-logs, cervical: test-selected)",

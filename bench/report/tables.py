@@ -24,6 +24,7 @@ from bench.core.errors import UsageError
 from bench.report.layouts import TABLE_FORMATS as FORMATS
 from bench.harness.grid import Cell
 from bench.harness.record import Record
+from bench.report.published import published
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import marks, one_sample, paired, welch
 from bench.api.contracts import Direction, MetricKind, MetricSpec, metric_key
@@ -448,47 +449,18 @@ def render_combined(frame: pd.DataFrame, metrics: list[str], fmt: str) -> str:
     return format_table(header, rows, title, fmt)
 
 
-# The seeds' Table 1 (DP-HP (arXiv:2106.05042) Table 1): mean TV of α-way marginals, δ = 1e-5, lower is better.
-# {dataset: {α: {(method, ε): value}}}; computed with their code's (α+1)-way convention, if
-# Table 1 came from the published marginals_eval.py (github.com/ParkLabML/DP-HP dp_mehp/marginals_eval.py).
-SEEDS_TABLE1 = {
-    "adult-discrete": {
-        3: {
-            ("privbayes", 0.3): 0.446,
-            ("privbayes", 0.1): 0.577,
-            ("dp-merf", 0.3): 0.405,
-            ("dp-merf", 0.1): 0.480,
-            ("dp-hp", 0.3): 0.332,
-            ("dp-hp", 0.1): 0.377,
-        },
-        4: {
-            ("privbayes", 0.3): 0.547,
-            ("privbayes", 0.1): 0.673,
-            ("dp-merf", 0.3): 0.508,
-            ("dp-merf", 0.1): 0.590,
-            ("dp-hp", 0.3): 0.418,
-            ("dp-hp", 0.1): 0.467,
-        },
-    },
-    "census-discrete": {
-        2: {
-            ("privbayes", 0.3): 0.180,
-            ("privbayes", 0.1): 0.291,
-            ("dp-merf", 0.3): 0.190,
-            ("dp-merf", 0.1): 0.222,
-            ("dp-hp", 0.3): 0.141,
-            ("dp-hp", 0.1): 0.155,
-        },
-        3: {
-            ("privbayes", 0.3): 0.323,
-            ("privbayes", 0.1): 0.429,
-            ("dp-merf", 0.3): 0.302,
-            ("dp-merf", 0.1): 0.337,
-            ("dp-hp", 0.3): 0.211,
-            ("dp-hp", 0.1): 0.232,
-        },
-    },
-}
+def _table1_by_alpha() -> dict[str, dict[int, dict[tuple[str, float], float]]]:
+    """DP-HP's Table 1 by dataset and α (bench/report/published/dphp-table1.toml; its columns are
+    ``<α>-way (seeds' code)``)."""
+    out: dict[str, dict[int, dict[tuple[str, float], float]]] = {}
+    for dataset, setups in published("dphp-table1").items():
+        for setup, columns in setups.items():
+            for header, value in columns.items():
+                out.setdefault(dataset, {}).setdefault(int(header.split("-", 1)[0]), {})[setup] = value
+    return out
+
+
+SEEDS_TABLE1 = _table1_by_alpha()
 TABLE1_METHODS = ("privbayes", "dp-merf", "dp-hp", "mst", "aim")
 
 
@@ -564,296 +536,18 @@ SEEDS_SETUP_NAMES = {
 # The columns of Fig. 6 (and the short names of evaluators/image_downstream.py), then MEAN.
 FIG6_CLASSIFIERS = ("LR", "RF", "GNB", "BNB", "LSVC", "DT", "LDA", "Ada", "MLP", "Bag", "GBM", "XGB")
 
-# The seeds' Fig. 6 (DP-HP (arXiv:2106.05042) Fig. 6, from
-# github.com/ParkLabML/DP-HP code_balanced/plots/
-# may17_*_mehp_by_model_values.npz): accuracy on the real test set after training on 60k
-# synthetic images, mean over 5 seeds; {dataset: {(method, ε): (12 classifiers..., MEAN)}}.
-SEEDS_FIG6 = {
-    "mnist": {
-        ("real", math.inf): (
-            0.925,
-            0.9688,
-            0.555,
-            0.842,
-            0.918,
-            0.8774,
-            0.879,
-            0.7097,
-            0.9782,
-            0.9282,
-            0.909,
-            0.912,
-            0.8669,
-        ),
-        ("full-mmd", math.inf): (
-            0.899,
-            0.9297,
-            0.566,
-            0.8431,
-            0.894,
-            0.7591,
-            0.8712,
-            0.6099,
-            0.9307,
-            0.8613,
-            0.8609,
-            0.857,
-            0.8235,
-        ),
-        ("dp-hp", math.inf): (
-            0.8137,
-            0.8157,
-            0.5889,
-            0.8177,
-            0.7729,
-            0.5578,
-            0.8143,
-            0.6638,
-            0.8099,
-            0.6651,
-            0.7245,
-            0.796,
-            0.7367,
-        ),
-        ("dp-hp", 1.0): (
-            0.811,
-            0.8155,
-            0.5862,
-            0.8145,
-            0.7714,
-            0.5598,
-            0.8148,
-            0.6739,
-            0.8063,
-            0.666,
-            0.7273,
-            0.7982,
-            0.7371,
-        ),
-        ("dp-merf", math.inf): (
-            0.7728,
-            0.7142,
-            0.5272,
-            0.7461,
-            0.7564,
-            0.4437,
-            0.7899,
-            0.4598,
-            0.8071,
-            0.6243,
-            0.6789,
-            0.5255,
-            0.6538,
-        ),
-        ("dp-merf", 1.0): (
-            0.7695,
-            0.6856,
-            0.5453,
-            0.7502,
-            0.7464,
-            0.4561,
-            0.7936,
-            0.4549,
-            0.8071,
-            0.6029,
-            0.6594,
-            0.5553,
-            0.6522,
-        ),
-        ("gs-wgan", 10.0): (
-            0.7411,
-            0.4602,
-            0.5759,
-            0.6994,
-            0.7038,
-            0.3255,
-            0.7319,
-            0.4674,
-            0.7437,
-            0.3872,
-            0.3624,
-            0.4077,
-            0.5505,
-        ),
-        ("dp-cgan", 9.6): (
-            0.5958,
-            0.635,
-            0.3065,
-            0.6107,
-            0.5513,
-            0.3402,
-            0.593,
-            0.2548,
-            0.5643,
-            0.4263,
-            0.4629,
-            0.6142,
-            0.4963,
-        ),
-    },
-    "fashion-mnist": {
-        ("real", math.inf): (
-            0.844,
-            0.875,
-            0.585,
-            0.648,
-            0.839,
-            0.79,
-            0.799,
-            0.5332,
-            0.8796,
-            0.8406,
-            0.8338,
-            0.826,
-            0.7744,
-        ),
-        ("full-mmd", math.inf): (
-            0.7664,
-            0.7931,
-            0.6103,
-            0.637,
-            0.7629,
-            0.6115,
-            0.7832,
-            0.5813,
-            0.7812,
-            0.747,
-            0.7716,
-            0.7777,
-            0.7186,
-        ),
-        ("dp-hp", math.inf): (
-            0.7195,
-            0.7187,
-            0.5668,
-            0.6335,
-            0.6877,
-            0.5142,
-            0.723,
-            0.5675,
-            0.7084,
-            0.6397,
-            0.6873,
-            0.6877,
-            0.6545,
-        ),
-        ("dp-hp", 1.0): (
-            0.7225,
-            0.73,
-            0.6024,
-            0.6374,
-            0.6943,
-            0.519,
-            0.7226,
-            0.5669,
-            0.7158,
-            0.633,
-            0.6836,
-            0.7013,
-            0.6607,
-        ),
-        ("dp-merf", math.inf): (
-            0.7256,
-            0.6571,
-            0.5982,
-            0.6024,
-            0.6853,
-            0.4338,
-            0.7357,
-            0.4276,
-            0.739,
-            0.5767,
-            0.6263,
-            0.5967,
-            0.617,
-        ),
-        ("dp-merf", 1.0): (
-            0.7281,
-            0.6848,
-            0.5751,
-            0.6042,
-            0.6841,
-            0.462,
-            0.7334,
-            0.4014,
-            0.7389,
-            0.5937,
-            0.6245,
-            0.6107,
-            0.6201,
-        ),
-        ("gs-wgan", 10.0): (
-            0.6742,
-            0.4976,
-            0.5049,
-            0.5579,
-            0.6389,
-            0.3859,
-            0.6531,
-            0.3725,
-            0.647,
-            0.4134,
-            0.3525,
-            0.4271,
-            0.5104,
-        ),
-        ("dp-cgan", 9.6): (
-            0.4643,
-            0.4778,
-            0.286,
-            0.4978,
-            0.3894,
-            0.3079,
-            0.4909,
-            0.2171,
-            0.4599,
-            0.3095,
-            0.3316,
-            0.4897,
-            0.3935,
-        ),
-    },
-}
-
-# The seeds' Fig. 3 (DP-HP (arXiv:2106.05042) Fig. 3, from
-# github.com/ParkLabML/DP-HP code_balanced/plots/may27_order100_var_*_mehp_values.npz):
-# mean accuracy over the 12 classifiers and 5 seeds at each training-set size; (mean, std) where
-# the note gives the standard deviation. {dataset: {(method, ε): (one value per FIG3_SIZES)}}.
+# The columns of Fig. 3: the training-set sizes.
 FIG3_SIZES = (60000, 30000, 12000, 6000, 3000, 1200, 600, 300, 120, 60)
+# The seeds' Fig. 6 and Fig. 3 (bench/report/published/dphp-fig6.toml, dphp-fig3.toml) as the
+# layouts read them: {dataset: {(method, ε): (the 12 classifiers..., MEAN)}} and {dataset:
+# {(method, ε): (one value per FIG3_SIZES, a value or (mean, sd))}}.
+SEEDS_FIG6 = {
+    dataset: {setup: tuple(columns[name] for name in (*FIG6_CLASSIFIERS, "MEAN")) for setup, columns in setups.items()}
+    for dataset, setups in published("dphp-fig6").items()
+}
 SEEDS_FIG3 = {
-    "mnist": {
-        ("real", math.inf): (
-            (0.8669, 0.0003),
-            (0.8574, 0.0054),
-            (0.8379, 0.0034),
-            (0.8316, 0.0051),
-            (0.817, 0.0038),
-            (0.788, 0.004),
-            (0.7484, 0.0088),
-            (0.7084, 0.01),
-            (0.6174, 0.0118),
-            (0.535, 0.0165),
-        ),
-        ("full-mmd", math.inf): (0.8235, 0.8122, 0.804, 0.7993, 0.7935, 0.7648, 0.7274, 0.6908, 0.5856, 0.5162),
-        ("dp-hp", math.inf): (0.7363, 0.7367, 0.7364, 0.7355, 0.7344, 0.7243, 0.7116, 0.6895, 0.6064, 0.5613),
-        ("dp-hp", 1.0): ((0.7299, 0.0103), 0.7295, 0.7261, 0.7237, 0.7168, 0.7052, 0.6927, 0.6576, 0.5957, 0.5314),
-        ("dp-merf", math.inf): (0.6538, 0.6544, 0.6546, 0.6542, 0.6515, 0.6362, 0.6296, 0.5917, 0.5564, 0.4986),
-        ("dp-merf", 1.0): ((0.6522, 0.0258), 0.6511, 0.6502, 0.6481, 0.6427, 0.6377, 0.6201, 0.5811, 0.5515, 0.4972),
-        ("gs-wgan", 10.0): (0.5505, 0.5486, 0.5466, 0.5491, 0.5414, 0.5292, 0.5278, 0.5157, 0.4718, 0.4309),
-        ("dp-cgan", 9.6): (0.4963, 0.5015, 0.4967, 0.4927, 0.4881, 0.4765, 0.4717, 0.4622, 0.4299, 0.4028),
-        ("dp-gan", 9.6): (0.4803, 0.4857, 0.4839, 0.479, 0.4787, 0.4784, 0.4723, 0.4696, 0.4341, 0.4143),
-    },
-    "fashion-mnist": {
-        ("real", math.inf): (0.7744, 0.7718, 0.7615, 0.7489, 0.734, 0.7163, 0.6943, 0.6529, 0.591, 0.5107),
-        ("full-mmd", math.inf): (0.7186, 0.7163, 0.7095, 0.7023, 0.6944, 0.6762, 0.6496, 0.6234, 0.5797, 0.5122),
-        ("dp-hp", math.inf): (0.6587, 0.6637, 0.6624, 0.668, 0.6656, 0.6596, 0.6446, 0.6143, 0.5592, 0.5092),
-        ("dp-hp", 1.0): ((0.6539, 0.01), 0.6572, 0.6646, 0.6614, 0.6595, 0.6553, 0.6387, 0.6171, 0.5582, 0.5109),
-        ("dp-merf", math.inf): (0.617, 0.6199, 0.6277, 0.6341, 0.6267, 0.6255, 0.6172, 0.59, 0.5572, 0.5144),
-        ("dp-merf", 1.0): (0.6201, 0.6207, 0.6279, 0.6243, 0.622, 0.6122, 0.6031, 0.5801, 0.5589, 0.4896),
-        ("gs-wgan", 10.0): (0.5104, 0.5125, 0.5158, 0.5158, 0.5152, 0.5129, 0.4971, 0.4903, 0.477, 0.4409),
-        ("dp-cgan", 9.6): (0.3935, 0.3928, 0.3931, 0.3917, 0.3963, 0.3945, 0.3919, 0.3853, 0.3758, 0.3644),
-        ("dp-gan", 9.6): (0.4533, 0.4524, 0.452, 0.4482, 0.4474, 0.4451, 0.4473, 0.449, 0.4303, 0.4051),
-    },
+    dataset: {setup: tuple(columns[f"n={size}"] for size in FIG3_SIZES) for setup, columns in setups.items()}
+    for dataset, setups in published("dphp-fig3").items()
 }
 
 
