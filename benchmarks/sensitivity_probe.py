@@ -15,7 +15,8 @@ from __future__ import annotations
 import sys
 
 from bench.api.registry import DATASETS, METHODS
-from bench.testing import ROWS, TEST_DATASETS, Subject, _head, clean_distance
+from bench.testing.method import ROWS, TEST_DATASETS, Subject, head_rows
+from bench.testing.neighbours import clean_distance
 
 FAST = {
     "dp-merf": {"epochs": "1"},
@@ -37,7 +38,7 @@ def main(names: list[str]) -> None:
             dataset = TEST_DATASETS.get(kind)
             if dataset is None:
                 continue
-            subject = Subject(method, dataset, _head(DATASETS.get(dataset).load(None, 0), ROWS), FAST.get(name))
+            subject = Subject(method, dataset, head_rows(DATASETS.get(dataset).load(None, 0), ROWS), FAST.get(name))
             probe = subject.replayed_on(subject.neighbour)
             ratios = [clean_distance(a, b) / a.release.sensitivity for a, b in zip(subject.first.events, probe.events)]
             print(

@@ -322,7 +322,7 @@ def plain_cell(
     """A cell of ``method`` on ``dataset`` with the given parameters (none: a method without any)."""
     import math
 
-    from bench.harness.grid import Cell
+    from bench.harness.cell import Cell
 
     fields.setdefault("delta", "1e-05" if math.isfinite(epsilon) else "none")
     fields.setdefault("evaluators", ())

@@ -16,7 +16,8 @@ from bench.api.registry import DATASETS, METHODS
 from bench.harness.grid import GridSpec, expand
 from bench.harness.worker import execute
 from bench.privacy.budget import PrivacyBudget
-from bench.privacy.ledger import PrivacyBudgetExceeded, PrivacyLedger
+from bench.privacy.ledger import PrivacyLedger
+from bench.privacy.subsampled import PrivacyBudgetExceeded
 
 SMALL_DISCRETE = "adult-discrete-2k-baselines"
 

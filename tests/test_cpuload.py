@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.harness.cpuload import ForeignLoad, process_tree_ticks
-from bench.harness.runner import LocalExecutor
+from bench.harness.executors import LocalExecutor
 
 
 def write_proc(proc: Path, busy: int, processes: dict[int, tuple[int, int]]) -> None:

@@ -20,7 +20,7 @@ from bench.harness.grid import GridSpec, expand
 from bench.harness.worker import execute
 from datasets.images import ImageArrays, ImageDataset
 from datasets.mnist import MNIST
-from bench.privacy.private_data import ROW_WISE_ATOL, ROW_WISE_RTOL
+from bench.privacy.row_wise import ROW_WISE_ATOL, ROW_WISE_RTOL
 from methods.dp_merf import CUDA_TILE_ENTRIES, draw_frequencies, rff_class_sums, rff_features
 from methods.encoders import build_encoder
 from methods.hermite import hermite_features

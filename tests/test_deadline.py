@@ -12,7 +12,8 @@ from bench.harness import tracking
 from bench.harness.grid import GridError, GridSpec, expand
 from bench.harness.runargs import parse_deadline
 from bench.harness import runner
-from bench.harness.runner import LocalExecutor, run_grid
+from bench.harness.executors import LocalExecutor
+from bench.harness.runner import run_grid
 from tests.conftest import run_cli
 
 NOW = datetime.datetime(2026, 11, 28, 12, 0, 30)

@@ -249,7 +249,7 @@ def test_unconditional_gan_refuses_requested_labels():
     assert (conditional.sample(4, labels=np.array([0, 1, 2, 3])).y == [0, 1, 2, 3]).all()
 
 
-from bench.privacy.ledger import SubsampledPhase  # noqa: E402
+from bench.privacy.subsampled import SubsampledPhase  # noqa: E402
 
 UNPATCHED_POISSON_BATCHES = SubsampledPhase.poisson_batches
 

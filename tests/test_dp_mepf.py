@@ -617,7 +617,7 @@ def test_the_cpu_profiles_encoder_passes_the_row_wise_check_despite_its_round_of
     alone and in a batch of 100 of about 5e-7 of the feature vector's norm, but up to 1e-3 of some
     small entries: an entry-wise check refused the release (row 99, and on an H100 at every run);
     the norm-wise check passes it, and still refuses a batch statistic (tests/test_private_data.py)."""
-    from bench.privacy.private_data import _check_row_wise
+    from bench.privacy.row_wise import check_row_wise
 
     arrays = MNIST.read(data_dir)
     rows = LabelledData(
@@ -630,4 +630,4 @@ def test_the_cpu_profiles_encoder_passes_the_row_wise_check_despite_its_round_of
         with torch.no_grad():
             return encoder(torch.as_tensor(data.x).reshape(-1, 1, 28, 28))
 
-    _check_row_wise("φ1 (efficientnet-lite0-imagenet, 7 blocks)", features, rows, features(rows))
+    check_row_wise("φ1 (efficientnet-lite0-imagenet, 7 blocks)", features, rows, features(rows))

@@ -11,6 +11,7 @@ import pytest
 
 from bench.api.registry import DATASETS
 from bench.harness import tracking
+from bench.harness import provenance
 from bench.harness.samples import SAMPLE_FILE, load_synthetic
 from tests.conftest import run_cli
 
@@ -81,7 +82,7 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
     for run in runs:
         assert {"privacy.mia_auc", "fidelity.detection_auc", "downstream.roc_auc"} <= set(run.data.metrics)
         assert run.data.tags["evaluated_later"] == "fidelity,privacy"
-        assert run.data.tags["evaluated_later.git_commit"] == tracking.git_commit()
+        assert run.data.tags["evaluated_later.git_commit"] == provenance.git_commit()
 
     # the shadow-model attack refits the run's method (rebuilt from its stored cell) on shadow sets
     # only: two shadows a run, the runs' own fits untouched
@@ -160,8 +161,8 @@ def test_a_preset_cell_is_finished_by_a_run_of_its_setup_that_holds_its_evaluato
     import math
 
     from bench.harness.grid import GridSpec
-    from bench.report.presets import Preset, grid_cells
-    from bench.report.tables import runs_frame
+    from bench.report.preset import Preset, grid_cells
+    from bench.report.frame import runs_frame
     from tests.conftest import cell_record
 
     fitted = GridSpec(("uniform",), ("cervical",), [math.inf], [0, 1], evaluators=("downstream",))

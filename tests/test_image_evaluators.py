@@ -13,7 +13,7 @@ import pytest
 from bench.core.data import LabelledData
 from bench.api.contracts import EvalContext
 from bench.api.registry import EVALUATORS
-from bench.report.tables import FIG6_CLASSIFIERS
+from bench.report.versus import FIG6_CLASSIFIERS
 from evaluators.effective_size import FIG3_RATIOS, EffectiveSize, sizes_for
 from evaluators.image_downstream import (
     IMAGE_CLASSIFIER_NAMES,

@@ -9,12 +9,8 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from bench.privacy.budget import BudgetError, Delta, PrivacyBudget, parse_epsilons
-from bench.privacy.ledger import (
-    GaussianRelease,
-    PrivacyBudgetExceeded,
-    PrivacyLedger,
-    calibrate_gaussian_multiplier,
-)
+from bench.privacy.ledger import GaussianRelease, PrivacyLedger, calibrate_gaussian_multiplier
+from bench.privacy.subsampled import PrivacyBudgetExceeded
 
 
 def analytic_gaussian_delta(epsilon: float, sigma: float) -> float:

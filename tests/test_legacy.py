@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.grid import Cell, CellCodecError
+from bench.harness.cell import Cell, CellCodecError
 from bench.harness.legacy import NOT_LOGGED, cell_from_v1, v1_key
 from tests.conftest import REPO
 

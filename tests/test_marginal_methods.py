@@ -14,14 +14,8 @@ from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.core.data import DataKind
 from bench.api.contracts import FitContext
-from bench.privacy.ledger import (
-    GaussianRelease,
-    PrivacyBudgetExceeded,
-    PrivacyLedger,
-    PureRelease,
-    epsilon_to_zcdp,
-    zcdp_to_epsilon,
-)
+from bench.privacy.ledger import GaussianRelease, PrivacyLedger, PureRelease, epsilon_to_zcdp, zcdp_to_epsilon
+from bench.privacy.subsampled import PrivacyBudgetExceeded
 from bench.api.registry import METHODS
 from datasets.adult_discrete import ADULT_DISCRETE
 from methods.mst import spanning_tree

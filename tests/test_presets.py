@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import build_parser, grid_spec_from_args, main
+from bench.cli import build_parser, main
+from bench.harness.runargs import grid_spec_from_args
 from bench.harness.grid import expand
 from bench.harness import tracking
 from bench.harness.grid import GridSpec
-from bench.report.presets import FIVE_SEEDS, PRESETS, Preset, estimate_cost, grid_cells, logged_seconds
+from bench.report.presets import PRESETS
+from bench.report.costs import estimate_cost, logged_seconds
+from bench.report.preset import FIVE_SEEDS, Preset, grid_cells
 from tests.conftest import REPO
 
 
@@ -53,7 +56,7 @@ def test_narrowed_commands_keep_only_their_methods_settings():
 
 
 def _fig2_key(method: str, profile: str = "paper"):
-    from bench.report.presets import cost_key
+    from bench.report.costs import cost_key
 
     grid = PRESETS["dphp-fig2"].grids[0]
     cells = grid_cells(GridSpec((method,), grid.datasets, grid.epsilons, [0], profile=profile), "x")
@@ -81,7 +84,7 @@ def test_a_smoke_run_never_prices_a_paper_cell():
 
 
 def test_gpu_cost_comes_only_from_runs_logged_on_a_gpu(tmp_path, monkeypatch):
-    from bench.harness.grid import CELL_FILE
+    from bench.harness.cell import CELL_FILE
 
     """Two runs of the same cell in a real store, one on the CPU and one tagged with a GPU: each
     feeds only its own estimate."""
@@ -158,7 +161,7 @@ def test_the_datasets_the_report_calls_missing_from_the_mirror_are_missing_there
     for one loads."""
     from bench.core.data import DataError
     from bench.api.registry import DATASETS
-    from bench.report.presets import MIRROR_SAMPLES, NOT_IN_MIRROR
+    from bench.report.preset import MIRROR_SAMPLES, NOT_IN_MIRROR
 
     monkeypatch.setenv("DPBENCH_OFFLINE", "1")  # a missing file must fail, not be downloaded
     mirror = Path(os.environ.get("DPBENCH_DATA_DIR") or REPO.parent / "shared" / "data")
@@ -179,7 +182,7 @@ def test_reference_rows_come_from_committed_measurements_of_the_same_rows():
     import json
     import statistics
 
-    from bench.report.presets import MEASUREMENTS, measured_references
+    from bench.report.preset import MEASUREMENTS, measured_references
 
     found = 0
     for preset in PRESETS.values():
@@ -216,9 +219,11 @@ def test_every_transcribed_number_lives_in_the_published_files():
                     assert isinstance(value, (float, int, str)) or (len(value) == 2 and value[1] >= 0), (name, value)
     epsilons = {e for preset in PRESETS.values() for grid in preset.grids for e in grid.epsilons}
     epsilons |= {e for preset in PRESETS.values() for setups in preset.published.values() for _, e in setups}
-    source = (REPO / "bench" / "report" / "presets.py").read_text()
     literals = {
-        n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, float)
+        n.value
+        for path in (REPO / "bench" / "report").glob("preset*.py")
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Constant) and isinstance(n.value, float)
     }
     assert literals - epsilons - {0.0} == set()
     assert FOLDER == REPO / "bench" / "report" / "published"

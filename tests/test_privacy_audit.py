@@ -20,7 +20,9 @@ from bench.harness.auditing import audit_dp_sgd, audit_method
 from bench.privacy.audit import clopper_pearson, epsilon_lower_bound
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.independent import PrivacyClaimMismatch, check_claim, independent_epsilon
-from bench.privacy.ledger import PrivacyLedger, secure_standard_laplace, secure_standard_normal
+from bench.privacy.ledger import PrivacyLedger
+from bench.privacy.noise import secure_standard_laplace
+from bench.privacy.noise import secure_standard_normal
 from bench.privacy.releases import GaussianRelease, PureRelease
 from bench.privacy.replace_one import ReplaceOneSubsampledGaussianPRV, prv_epsilon, renyi_divergence
 

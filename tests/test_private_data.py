@@ -181,11 +181,11 @@ def test_a_feature_map_that_reads_the_batch_is_refused_because_it_breaks_the_der
     independent check of why that matters: with batch z-scoring, replacing one row moves every
     clipped vector, and the clipped sum moves by far more than 2 · bound — so the handle refuses
     the map instead of releasing it (and likewise for the paired distances)."""
-    from bench.privacy.private_data import NotRowWiseError, _clip_rows
+    from bench.privacy.row_wise import NotRowWiseError, clip_rows
 
     bound = 0.5
-    moved = _clip_rows(batch_standardised(neighbour(rows(), 1e6)), bound).sum(0)
-    base = _clip_rows(batch_standardised(rows()), bound).sum(0)
+    moved = clip_rows(batch_standardised(neighbour(rows(), 1e6)), bound).sum(0)
+    base = clip_rows(batch_standardised(rows()), bound).sum(0)
     assert np.linalg.norm(moved - base) > 10 * 2 * bound
     for query in (
         lambda data: data.sum("z-scored", batch_standardised, norm_bound=bound, noise_multiplier=0.0, rng=None),
@@ -313,7 +313,7 @@ def test_codes_from_a_statistic_of_the_rows_are_refused_and_move_many_bins_when_
     """Issue 56, kind 2: codes standardised by a mean of the rows are not a count query. An
     independent check of why: replacing one row moves the histogram by far more than a count's L1 2;
     the handle refuses the query (it probes rows across the table, not only row 0)."""
-    from bench.privacy.private_data import NotRowWiseError
+    from bench.privacy.row_wise import NotRowWiseError
 
     def codes(data: LabelledData) -> np.ndarray:
         return (data.x[:, 1] > _mean_but_first(data.x[:, 1])).astype(int)
@@ -348,7 +348,7 @@ def test_codes_must_be_one_per_row():
 
 def test_a_feature_map_that_reads_the_batch_except_at_its_ends_is_refused():
     """Row-wise at the first and last row only (the old probe's rows), batch-normalised elsewhere."""
-    from bench.privacy.private_data import NotRowWiseError
+    from bench.privacy.row_wise import NotRowWiseError
 
     def sly(data: LabelledData) -> np.ndarray:
         out = np.c_[data.x[:, 1], data.y.astype(float)]

@@ -14,12 +14,14 @@ import subprocess
 
 import pytest
 
-from bench.cli import build_parser, grid_spec_from_args, main
+from bench.cli import build_parser, main
+from bench.harness.runargs import grid_spec_from_args
 from bench.harness import tracking
 from bench.harness.grid import expand
 from bench.harness.worker import Outcome
 from bench.harness.grid import GridSpec
-from bench.report.presets import PRESETS, Preset, grid_cells
+from bench.report.presets import PRESETS
+from bench.report.preset import Preset, grid_cells
 from tests.conftest import REPO
 
 TINY = Preset(
@@ -139,7 +141,7 @@ def test_every_table_starts_with_a_real_data_calibration_row_that_flags_a_miss(
 def test_a_calibration_within_one_seed_sd_agrees_and_the_sound_protocol_is_never_flagged():
     import pandas as pd
 
-    from bench.report.report import Calibration
+    from bench.report.calibration import Calibration
 
     ours = pd.Series([0.74, 0.743, 0.707, 0.735, 0.736])  # sd 0.0145
     assert not Calibration("adult [protocol paper]", "ROC", ours, 0.730, True).miss
@@ -358,7 +360,9 @@ def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
 def test_every_image_setup_of_the_presets_has_a_measured_cost():
     """The coverage matrix's promise for images (issue 32): every image setup of a preset is priced
     from a logged run or a committed measurement — never "not timed"."""
-    from bench.report.presets import PRESETS, grid_cells, seconds_for, cost_key
+    from bench.report.presets import PRESETS
+    from bench.report.costs import seconds_for, cost_key
+    from bench.report.preset import grid_cells
     from bench.api.registry import DATASETS
 
     untimed = sorted(
@@ -406,7 +410,9 @@ def test_the_summary_and_the_sections_count_the_same_finished_cells():
 def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or_says_not_timed(monkeypatch):
     """Issue 32: an image setup not run shows its measured CPU cost; none is guessed."""
     from bench.report.coverage import setup_coverage
-    from bench.report.presets import PRESETS, cost_key, grid_cells
+    from bench.report.presets import PRESETS
+    from bench.report.costs import cost_key
+    from bench.report.preset import grid_cells
 
     preset = PRESETS["dpmepf-table2"]
     cells = [cell for grid in preset.grids for cell in grid_cells(grid, preset.experiment)]
@@ -419,8 +425,8 @@ def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or
     cifar = {c.setup.epsilon: c for c in setup_coverage(PRESETS["dpmepf-table5"], set(), {})}
     # a fit's measured rate (image_cell_costs.py), past 2 h a seed on 2 cores: "needs a GPU" (issue 55)
     assert cifar[1.0].text() == "needs a GPU (cpu profile; ≥ 4.5 h a seed)"
-    from bench.report import presets
+    from bench.report import costs
 
-    monkeypatch.delitem(presets.DOCUMENTED_SECONDS, ("dp-mepf", "cifar10-jpeg", "cpu"))
+    monkeypatch.delitem(costs.DOCUMENTED_SECONDS, ("dp-mepf", "cifar10-jpeg", "cpu"))
     cifar = {c.setup.epsilon: c for c in setup_coverage(PRESETS["dpmepf-table5"], set(), {})}
     assert cifar[1.0].text() == "not run (cpu profile; not timed)"

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from bench.harness import tracking
+from bench.harness import provenance
 from bench.harness.record import LEGACY_LEDGER, Record, export_store, ledger_problem, load_records, write_record
 from bench.report.source import MlflowSource, RecordSource
 from bench.report.render import render_all
@@ -122,7 +123,7 @@ def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir, gr
     assert ledger_problem(merf) is None and merf.ledger["releases"]
     assert merf.ledger["independent"]["epsilon"] == pytest.approx(1.0, rel=1e-3)
     assert merf.cell.key == merf.key and merf.split.n_train > 0 and merf.cell.param_sources
-    assert merf.code.commit == tracking.git_commit().removesuffix("-dirty")
+    assert merf.code.commit == provenance.git_commit().removesuffix("-dirty")
     assert merf.machine["cpu"] != "not recorded" and merf.machine["versions"]["torch"]
     assert merf.machine["platform"] != "not recorded"
     assert "time.fit_s" in merf.timings and "time.fit_s" not in merf.metrics

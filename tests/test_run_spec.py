@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench.core.data import RunProtocol
-from bench.harness.grid import KEY_VERSION, Cell, GridError, GridSpec, expand, seeds_argument
+from bench.harness.grid import GridError, GridSpec, expand, seeds_argument
+from bench.harness.cell import KEY_VERSION, Cell
 from bench.harness.record import Record
 from bench.privacy.budget import Calibrator, Delta, epsilon_argument, parse_epsilons
 from tests.conftest import REPO

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.harness import tracking
+from bench.harness import leases
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow
@@ -179,9 +180,9 @@ def test_a_lease_is_taken_over_when_its_runner_is_gone(workdir):
     client = tracking.client()
     experiment = tracking.experiment_id(client, "dpbench")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = {**tracking.lease_tags(), "lease.pid": dead.stdout.strip()}
+    stale = {**leases.lease_tags(), "lease.pid": dead.stdout.strip()}
     tracking.create_cell_run(client, experiment, cell, {**tracking.cell_tags(cell, {}), **stale})
-    run_id, why = tracking.claim_cell(client, experiment, cell, {}, set(), rerun=False)
+    run_id, why = leases.claim_cell(client, experiment, cell, {}, set(), rerun=False)
     assert run_id is not None, why
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.report.tables import _row_label, render, render_combined, summarise
+from bench.report.tables import render, render_combined, summarise
+from bench.report.frame import _row_label
 
 
 def frame():
@@ -108,7 +109,7 @@ def test_non_private_variant_of_a_private_method_gets_its_own_row():
 
 
 def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
-    from bench.report.tables import render_table1
+    from bench.report.versus import render_table1
 
     rows = [
         {
@@ -141,7 +142,7 @@ def test_table1_layout_puts_the_seeds_values_beside_both_conventions():
 def image_frame() -> pd.DataFrame:
     """Two seeds of the real data and of DP-HP at ε = 1 on MNIST, one DP-GAN run at ε = 2 (a
     setup the seeds' Fig. 6 lacks); image-downstream and effective-size metrics."""
-    from bench.report.tables import FIG6_CLASSIFIERS
+    from bench.report.versus import FIG6_CLASSIFIERS
 
     rows = []
     for method, eps, base, seeds in (
@@ -170,7 +171,7 @@ def image_frame() -> pd.DataFrame:
 
 
 def test_fig6_layout_follows_each_setup_with_the_seeds_row():
-    from bench.report.tables import render_fig6
+    from bench.report.versus import render_fig6
 
     table = render_fig6(image_frame(), "md")
     assert (
@@ -197,7 +198,7 @@ def test_fig6_layout_follows_each_setup_with_the_seeds_row():
 
 
 def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
-    from bench.report.tables import render_fig3
+    from bench.report.versus import render_fig3
 
     table = render_fig3(image_frame(), "md")
     assert "| n=60000 | n=30000 | n=12000 | n=6000 | n=3000 | n=1200 | n=600 | n=300 | n=120 | n=60 |" in table
@@ -216,7 +217,8 @@ def test_fig3_layout_puts_ours_beside_the_seeds_per_size():
 
 
 def test_image_layouts_need_their_metrics():
-    from bench.report.tables import TableError, render_fig3, render_fig6
+    from bench.report.versus import render_fig3, render_fig6
+    from bench.report.frame import TableError
 
     with pytest.raises(TableError):
         render_fig6(frame(), "md")
@@ -298,7 +300,7 @@ def record(
 
 
 def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_averaged():
-    from bench.report.tables import runs_frame
+    from bench.report.frame import runs_frame
 
     runs = [record(s, value=3.0 + s) for s in (0, 1)]
     runs += [record(s, value=9.0 + s, profile="smoke") for s in (0, 1)]
@@ -317,7 +319,7 @@ def test_profiles_overrides_and_delta_get_their_own_rows_and_seeds_alone_are_ave
 
 
 def test_a_setting_the_labels_do_not_name_is_still_never_averaged():
-    from bench.report.tables import runs_frame
+    from bench.report.frame import runs_frame
 
     runs = [record(s, value=1.0, extra_params={"retired_option": "a"}) for s in (0, 1)]
     runs += [record(s, value=5.0, extra_params={"retired_option": "b"}) for s in (0, 1)]
@@ -329,7 +331,7 @@ def test_a_setting_the_labels_do_not_name_is_still_never_averaged():
 def test_a_rerun_cell_replaces_the_earlier_run():
     from dataclasses import replace
 
-    from bench.report.tables import runs_frame
+    from bench.report.frame import runs_frame
 
     (first,) = [record(0, value=1.0)]
     again = replace(first, run_id="rerun", start_time=first.start_time + 10, metrics={"marginals.tv_3": 3.0})
@@ -382,7 +384,7 @@ def test_table_from_logged_runs_keeps_a_smoke_run_apart_from_the_paper_run(workd
 def test_a_qualified_setup_sits_beside_the_published_row_of_its_method():
     """Ours under a profile or --set label (dp-mepf [profile cpu, …]) is placed right before the
     paper's row of the same registered method and ε; a setup the paper lacks comes after."""
-    from bench.report.tables import versus_seeds_rows
+    from bench.report.versus import versus_seeds_rows
 
     frame = pd.DataFrame(
         {
@@ -406,7 +408,7 @@ def test_a_qualified_setup_sits_beside_the_published_row_of_its_method():
 
 def test_a_method_can_ask_for_a_parameter_in_every_label():
     """dp-mepf declares label_params = ("encoder",): the encoder is named even at its default."""
-    from bench.report.tables import _method_label
+    from bench.report.frame import _method_label
 
     from tests.conftest import plain_cell
 
@@ -428,7 +430,7 @@ def test_a_reference_row_follows_the_paper_row_and_our_rows_are_tested_against_i
     setup as mean ± sd (n); each of our rows of that setup gets a Welch test, which scipy agrees with."""
     from scipy import stats
 
-    from bench.report.tables import versus_seeds_rows
+    from bench.report.versus import versus_seeds_rows
 
     ours = [0.52, 0.65, 0.56, 0.62, 0.59]
     theirs = [0.585, 0.586, 0.604, 0.665, 0.610, 0.648]

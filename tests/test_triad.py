@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from bench.report.tables import TableError, runs_frame
+from bench.report.frame import TableError, runs_frame
 from tests.conftest import cell_record, plain_cell
 from bench.report.triad import render_triad, triad_rows
 
@@ -63,15 +63,15 @@ def test_runs_without_the_privacy_evaluator_say_how_to_add_it():
 
 def test_the_privacy_utility_section_of_the_report_shows_the_triad_once_its_runs_are_scored(tmp_path):
     from bench.report.presets import PRESETS
-    from bench.report.report import _triad_blocks
+    from bench.report.figures import triad_blocks
     from bench.report.source import RecordSource
 
     (tmp_path / "none").mkdir()
     source = RecordSource(tmp_path)
     preset = PRESETS["privacy-utility"]
     scored = runs_frame([record("dp-merf", 1.0, seed, 0.5 + seed / 100) for seed in range(3)])
-    blocks = _triad_blocks(preset, scored, source)
+    blocks = triad_blocks(preset, scored, source)
     assert [b.kind for b in blocks] == ["p", "table"] and blocks[1].rows[0][2] == "dp-merf"
     unscored = runs_frame([cell_record(plain_cell(), {"downstream.roc_auc": 0.8})])
-    assert _triad_blocks(preset, unscored, source) == []  # nothing to show, nothing claimed
-    assert _triad_blocks(PRESETS["dphp-table2"], scored, source) == []  # only where the preset asks for it
+    assert triad_blocks(preset, unscored, source) == []  # nothing to show, nothing claimed
+    assert triad_blocks(PRESETS["dphp-table2"], scored, source) == []  # only where the preset asks for it

@@ -17,7 +17,8 @@ import math
 from typing import Any, Mapping
 
 from bench.core.errors import UsageError
-from bench.harness.grid import Cell, evaluator_settings
+from bench.harness.grid import evaluator_settings
+from bench.harness.cell import Cell
 
 # Parameters added after runs were logged, each with the value that behaves as the code did before
 # it (what `HyperParameters.added_later` said up to key version 1): a run logged without one ran

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from bench.harness import tracking
-from bench.harness.grid import Cell
+from bench.harness.cell import Cell
 from bench.harness.worker import Outcome
 
 OUTBOX_VARIABLE = "DPBENCH_OUTBOX"

@@ -14,7 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Iterable
 
-from bench.harness.grid import Cell, GridError
+from bench.harness.grid import GridError
+from bench.harness.cell import Cell
 from bench.privacy.budget import DeltaKind
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from bench.core.errors import UsageError
-from bench.harness.grid import CELL_FILE, Cell
+from bench.harness.cell import CELL_FILE, Cell
 
 SCHEMA = "dpbench.run-record/2"  # /1: before key version 2 (benchmarks/rekey_records.py reads it)
 DEFAULT_FOLDER = Path("results") / "runs"

@@ -22,6 +22,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from bench.core.errors import UsageError
 from bench.harness import tracking
+from bench.harness import provenance
 from bench.harness.cpuload import ForeignLoad
 from bench.harness.record import SplitFacts
 from bench.harness.runner import available_cores
@@ -60,7 +61,8 @@ def evaluate_stored_sample(
     torch.set_num_threads(max(1, threads))
     from bench.api.contracts import EvalContext
     from bench.api.registry import DATASETS, EVALUATORS
-    from bench.harness.grid import Cell, configured
+    from bench.harness.grid import configured
+    from bench.harness.cell import Cell
     from bench.harness.samples import load_synthetic
     from bench.core.paths import cache_dir
     from bench.harness.worker import Outcome, pools_held_to, record_evaluation
@@ -148,7 +150,7 @@ def rescore(
             f"no experiment {experiment!r} in {tracking.tracking_uri()}; `python -m bench runs` lists them"
         )
     done: list[Rescored] = []
-    evaluating_commit = tracking.git_commit()
+    evaluating_commit = provenance.git_commit()
     # the cores no other program keeps busy, read before each run (see pools_held_to)
     foreign, cores = ForeignLoad(), available_cores()
     for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):

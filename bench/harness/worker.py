@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from bench.api.contracts import Evaluation, Evaluator
 
 OUTCOME_FILE = "outcome.json"
-SAMPLE_ROWS = 1000  # rows of synthetic data kept as an artifact
 
 
 def _progress(report: Callable[[float], None], cores: "LentCores") -> Callable[[int, int], None]:
@@ -134,72 +133,6 @@ def peak_memory_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-def save_sample(data: Any, path: Path) -> None:
-    """The first rows of synthetic data: a CSV in the schema's columns, or for images an ``.npz``
-    of 8-bit pixels (n × C·H·W) and labels, a few kB instead of a 784-column CSV."""
-    import pandas as pd
-
-    from bench.core.images import is_image_schema
-
-    if is_image_schema(data.schema):
-        pixels = np.rint(np.clip(data.x[:SAMPLE_ROWS], 0, 1) * 255).astype(np.uint8)
-        np.savez_compressed(path.with_suffix(".npz"), x=pixels, y=data.y[:SAMPLE_ROWS])
-        return
-
-    rows = data.x[:SAMPLE_ROWS]
-    frame = pd.DataFrame(rows, columns=[c.name for c in data.schema.columns])
-    frame[data.schema.label] = [data.schema.classes[k] for k in data.y[:SAMPLE_ROWS]]
-    frame.to_csv(path, index=False)
-
-
-def save_scatter(synthetic: Any, real: Any, path: Path, title: str) -> None:
-    """Side-by-side scatter of real and synthetic 2-D samples, coloured by class."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 5), sharex=True, sharey=True)
-    for ax, data, name in ((axes[0], real, "real (train)"), (axes[1], synthetic, "synthetic")):
-        shown = min(len(data), 20_000)
-        ax.scatter(data.x[:shown, 0], data.x[:shown, 1], c=data.y[:shown], s=1, cmap="tab10", alpha=0.5)
-        ax.set_title(name)
-        ax.set_aspect("equal")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10) -> None:
-    """The first ``per_class`` generated images of every class, one row per class (greyscale or RGB)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from bench.core.images import as_images
-
-    classes = synthetic.schema.classes
-    fig, axes = plt.subplots(
-        len(classes), per_class, figsize=(per_class * 0.9, len(classes) * 0.9 + 0.4), squeeze=False
-    )
-    for row, name in enumerate(classes):
-        index = np.flatnonzero(synthetic.y == row)[:per_class]
-        images = as_images(synthetic.x[index], synthetic.schema)
-        for column, ax in enumerate(axes[row]):
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if column < len(images):
-                image = images[column].transpose(1, 2, 0)
-                ax.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray", vmin=0, vmax=1)
-        axes[row][0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=7)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def shadow_fitter(method: Any, template: Any, *, calibrator: str, secure_noise: bool = False) -> Callable[..., Any]:
     """``EvalContext.shadow_fit`` for a run: the run's ``method`` refitted with the settings, budget,
     device and protocol of its fit context ``template`` on the rows given, each time with a fresh
@@ -266,7 +199,9 @@ def execute(
     from bench.privacy.budget import PrivacyBudget
     from bench.core.paths import cache_dir, data_folder
     from bench.core.walls import DataWallError, fit_wall, lock_data_folder, wall_message
-    from bench.harness.grid import Cell, configured
+    from bench.harness import artifacts
+    from bench.harness.grid import configured
+    from bench.harness.cell import Cell
     from bench.harness.samples import SAMPLE_FILE, as_8bit_images, save_synthetic
     from bench.api.contracts import EvalContext, FitContext
     from bench.privacy.ledger import PrivacyLedger
@@ -383,12 +318,12 @@ def execute(
             record_evaluation(evaluator, evaluation, outcome, out)
             outcome.metrics[f"time.eval_{evaluator.name}_s"] = time.perf_counter() - started
 
-        save_sample(synthetic, out / "synthetic_sample.csv")
+        artifacts.save_sample(synthetic, out / "synthetic_sample.csv")
         save_synthetic(synthetic, out / SAMPLE_FILE, dataset=cell.dataset, private_rows=not method.private)
         if dataset.kind.value == "2d":
-            save_scatter(synthetic, split.train, out / "samples.png", cell.label)
+            artifacts.save_scatter(synthetic, split.train, out / "samples.png", cell.label)
         if dataset.kind.value == "image":
-            save_image_grid(synthetic, out / "samples.png", cell.label)
+            artifacts.save_image_grid(synthetic, out / "samples.png", cell.label)
         outcome.status = "FINISHED"
     except Exception as error:  # a failing cell is a result to log, not a crash of the grid
         outcome.error = f"{type(error).__name__}: {error}"

@@ -317,7 +317,7 @@ def audit_dp_sgd_step(
     compared is ε of ONE such step, by the ledger's accountant."""
     import torch
 
-    from bench.privacy.ledger import SubsampledPhase
+    from bench.privacy.subsampled import SubsampledPhase
 
     started = time.perf_counter()
     step = GaussianRelease(

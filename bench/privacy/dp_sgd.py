@@ -24,7 +24,7 @@ import contextlib
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
-from bench.privacy.ledger import SubsampledPhase
+from bench.privacy.subsampled import SubsampledPhase
 
 
 # torch warns when a module's full backward hook fires while its inputs (data rows, generated rows)

@@ -23,12 +23,10 @@ and are listed with ``use_public_fact``; uncharged uses of private data are ``ca
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy import special
@@ -49,58 +47,11 @@ from bench.privacy.accountants import (  # noqa: F401 (re-exported: the ledger's
 from bench.privacy.budget import CALIBRATORS, PrivacyBudget
 from bench.privacy.independent import IndependentCheck, check_claim
 from bench.privacy.releases import NEIGHBOURING, GaussianRelease, PureRelease, Release
+from bench.privacy.noise import _is_torch, secure_standard_laplace, secure_standard_normal
+from bench.privacy.replay import ReleaseReplay
+from bench.privacy.subsampled import PrivacyBudgetExceeded, SubsampledPhase, calibrate_subsampled_multiplier
 
 _SLACK = 1e-9  # relative tolerance on ε for floating-point round-off
-
-
-class PrivacyBudgetExceeded(RuntimeError):
-    """A release would take the run past its (ε, δ) target."""
-
-
-class ReplayDiverged(RuntimeError):
-    """Under release replay, a fit asked for a release the recorded fit did not make: the number,
-    order or shape of its releases depends on the private rows."""
-
-
-@dataclass
-class ReleaseReplay:
-    """The released (noisy) values of another fit, ``(what, value)`` in release order, handed
-    back one by one (as copies: a method may change what it gets in place)."""
-
-    outputs: list[tuple[str, Any]]
-    position: int = 0
-
-    def next(self, what: str, fresh: Any) -> Any:
-        if self.position >= len(self.outputs):
-            raise ReplayDiverged(
-                f"release {what!r} (number {self.position + 1}) was not made by the recorded fit: "
-                "the number of releases depends on the data"
-            )
-        recorded_what, value = self.outputs[self.position]
-        if recorded_what != what or _shapes(value) != _shapes(fresh):
-            raise ReplayDiverged(
-                f"release number {self.position + 1} is {what!r} {_shapes(fresh)} here but was "
-                f"{recorded_what!r} {_shapes(value)} in the recorded fit: releases depend on the data"
-            )
-        self.position += 1
-        return snapshot(value)
-
-
-def snapshot(value: Any) -> Any:
-    """A deep copy of a released or clean value (tensors, arrays, lists of them, numbers)."""
-    if isinstance(value, (list, tuple)):
-        return [snapshot(v) for v in value]
-    if _is_torch(value):
-        return value.detach().clone()
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return value
-
-
-def _shapes(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [_shapes(v) for v in value]
-    return tuple(getattr(value, "shape", ()))
 
 
 @dataclass(frozen=True)
@@ -129,117 +80,6 @@ class ReleaseEvent:
     clean: Any
     noisy: Any
     each: bool = True
-
-
-def secure_standard_normal(shape: tuple[int, ...]) -> np.ndarray:
-    """Standard normal draws from the OS's cryptographically secure source (os.urandom),
-    by the inverse CDF of 53-bit uniforms in (0, 1)."""
-    count = int(np.prod(shape)) if shape else 1
-    return special.ndtri(secure_uniform(count)).reshape(shape)
-
-
-def secure_uniform(count: int) -> np.ndarray:
-    """``count`` uniforms in (0, 1) from os.urandom (53-bit resolution)."""
-    bits = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) >> np.uint64(11)
-    return (bits.astype(np.float64) + 0.5) / 2.0**53
-
-
-def secure_standard_laplace(shape: tuple[int, ...]) -> np.ndarray:
-    count = int(np.prod(shape)) if shape else 1
-    bits = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) >> np.uint64(11)
-    centred = (bits.astype(np.float64) + 0.5) / 2.0**53 - 0.5
-    return (-np.sign(centred) * np.log1p(-2 * np.abs(centred))).reshape(shape)
-
-
-def _is_torch(value: Any) -> bool:
-    return type(value).__module__.startswith("torch")
-
-
-@dataclass
-class SubsampledPhase:
-    """A DP-SGD phase, charged when it is created: ``privatise`` adds the phase's noise to one
-    step's summed clipped gradients, through the ledger's door; ``steps_done`` is checked by
-    the method against the steps charged."""
-
-    ledger: "PrivacyLedger"
-    release: GaussianRelease
-    clipping_norm: float
-    steps_done: int = 0
-
-    @property
-    def noise_std(self) -> float:
-        return self.release.noise_std
-
-    @property
-    def opacus_noise_multiplier(self) -> float:
-        """Noise std relative to the clipping norm, as Opacus counts it."""
-        return self.noise_std / self.clipping_norm
-
-    def poisson_batches(self, rows: int, steps: int, generator: Any) -> Iterator[Any]:
-        """One epoch of ``steps`` Poisson batches of row indices (torch tensors): each row in each
-        batch with the phase's probability q, independently — the sampling the phase's
-        amplification assumes. Seeded: drawn from ``generator`` (a CPU ``torch.Generator``) exactly
-        as Opacus' ``DPDataLoader`` draws them, so seeded runs keep their batches (its DataLoader
-        first draws one int64 per epoch, a worker seed, from the same generator). With
-        ``secure_noise``: from os.urandom like the noise, so no logged seed reproduces the batches
-        (known batches would forfeit the amplification by sampling)."""
-        import torch
-
-        rate = self.release.sampling_rate
-        if self.ledger.secure_noise:
-            for _ in range(steps):
-                yield torch.as_tensor(np.flatnonzero(secure_uniform(rows) < rate))
-            return
-        torch.empty((), dtype=torch.int64).random_(generator=generator)
-        for _ in range(steps):
-            yield (torch.rand(rows, generator=generator) < rate).nonzero(as_tuple=False).reshape(-1)
-
-    def privatise(self, summed: Sequence[Any], rng: Any) -> list[Any]:
-        if self.steps_done >= self.release.compositions:
-            raise PrivacyBudgetExceeded(
-                f"{self.release.what}: step {self.steps_done + 1} was not charged ({self.release.compositions} were)"
-            )
-        self.steps_done += 1
-        noisy = [self.ledger._add_gaussian(value, self.noise_std, rng) for value in summed]
-        noisy = self.ledger._replayed(self.release, noisy)
-        self.ledger._notify(self.release, list(summed), noisy, each=False)
-        return noisy
-
-
-@functools.lru_cache(maxsize=256)
-def calibrate_subsampled_multiplier(
-    prior: tuple[GaussianRelease, ...],
-    sensitivity: float,
-    sampling_rate: float,
-    steps: int,
-    epsilon: float,
-    delta: float,
-    calibrator: Calibrator,
-) -> float:
-    """The smallest noise multiplier (to 0.1%) of ``steps`` Poisson-subsampled releases that,
-    composed with ``prior``, meet (ε, δ) under replace-one; cached, since it is pure and a
-    calibration composes PRVs a dozen times."""
-
-    def release(multiplier: float) -> GaussianRelease:
-        return GaussianRelease("phase", sensitivity, multiplier, steps, sampling_rate)
-
-    def fits(multiplier: float, accountant: Calibrator) -> bool:
-        return compose_epsilon([*prior, release(multiplier)], delta, accountant, prv_error(epsilon)) <= epsilon
-
-    # the Rényi bound (fast, looser) brackets the answer from above
-    low, high = 0.02, 0.5
-    while not fits(high, "paper"):
-        low, high = high, high * 2
-        if high > 1e6:
-            raise PrivacyBudgetExceeded("no noise multiplier meets the remaining budget")
-    if calibrator == "tight":
-        low = low / 2
-        while not fits(high, "tight"):  # not expected; keeps the answer valid regardless
-            low, high = high, high * 2
-    while (high - low) / high > 1e-3:
-        mid = 0.5 * (low + high)
-        low, high = (low, mid) if fits(mid, calibrator) else (mid, high)
-    return high
 
 
 @dataclass
@@ -522,50 +362,3 @@ def _release_dict(release: Release) -> dict[str, Any]:
     if release.subsampled:
         extra["opacus_noise_multiplier"] = 2 * release.noise_multiplier
     return asdict(release) | extra
-
-
-def _format_release(r: dict[str, Any]) -> str:
-    if r.get("kind") == "pure":
-        return (
-            f"  - {r['what']}: {r['mechanism']} mechanism, ε₀ = {r['epsilon']:.6g} each, "
-            f"sensitivity {r['sensitivity']:.4g}, ×{r['compositions']}, {r['neighbouring']}"
-        )
-    return (
-        f"  - {r['what']}: {r['mechanism']}, L2 sensitivity {r['sensitivity']:.4g}, "
-        f"σ = {r['noise_multiplier']:.6g} (noise std {r['noise_std']:.4g}), "
-        f"×{r['compositions']}"
-        + (
-            f", Poisson sampling rate {r['sampling_rate']:.4g} (Opacus noise multiplier {r['opacus_noise_multiplier']:.4g})"
-            if r.get("sampling_rate", 1.0) < 1
-            else ""
-        )
-        + f", {r['neighbouring']}"
-    )
-
-
-def format_ledger(ledger: dict[str, Any]) -> str:
-    """Human-readable ledger (from ``PrivacyLedger.to_dict`` or its JSON artifact)."""
-    target, spent = ledger["target"], ledger["spent"]
-    lines = [
-        f"target      ε = {target['epsilon']:g}, δ = {target['delta']:g}  ({ledger['neighbouring']})",
-        f"spent       ε = {spent['epsilon']:.6g}, δ = {spent['delta']:g}",
-        f"calibrator  {ledger['calibrator']}",
-        f"accountant  {ledger['accountant']}",
-    ]
-    independent = ledger.get("independent")
-    if independent:
-        lines.append(f"independent ε = {independent['epsilon']:.6g} ({independent['method']})")
-    if ledger.get("noise"):
-        lines.append(f"noise       {ledger['noise']}")
-    if ledger.get("zcdp_rho") is not None:
-        lines.append(f"zCDP ρ      {ledger['zcdp_rho']:.6g}")
-    lines.append(f"releases ({len(ledger['releases'])}):")
-    lines.extend(_format_release(r) for r in ledger["releases"])
-    lines.append(f"public facts used without charge ({len(ledger['public_facts'])}):")
-    for f in ledger["public_facts"]:
-        lines.append(f"  - {f['name']} = {f['value']}: {f['why']}")
-    for caveat in ledger.get("caveats", []):
-        lines.append(f"CAVEAT: {caveat}")
-    for why in ledger.get("trusted_reads", []):
-        lines.append(f"RAW ROWS READ outside the metered queries: {why}")
-    return "\n".join(lines)

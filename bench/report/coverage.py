@@ -13,7 +13,7 @@ transcriptions of the papers. Its status, in order:
 
 A setup short of 5 seeds also shows what one more seed costs on 2 CPU cores, measured (the
 median logged time of cells of its exact setting, else a documented measurement:
-``presets.seconds_for``), or "cost not measured" — never a guess.
+``costs.seconds_for``), or "cost not measured" — never a guess.
 
 "Beyond the seeds" presets (ablations) carry copies of published values and are not counted, nor
 is a value a table prints from another setup for comparison (a registered method the preset runs
@@ -28,16 +28,8 @@ from typing import Any
 from bench.api.registry import DATASETS, METHODS, RegistryError
 from bench.harness.tracking import has_evaluator_metrics
 from bench.privacy.budget import epsilon_text
-from bench.report.presets import (
-    NOT_IN_MIRROR,
-    CostKey,
-    Preset,
-    approximately,
-    cost_key,
-    duration,
-    grid_cells,
-    seconds_for,
-)
+from bench.report.costs import CostKey, approximately, cost_key, duration, seconds_for
+from bench.report.preset import NOT_IN_MIRROR, Preset, grid_cells
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
 EVIDENCE_SEEDS = 5  # the papers average 5 runs; a setup counts as reproduced at this many seeds

@@ -24,7 +24,7 @@ def plot_experiment(experiment: str, metric: str, out_dir: Path, source: Any = N
     """One privacy–utility PNG per dataset (:func:`privacy_utility_figure`): private methods
     against ε, runs without noise and data-independent baselines as bands."""
     from bench.api.registry import METHODS
-    from bench.report.tables import TableError, load_runs
+    from bench.report.frame import TableError, load_runs
 
     frame = load_runs(experiment, source)
     if metric not in frame.columns:
@@ -48,16 +48,9 @@ def plot_effective_size(
 ) -> list[Path]:
     """``effective_size_<dataset>.png`` per dataset: mean ± std over seeds of the mean accuracy
     against the training-set size, one line per method × ε (``real`` included), and the seeds'
-    Fig. 3 values (``bench.report.tables.SEEDS_FIG3``) of the same setups as dashed lines."""
-    from bench.report.tables import (
-        FIG3_SIZES,
-        SEEDS_FIG3,
-        TableError,
-        base_dataset,
-        effective_size_columns,
-        load_runs,
-        setup_name,
-    )
+    Fig. 3 values (``bench.report.versus.SEEDS_FIG3``) of the same setups as dashed lines."""
+    from bench.report.versus import FIG3_SIZES, SEEDS_FIG3, effective_size_columns, setup_name
+    from bench.report.frame import TableError, base_dataset, load_runs
 
     frame = load_runs(experiment, source) if frame is None else frame
     columns = effective_size_columns(frame)

@@ -9,17 +9,9 @@ from typing import Iterable
 import pandas as pd
 
 from bench.report.source import RunSource
-from bench.report.tables import (
-    TableError,
-    declared_metrics,
-    load_runs,
-    render,
-    render_combined,
-    render_fig3,
-    render_fig6,
-    render_table1,
-    tidy,
-)
+from bench.report.tables import declared_metrics, render, render_combined, tidy
+from bench.report.versus import render_fig3, render_fig6, render_table1
+from bench.report.frame import TableError, load_runs
 from bench.report.triad import render_triad
 
 

@@ -11,32 +11,16 @@ images are embedded as base64 data.
 
 from __future__ import annotations
 
-import base64
 import datetime
-import html
-import io
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from bench.harness import tracking
-from bench.report.presets import (
-    NOT_IN_MIRROR,
-    PAPER_DATASET,
-    PRESETS,
-    CostKey,
-    Preset,
-    approximately,
-    cost_key,
-    duration,
-    grid_cells,
-    logged_seconds,
-    measured_references,
-    seconds_for,
-)
+from bench.harness import provenance
+from bench.report.presets import PRESETS
+from bench.report.costs import CostKey, approximately, cost_key, duration, logged_seconds, seconds_for
+from bench.report.preset import NOT_IN_MIRROR, Preset, grid_cells, measured_references
 from bench.report.coverage import (
     EVIDENCE_SEEDS,
     counted_presets,
@@ -47,31 +31,12 @@ from bench.report.coverage import (
 )
 from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import MARK_LEGEND
-from bench.report.tables import (
-    CELL_LEGEND,
-    FEW_SEEDS_MARK,
-    MIN_SEEDS_FOR_EVIDENCE,
-    TableError,
-    summary_text,
-    seeds_value,
-    base_dataset,
-    epsilon_text,
-    load_runs,
-    versus_seeds_rows,
-)
-
-FILES_FOLDER = "report_files"
-
-
-@dataclass
-class Block:
-    kind: str  # "h1", "h2", "h3", "p", "code", "list", "table", "image"
-    text: str = ""
-    items: list[str] = field(default_factory=list)
-    header: list[str] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
-    png: bytes = b""
-    file: str = ""  # the image's path relative to the report
+from bench.report.tables import CELL_LEGEND
+from bench.report.versus import versus_seeds_rows
+from bench.report.frame import TableError, base_dataset, load_runs
+from bench.report.blocks import Block, to_html, to_markdown
+from bench.report.calibration import calibration_blocks, selection_gain_blocks
+from bench.report.figures import FILES_FOLDER, plot_blocks, sample_blocks, triad_blocks
 
 
 def _runs_or_empty(experiment: str, source: RunSource) -> pd.DataFrame:
@@ -99,7 +64,7 @@ class MissingCells:
     epsilon: float
     seeds: tuple[int, ...]
     command: str
-    key: CostKey | None = None  # what prices these cells (bench.report.presets.cost_key)
+    key: CostKey | None = None  # what prices these cells (bench.report.costs.cost_key)
 
 
 def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]:
@@ -122,21 +87,6 @@ def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]
                 MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command, keys[(method, dataset, epsilon)])
             )
     return missing
-
-
-def _png(fig: Any) -> bytes:
-    from bench.core.plotting import pyplot
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    pyplot().close(fig)
-    return buffer.getvalue()
-
-
-def _data_independent_methods() -> set[str]:
-    from bench.api.registry import METHODS
-
-    return {m.name for m in METHODS if getattr(m, "data_independent", False)}
 
 
 def missing_cost(missing: MissingCells, timings: dict[CostKey, float]) -> str:
@@ -183,7 +133,7 @@ def preset_blocks(
     experiment_runs: pd.DataFrame | None = None,
     source: RunSource | None = None,
 ) -> list[Block]:
-    """A preset's section; ``timings``: logged seconds per cost key (presets.cost_key);
+    """A preset's section; ``timings``: logged seconds per cost key (costs.cost_key);
     ``experiment_runs``: every run of its experiment (the calibration reads its real-data runs)."""
     experiment_runs = status.runs if experiment_runs is None else experiment_runs
     runs = status.runs
@@ -249,11 +199,11 @@ def preset_blocks(
                     ],
                 )
             )
-    blocks += _triad_blocks(preset, runs, source or MlflowSource())
-    blocks += _selection_gain_blocks(preset, runs)
-    blocks += _plot_blocks(preset, runs)
+    blocks += triad_blocks(preset, runs, source or MlflowSource())
+    blocks += selection_gain_blocks(preset, runs)
+    blocks += plot_blocks(preset, runs)
     if preset.sample_grids:
-        blocks += _sample_blocks(preset, runs, earlier_report, source or MlflowSource())
+        blocks += sample_blocks(preset, runs, earlier_report, source or MlflowSource())
     blocks.append(Block("h3", f"Not run here ({status.to_run} of {status.total} cells)"))
     if status.missing:
         blocks.append(
@@ -281,271 +231,6 @@ def preset_blocks(
     return blocks
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """Real data under one dataset label, ours against the paper's, for one column."""
-
-    dataset: str
-    column: str
-    ours: pd.Series  # one value per seed
-    paper: float | tuple[float, float] | str | None  # as published: a value, (mean, sd), or text read off a figure
-    comparable: bool  # the label's protocol is the one the paper's value was computed under
-
-    @property
-    def paper_value(self) -> float | None:
-        """The published number (a mean where an sd was printed); None for none or a figure's reading."""
-        if isinstance(self.paper, tuple):
-            return self.paper[0]
-        return float(self.paper) if isinstance(self.paper, (int, float)) else None
-
-    @property
-    def sd(self) -> float:
-        return float(self.ours.std(ddof=1)) if len(self.ours) > 1 else 0.0
-
-    @property
-    def tested(self) -> bool:
-        """Enough seeds for a verdict: fewer are shown, never used as evidence (issue 32)."""
-        return len(self.ours) >= MIN_SEEDS_FOR_EVIDENCE
-
-    @property
-    def miss(self) -> bool:
-        """The paper's value lies more than one seed-sd from our mean (at ≥ 3 seeds)."""
-        if self.paper_value is None or not self.comparable or not self.tested:
-            return False
-        return abs(self.ours.mean() - self.paper_value) > self.sd
-
-    def verdict(self) -> str:
-        if self.paper is None:
-            return "the paper gives no real-data value"
-        if self.ours.empty:
-            return "no real-data run yet: not calibrated"
-        if not self.comparable:
-            return (
-                "not comparable by design: the sound protocol (natural class balance, nothing chosen on the test set)"
-            )
-        if self.paper_value is None:
-            return "the paper's value is read off a figure: not tested against the seed-sd"
-        gap, sd = self.ours.mean() - self.paper_value, self.sd
-        if not self.tested:
-            return (
-                f"{len(self.ours)} seed(s), fewer than {MIN_SEEDS_FOR_EVIDENCE}: not tested yet (Δ {gap:+.3f} so far)"
-            )
-        if not self.miss:
-            return f"agrees: Δ {gap:+.3f} within one seed-sd ({sd:.3f})"
-        return f"**MISS**: Δ {gap:+.3f} exceeds one seed-sd ({sd:.3f}), a pipeline difference to explain before any method comparison"
-
-
-def _paper_protocol_datasets(preset: Preset) -> set[str]:
-    return {d for grid in preset.grids if grid.protocol == "paper" for d in grid.datasets}
-
-
-def calibrations(preset: Preset, frame: pd.DataFrame) -> list[Calibration]:
-    """Per dataset label of the preset with a real-data run in its experiment (presets sharing an
-    experiment share its real runs) × column; a dataset whose paper gives a real-data value but
-    that has no run yet gets one row, so a missing calibration is visible."""
-    datasets = {d for grid in preset.grids for d in grid.datasets}
-    if frame.empty or "method_name" not in frame.columns:
-        real = frame.iloc[0:0]
-    else:
-        real = frame[(frame["method_name"] == "real") & frame["dataset"].map(base_dataset).isin(datasets)]
-    paper_protocol = _paper_protocol_datasets(preset)
-    labels = set(real["dataset"]) if len(real) else set()
-    covered = {base_dataset(label) for label in labels}
-    out = []
-    for dataset in sorted(labels | {d for d in datasets if d not in covered}):
-        base = base_dataset(dataset)
-        published = (preset.published.get(base) or preset.published.get(PAPER_DATASET.get(base, base), {})).get(
-            ("real", math.inf), {}
-        )
-        comparable = base not in paper_protocol or "protocol paper" in dataset
-        rows = real[real["dataset"] == dataset]
-        found = []
-        for header, metric in preset.columns:
-            value = published.get(header)
-            ours = rows[metric].dropna() if metric in rows.columns else pd.Series(dtype=float)
-            if value is None or (ours.empty and dataset in labels):
-                continue  # the paper has nothing to compare, or the column is another protocol's
-            found.append(Calibration(dataset, header, ours, value, comparable))
-            if ours.empty:
-                break  # one row says that this dataset's calibration has not run
-        if not found:  # no published value for any column: our real-data number, for reference
-            found = [
-                Calibration(dataset, header, rows[metric].dropna(), None, comparable)
-                for header, metric in preset.columns
-                if metric in rows.columns and rows[metric].notna().any()
-            ][:1]
-        out += found
-    return out
-
-
-def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
-    """The table's first rows: real data through our pipeline against the paper's real-data
-    value, per dataset and protocol; a miss larger than one seed-sd is flagged with the preset's
-    explanation beside it (or a demand for one)."""
-    found = calibrations(preset, runs)
-    if not found:
-        return []
-    rows = []
-    for c in found:
-        notes = preset.calibration_notes  # by the row's full label first, else its dataset
-        note = (notes.get(c.dataset) or notes.get(base_dataset(c.dataset), "")) if c.miss else ""
-        if c.miss and not note:
-            note = "unexplained"
-        paper = "" if c.paper is None else seeds_value(c.paper, preset.digits)
-        rows.append([c.dataset, c.column, summary_text(c.ours), paper, c.verdict(), note])
-    return [
-        Block(
-            "p",
-            "Calibration: the real training data through our pipeline, against the paper's real-data value. "
-            "Every method row below inherits this pipeline, so a miss larger than one seed-sd is a difference "
-            "of data or evaluation, not of any generator.",
-        ),
-        Block(
-            "table",
-            header=["dataset", "column", "ours (real data)", "paper (real data)", "verdict", "explanation"],
-            rows=rows,
-        ),
-    ]
-
-
-def selection_gain_frame(preset: Preset, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """The runs with one column per :attr:`Preset.selection_gain`: per run, the metric chosen on
-    the test set minus the same fits' metric without that choice (NaN where a run lacks either,
-    e.g. under the sound protocol, which never selects on the test set)."""
-    gains, columns = runs.copy(), []
-    for header, selected, honest in preset.selection_gain:
-        if selected in gains.columns and honest in gains.columns:
-            name = f"{selected} − {honest}"
-            gains[name] = gains[selected] - gains[honest]
-            columns.append((header, name))
-    return gains, columns
-
-
-def _triad_blocks(preset: Preset, runs: pd.DataFrame, source: RunSource) -> list[Block]:
-    """The privacy triad of the preset's runs that hold the privacy evaluator's metrics."""
-    from bench.report.triad import audit_bounds, triad_rows
-
-    if not preset.triad or "privacy.mia_auc" not in runs.columns or runs["privacy.mia_auc"].isna().all():
-        return []
-    header, rows = triad_rows(runs, audit_bounds(source=source))
-    return [
-        Block(
-            "p",
-            "Privacy side by side, per dataset, ε and method: the ledger's ε and the independent accountant's, "
-            "the ε lower bound of `bench audit` (experiment `audit`), the membership attack on the released "
-            "rows (DOMIAS AUC with the widest of its seeds' 95% CIs; 0.5: no signal), the DCR share (0.5 ideal), "
-            "the detection AUC of a classifier telling synthetic from real test rows (0.5 ideal; where it reads ≈ 1.00, "
-            "one column alone may give the rows away — a point mass or an integer grid the generator never "
-            "emits: `benchmarks/detection_columns.py` tells, docs/data.md explains) and the "
-            "utility metric. Cells: mean ± sd [95% CI] (seeds); runs without these metrics are left out.",
-        ),
-        Block("table", header=header, rows=rows),
-    ]
-
-
-def _selection_gain_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
-    if not preset.selection_gain or runs.empty:
-        return []
-    gains, columns = selection_gain_frame(preset, runs)
-    rows = versus_seeds_rows(gains, columns, {}, "paper", preset.digits) if columns else []
-    if not rows:
-        return []
-    return [
-        Block(
-            "p",
-            "What the paper protocol's test-set selection adds: per run, the seeds' best-of-variants metric "
-            "(chosen on the test set) minus the hard-label metric of the same base fits without that choice; "
-            f"{CELL_LEGEND} The sound protocol chooses nothing on the test set.",
-        ),
-        Block("table", header=["dataset", "setup", "numbers", *[h for h, _ in columns]], rows=rows),
-        Block("list", items=[f"{header}: `{metric}`" for header, metric in columns]),
-    ]
-
-
-def _plot_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
-    from bench.report.plots import privacy_utility_figure
-
-    blocks = []
-    if runs.empty:
-        return blocks
-    bands = _data_independent_methods()
-    for metric in preset.plot_metrics:
-        if metric not in runs.columns:
-            continue
-        for dataset, rows in runs.dropna(subset=[metric]).groupby("dataset"):
-            if not (rows["epsilon"].map(math.isfinite) & ~rows["method_name"].isin(bands)).any():
-                continue  # no private method here: nothing to draw against ε
-            fig = privacy_utility_figure(
-                rows,
-                metric,
-                f"{dataset}: {metric} against ε ({preset.name})",
-                {m for m in rows["method"] if m.split(" [")[0] in bands},
-            )
-            name = f"{preset.name}_{dataset}_{metric}".replace(" ", "_").replace("/", "_")
-            name = "".join(c if c.isalnum() or c in "._-" else "_" for c in name) + ".png"
-            blocks.append(
-                Block("image", text=f"{dataset}: {metric} against ε", png=_png(fig), file=f"{FILES_FOLDER}/{name}")
-            )
-    return blocks
-
-
-SAMPLES_ARTIFACT = "samples.png"
-
-
-def sample_file(preset: Preset, run_id: str) -> str:
-    """A sample grid's path in the report, named by its run: a file kept from an earlier report
-    under this name is that run's artifact and nothing else."""
-    return f"{FILES_FOLDER}/samples_{preset.name}_{run_id}.png"
-
-
-def _sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | None, source: RunSource) -> list[Block]:
-    """One sample grid per dataset × setup × ε: the ``samples.png`` of its lowest seed's run, read
-    from the run's artifacts or, where they are not on this machine, kept from an earlier report
-    written to the same folder (the file name carries the run id)."""
-    if runs.empty:
-        return []
-    blocks, unreachable = [], []
-    # the same run on every machine: lowest seed, then the earliest and the smallest id (presets
-    # sharing an experiment may hold two runs of one seed)
-    ordered = runs.sort_values(["seed", "start_time", "run_id"], kind="stable")
-    first = (
-        ordered.groupby(["dataset", "method", "epsilon"])
-        .head(1)
-        .sort_values(["dataset", "method", "epsilon"], kind="stable")
-    )
-    for row in first.itertuples():
-        file = sample_file(preset, row.run_id)
-        png = source.artifact(row.run_id, SAMPLES_ARTIFACT)
-        if png is None and earlier_report is not None and (earlier_report / file).is_file():
-            png = (earlier_report / file).read_bytes()
-        label = (
-            f"{row.dataset}: samples of {row.method} ε={epsilon_text(row.epsilon)}, seed {row.seed} (run {row.run_id})"
-        )
-        if png is None:
-            unreachable.append(f"{row.dataset}, {row.method} ε={epsilon_text(row.epsilon)}: run `{row.run_id}`")
-        else:
-            blocks.append(Block("image", text=label, png=png, file=file))
-    if blocks:
-        blocks.insert(
-            0,
-            Block(
-                "p",
-                "Samples: real training points or images beside generated ones (the run's "
-                f"`{SAMPLES_ARTIFACT}` artifact), one run per setup, its lowest seed.",
-            ),
-        )
-    if unreachable:
-        blocks.append(
-            Block(
-                "p",
-                f"No sample grid for these setups: no `{SAMPLES_ARTIFACT}` of their runs is reachable "
-                "here (the store carries parameters and metrics; artifacts stay where the run ran).",
-            )
-        )
-        blocks.append(Block("list", items=unreachable))
-    return blocks
-
-
 def presets_of(experiments: list[str] | None) -> list[Preset]:
     return [p for p in PRESETS.values() if not experiments or p.experiment in experiments]
 
@@ -568,7 +253,7 @@ def report_blocks(
         Block(
             "p",
             f"Regenerated by `python -m bench report` on {now} from {source.describe()} "
-            f"(code {tracking.git_commit()}); never edited by hand. "
+            f"(code {provenance.git_commit()}); never edited by hand. "
             "Every number of ours is a mean over seeds of one setting: runs whose settings differ "
             "(profile, --set, δ, calibrator, protocol, --eval-set) are separate rows, labelled by the "
             "difference. `uniform` and `independent` are the trivial baselines (methods/baselines.py); "
@@ -674,80 +359,6 @@ def summary_row(preset: Preset, status: PresetStatus, timings: dict[CostKey, flo
 # ------------------------------------------------------------------------------------------
 # Markdown and HTML from the same blocks
 # ------------------------------------------------------------------------------------------
-
-
-def to_markdown(blocks: list[Block]) -> str:
-    out = []
-    for block in blocks:
-        if block.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(block.kind[1]) + " " + block.text)
-        elif block.kind == "p":
-            out.append(block.text)
-        elif block.kind == "code":
-            out.append("```bash\n" + block.text + "\n```")
-        elif block.kind == "list":
-            out.append("\n".join(f"- {item}" for item in block.items))
-        elif block.kind == "table":
-            cell = lambda text: text.replace("|", "\\|")  # noqa: E731
-            lines = ["| " + " | ".join(map(cell, block.header)) + " |", "|" + "---|" * len(block.header)]
-            lines += ["| " + " | ".join(map(cell, row)) + " |" for row in block.rows]
-            out.append("\n".join(lines))
-        elif block.kind == "image":
-            alt = block.text.replace("[", "(").replace("]", ")")  # brackets would end the alt text
-            out.append(f"![{alt}]({block.file})")
-    return "\n\n".join(out) + "\n"
-
-
-def _inline(text: str) -> str:
-    """Escape, then `code` spans (the only inline markup the blocks use)."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
-tr.paper td { background: #f3f3f3; color: #555; }
-td.few { color: #999; }
-pre { background: #f6f6f6; padding: 0.75em; overflow-x: auto; font-size: 0.85em; }
-img { max-width: 100%; border: 1px solid #ddd; }
-"""
-
-
-FEW_CLASS = ' class="few"'
-
-
-def to_html(blocks: list[Block]) -> str:
-    body = []
-    for block in blocks:
-        if block.kind in ("h1", "h2", "h3"):
-            body.append(f"<{block.kind}>{_inline(block.text)}</{block.kind}>")
-        elif block.kind == "p":
-            body.append(f"<p>{_inline(block.text)}</p>")
-        elif block.kind == "code":
-            body.append(f"<pre><code>{html.escape(block.text)}</code></pre>")
-        elif block.kind == "list":
-            body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block.items) + "</ul>")
-        elif block.kind == "table":
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
-            rows = "".join(
-                ('<tr class="paper">' if len(row) > 2 and row[2] == "paper" else "<tr>")
-                + "".join(f"<td{FEW_CLASS if FEW_SEEDS_MARK in c else ''}>{_inline(c)}</td>" for c in row)
-                + "</tr>"
-                for row in block.rows
-            )
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-        elif block.kind == "image":
-            data = base64.b64encode(block.png).decode("ascii")
-            body.append(
-                f'<figure><img alt="{html.escape(block.text)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{html.escape(block.text)}</figcaption></figure>"
-            )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Reproduction report</title>'
-        f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
 
 
 def write_report(out_dir: Path, experiments: list[str] | None = None, source: RunSource | None = None) -> list[Path]:

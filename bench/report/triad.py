@@ -16,7 +16,8 @@ import math
 import pandas as pd
 
 from bench.report.source import MlflowSource, RunSource
-from bench.report.tables import TableError, epsilon_text, format_number, format_table, summary_text
+from bench.report.tables import epsilon_text, format_number, format_table, summary_text
+from bench.report.frame import TableError
 
 UTILITY = ("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "nll.mean")
 AUDIT_EXPERIMENT = "audit"

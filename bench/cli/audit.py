@@ -1,0 +1,127 @@
+"""``audit`` and ``pretrain-encoder``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+# Only light modules at the top: `list`, `--help` and argument errors must not import torch, jax,
+# pandas or matplotlib (each command imports what it needs).
+from bench.core.params import parse_overrides
+from bench.api.registry import DATASETS, METHODS, PRETRAINERS
+from bench.harness import tracking
+from bench.harness.grid import GridError
+from bench.privacy.budget import BudgetError, Delta, parse_epsilons
+from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
+    GRID_OPTIONS,
+    add_run_options,
+    experiment_name,
+    grid_spec_from_args,
+    parse_deadline,
+)
+
+
+def command_pretrain_encoder(args: argparse.Namespace) -> int:
+    if args.epochs < 1:
+        raise GridError("--epochs must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        raise GridError("--limit must be at least 1 (images of the public dataset to train on)")
+    pretrainer = PRETRAINERS.get(args.arch)  # RegistryError (exit 2) for an unknown name
+    if DATASETS.card(args.public).kinds != ("image",):  # RegistryError for an unknown name
+        raise GridError(f"--public {args.public} is not an image dataset")
+    try:
+        checkpoint = pretrainer.pretrain(
+            args.public,
+            Path(args.data_dir) if args.data_dir else None,
+            args.out,
+            args.epochs,
+            args.limit,
+            args.device,
+            args.grey,
+        )
+    except ValueError as error:  # e.g. too small images: one line (missing files are DataErrors)
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        run_id = tracking.log_checkpoint(args.experiment, args.arch, checkpoint)
+        print(f"logged to MLflow experiment '{args.experiment}', run {run_id}")
+    except Exception as error:  # the checkpoint is on disk whatever the store does
+        print(
+            f"warning: the checkpoint {checkpoint.path} is saved but was not logged to MLflow: "
+            f"{type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def command_audit(args: argparse.Namespace) -> int:
+    from bench.harness.auditing import audit_dp_sgd, audit_method
+
+    (epsilon,) = parse_epsilons(args.eps) if "," not in args.eps else (None,)
+    if epsilon is None:
+        raise BudgetError("audit takes one ε, e.g. --eps 1")
+    delta = Delta.parse(args.delta).value
+    if delta is None:
+        raise BudgetError("audit needs a numeric δ, e.g. --delta 1e-5")
+    if args.runs < 20:
+        raise GridError("--runs must be at least 20 (half of them choose the threshold)")
+    if args.rows < 2:
+        raise GridError("--rows must be at least 2")
+    method, dataset = METHODS.get(args.method), DATASETS.get(args.dataset)  # RegistryError (exit 2) for unknown names
+    if dataset.kind not in method.data_kinds:
+        raise GridError(
+            f"{method.name} does not fit {dataset.name}: it takes {', '.join(sorted(k.value for k in method.data_kinds))} "
+            f"data, {dataset.name} is {dataset.kind.value}"
+        )
+    overrides = parse_overrides(args.overrides, [args.method]).get(args.method, {})
+    settings = dict(
+        method=args.method,
+        dataset=args.dataset,
+        epsilon=epsilon,
+        delta=delta,
+        runs=args.runs,
+        rows=args.rows,
+        data_dir=Path(args.data_dir) if args.data_dir else None,
+        overrides=overrides,
+        profile=args.profile,
+        calibrator=args.calibrator,
+    )
+    if args.level == "step":
+        result = audit_dp_sgd(
+            args.method,
+            args.dataset,
+            epsilon,
+            delta,
+            args.runs,
+            args.rows,
+            data_dir=settings["data_dir"],
+            overrides=overrides,
+            profile=args.profile,
+            calibrator=args.calibrator,
+        )
+    else:
+        result = audit_method(
+            args.method,
+            args.dataset,
+            epsilon,
+            delta,
+            args.runs,
+            args.rows,
+            data_dir=settings["data_dir"],
+            overrides=overrides,
+            profile=args.profile,
+            calibrator=args.calibrator,
+        )
+    print(result.summary())
+    run_id = log_audit_result(result, args, settings)
+    print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
+    return 0
+
+
+def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
+    from bench.harness.auditing import log_audit
+
+    logged = {k: v for k, v in settings.items() if k not in ("method", "dataset", "overrides")}
+    logged.update({f"set.{k}": v for k, v in settings["overrides"].items()}, level=args.level)
+    return log_audit(result, args.experiment, logged)

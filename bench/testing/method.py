@@ -1,0 +1,396 @@
+"""``check_method``: the named checks every method adapter must pass (see ``bench.testing``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from bench.core.data import DataError, DataKind, LabelledData, Split
+from bench.api.contracts import FitContext, method_problems
+from bench.api.registry import DATASETS, METHODS
+from bench.harness.api import run_cell
+from bench.privacy.budget import PrivacyBudget
+from bench.privacy.ledger import PrivacyLedger, ReleaseEvent
+from bench.privacy.replay import ReplayDiverged
+from bench.privacy.replay import ReleaseReplay
+from bench.privacy.replay import snapshot
+from bench.privacy.private_data import PrivateData
+from bench.testing.neighbours import (
+    adversarial_neighbour,
+    clean_distance,
+    close_values,
+    is_additive,
+    redrawn_from_public_domain,
+    same_rows,
+)
+
+
+# A small dataset of each kind (their rows cap the cost: the checks fit each method several times).
+TEST_DATASETS: dict[DataKind, str] = {
+    DataKind.TWO_D: "gmm2d",
+    DataKind.TABULAR: "cervical",
+    DataKind.DISCRETE: "adult-discrete",
+}
+ROWS = 3000
+SAMPLE = 200
+EPSILON = 1.0
+GLOBAL_SEEDS = (0, 918_273)  # two global seeds under one run seed
+SENSITIVITY_SLACK = 1e-3  # relative: float32 sums of thousands of rows round
+
+
+class ConformanceError(AssertionError):
+    pass
+
+
+@dataclass
+class ConformanceReport:
+    passed: list[str] = field(default_factory=list)  # datasets on which every check passed
+    skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    checks: dict[str, list[str]] = field(default_factory=dict)  # dataset → the checks it passed
+
+
+@dataclass
+class Fit:
+    sample: LabelledData
+    events: list[ReleaseEvent]
+    trusted_reads: list[str] = field(default_factory=list)  # why the method read raw rows (PrivateData.rows)
+
+
+def _recorded(events: list[ReleaseEvent]) -> Callable[[ReleaseEvent], None]:
+    def observe(event: ReleaseEvent) -> None:  # copies: a method may change its values in place later
+        events.append(ReleaseEvent(event.release, snapshot(event.clean), snapshot(event.noisy), event.each))
+
+    return observe
+
+
+@dataclass
+class Subject:
+    """One method on one test dataset, with the fits the checks share (each made at most once)."""
+
+    adapter: Any
+    dataset: str
+    split: Split
+    overrides: Mapping[str, str] | None
+
+    @property
+    def private(self) -> bool:
+        return bool(self.adapter.private)
+
+    @property
+    def data_independent(self) -> bool:
+        return bool(getattr(self.adapter, "data_independent", False))
+
+    def fit(
+        self,
+        train: LabelledData,
+        *,
+        epsilon: float = EPSILON,
+        global_seed: int = GLOBAL_SEEDS[0],
+        noise_source: Any = None,
+        replay: ReleaseReplay | None = None,
+    ) -> Fit:
+        """Fit as the worker would (run seed 0, CPU, smoke profile) and sample SAMPLE rows."""
+
+        from bench.harness.worker import seed_everything
+
+        seed_everything(global_seed)
+        private = math.isfinite(epsilon) and self.private
+        resolved = self.adapter.hyperparameters.resolve(self.dataset, "smoke", self.overrides, private=private)
+        budget = PrivacyBudget(epsilon, 1e-5) if private else PrivacyBudget.non_private()
+        events: list[ReleaseEvent] = []
+        ledger = PrivacyLedger(budget, noise_source=noise_source, replay=replay, observers=[_recorded(events)])
+        context = FitContext.of(DATASETS.get(self.dataset), resolved.params, 0, ledger)
+        fitted = self.adapter.fit(PrivateData(train, ledger), context)
+        return Fit(fitted.sample(SAMPLE), events, list(ledger.trusted_reads))
+
+    @cached_property
+    def first(self) -> Fit:
+        return self.fit(self.split.train)
+
+    def replayed_on(self, train: LabelledData) -> Fit:
+        outputs = [(event.release.what, event.noisy) for event in self.first.events]
+        return self.fit(train, replay=ReleaseReplay(outputs))
+
+    @cached_property
+    def far_dataset(self) -> LabelledData:
+        return redrawn_from_public_domain(self.split.train, np.random.default_rng(20261125))
+
+    @cached_property
+    def neighbour(self) -> LabelledData:
+        return adversarial_neighbour(self.split.train, row=0)
+
+
+# ---- the named checks: each returns its problems (empty: passed) -----------------------------------
+
+
+def check_sample_schema(subject: Subject) -> list[str]:
+    sample = subject.first.sample
+    if sample.schema != subject.split.train.schema or len(sample) != SAMPLE:
+        return ["sample(n) must return n rows in the training data's schema"]
+    return []
+
+
+def check_global_seed_independence(subject: Subject) -> list[str]:
+    again = subject.fit(subject.split.train, global_seed=GLOBAL_SEEDS[1])
+    if not same_rows(subject.first.sample, again.sample):
+        return [
+            "the same run seed under another global seed gave different synthetic data "
+            "(draw randomness from the context's streams: context.rng(name), context.torch_rng(name))"
+        ]
+    return []
+
+
+def check_infinite_epsilon_noiseless(subject: Subject, notes: list[str]) -> list[str]:
+    try:
+        infinite = subject.fit(subject.split.train, epsilon=math.inf)
+    except ValueError as refusal:  # a method planned from a finite budget may refuse ε = ∞, saying so
+        notes.append(f"{subject.dataset}: refuses ε = ∞ ({refusal})")
+        return []
+    if any(is_additive(e) and not close_values(e.clean, e.noisy) for e in infinite.events):
+        return ["the ε = ∞ fit added noise"]
+    return []
+
+
+def check_noise_reaches_output(subject: Subject) -> list[str]:
+    if not subject.first.events:
+        return [
+            "private, but recorded no release through the ledger (gaussian, laplace, exponential, subsampled_phase)"
+        ]
+    other = subject.fit(subject.split.train, noise_source=np.random.default_rng(1))
+    if same_rows(subject.first.sample, other.sample):
+        return ["other ledger noise gave the same synthetic data: the released noise does not reach the output"]
+    return []
+
+
+def check_release_replay(subject: Subject) -> list[str]:
+    try:
+        replayed = subject.replayed_on(subject.far_dataset)
+    except ReplayDiverged as error:
+        return [str(error)]
+    if not same_rows(subject.first.sample, replayed.sample):
+        return [
+            "given the same released values, a fit on other rows gave other synthetic data: the method reads "
+            "the rows outside its releases (a clean value used after the noise door, noise drawn outside the "
+            "ledger, or rows used directly)"
+        ]
+    return []
+
+
+def check_sensitivity_probe(subject: Subject) -> list[str]:
+    try:
+        probe = subject.replayed_on(subject.neighbour)
+    except ReplayDiverged as error:
+        return [str(error)]
+    problems = []
+    for index, (mine, theirs) in enumerate(zip(subject.first.events, probe.events)):
+        declared, moved = mine.release.sensitivity, clean_distance(mine, theirs)
+        if moved > declared * (1 + SENSITIVITY_SLACK) + 1e-9:
+            problems.append(
+                f"release {index + 1} {mine.release.what!r} moved by {moved:.4g} between neighbours "
+                f"(one row replaced) but declares sensitivity {declared:.4g}"
+            )
+    return problems[:3]
+
+
+def check_queries_only(subject: Subject) -> list[str]:
+    """A private method reaches its rows only through the handle's metered queries: every raw read
+    (``data.rows(trusted=…)``) is a computation on private rows that no check can bound."""
+    reads = list(dict.fromkeys(subject.first.trusted_reads))
+    if reads:
+        return [f"read the raw rows outside the metered queries (data.rows): {reads[0]}"]
+    return []
+
+
+def check_thread_invariance(subject: Subject) -> list[str]:
+    """A method that declares this data kind in ``thread_invariant_kinds`` gives the same synthetic
+    data at 1 and 2 torch threads (fit and sample), so the runner may lend it idle cores."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = subject.fit(subject.split.train)
+        torch.set_num_threads(2)
+        two = subject.fit(subject.split.train)
+    finally:
+        torch.set_num_threads(before)
+    if not same_rows(one.sample, two.sample):
+        return [
+            f"declares {DATASETS.get(subject.dataset).kind.value} data in thread_invariant_kinds, but gave other "
+            "synthetic data at 2 torch threads than at 1 (the runner would lend it idle cores and change its results)"
+        ]
+    return []
+
+
+def check_data_independence(subject: Subject) -> list[str]:
+    if subject.first.events:
+        return ["declared data_independent, but recorded releases"]
+    other = subject.fit(subject.far_dataset)
+    if not same_rows(subject.first.sample, other.sample):
+        return ["declared data_independent, but other rows gave other synthetic data"]
+    return []
+
+
+def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str]], list[str]]]]:
+    checks: list[tuple[str, Callable[[Subject, list[str]], list[str]]]] = [
+        ("sample_schema", lambda s, notes: check_sample_schema(s)),
+        ("global_seed_independence", lambda s, notes: check_global_seed_independence(s)),
+    ]
+    if DATASETS.get(subject.dataset).kind in getattr(subject.adapter, "thread_invariant_kinds", frozenset()):
+        checks.append(("thread_invariance", lambda s, notes: check_thread_invariance(s)))
+    if not subject.private:
+        return checks
+    checks.append(("infinite_epsilon_noiseless", check_infinite_epsilon_noiseless))
+    checks.append(("queries_only", lambda s, notes: check_queries_only(s)))
+    if subject.data_independent:
+        return checks + [("data_independence", lambda s, notes: check_data_independence(s))]
+    return checks + [
+        ("noise_reaches_output", lambda s, notes: check_noise_reaches_output(s)),
+        ("release_replay", lambda s, notes: check_release_replay(s)),
+        ("sensitivity_probe", lambda s, notes: check_sensitivity_probe(s)),
+    ]
+
+
+CHECKS: tuple[str, ...] = (
+    "declaration",
+    "grid_cell",
+    "sample_schema",
+    "global_seed_independence",
+    "infinite_epsilon_noiseless",
+    "noise_reaches_output",
+    "release_replay",
+    "sensitivity_probe",
+    "data_independence",
+    "queries_only",
+    "audit",
+    "thread_invariance",
+)
+
+
+def check_method(
+    adapter: Any,
+    *,
+    data_dir: str | Path | None = None,
+    datasets: Mapping[DataKind, str] | None = None,
+    overrides: Mapping[str, str] | None = None,
+    expected_failures: Mapping[str, str] | None = None,
+    rows: int = ROWS,
+    audit_runs: int = 0,
+) -> ConformanceReport:
+    """Run every applicable check (see the module's docstring) on the first ``rows`` rows of a
+    test dataset of each supported kind, ``smoke`` profile, ``overrides`` as ``--set`` values;
+    the ``grid_cell`` check on the smallest of them. Raises :class:`ConformanceError` naming each
+    failed check not in ``expected_failures``."""
+    expected = dict(expected_failures or {})
+    unknown = sorted(set(expected) - set(CHECKS))
+    if unknown:
+        raise ValueError(f"unknown checks in expected_failures: {', '.join(unknown)}; valid: {', '.join(CHECKS)}")
+    declaration = method_problems(adapter)
+    if declaration:
+        raise ConformanceError(f"{getattr(adapter, 'name', adapter)!r}: [declaration] " + "; ".join(declaration))
+    report = ConformanceReport()
+    failures: list[str] = []
+    outcomes: dict[str, bool] = {}
+
+    def record(dataset: str, check: str, problems: list[str]) -> None:
+        outcomes[check] = outcomes.get(check, True) and not problems
+        if problems and check not in expected:
+            failures.extend(f"[{check}] {dataset}: {p}" for p in problems)
+        elif problems:
+            report.notes.append(f"[{check}] {dataset}: expected failure ({expected[check]}): {problems[0]}")
+        else:
+            report.checks.setdefault(dataset, []).append(check)
+
+    registered = adapter.name not in METHODS
+    if registered:
+        METHODS.register(adapter)
+    try:
+        splits, full_rows = _test_splits(adapter, data_dir, datasets, rows, report)
+        smallest = min(full_rows, key=full_rows.get)
+        record(smallest, "grid_cell", _cell_problems(adapter, smallest, data_dir, overrides))
+        if audit_runs and adapter.private and not getattr(adapter, "data_independent", False):
+            record(smallest, "audit", _audit_problems(adapter, smallest, data_dir, overrides, audit_runs))
+        for dataset, split in splits.items():
+            subject = Subject(adapter, dataset, split, overrides)
+            before = len(failures)
+            for name, check in _applicable(subject):
+                try:
+                    problems = check(subject, report.notes)
+                except Exception as error:  # a check that cannot run is a failure to report, with its cause
+                    problems = [f"raised {type(error).__name__}: {error}"]
+                record(dataset, name, problems)
+            if len(failures) == before:
+                report.passed.append(dataset)
+    finally:
+        if registered:
+            METHODS.unregister(adapter.name)
+    failures += [
+        f"[{check}] expected to fail ({why}) but passed" for check, why in expected.items() if outcomes.get(check)
+    ]
+    if failures:
+        raise ConformanceError(f"{adapter.name!r} fails conformance: " + "; ".join(failures))
+    return report
+
+
+def _test_splits(
+    adapter, data_dir, datasets, rows: int, report: ConformanceReport
+) -> tuple[dict[str, Split], dict[str, int]]:
+    splits, full_rows = {}, {}
+    for kind in sorted(adapter.data_kinds, key=lambda k: k.value):
+        dataset = (datasets or TEST_DATASETS).get(kind)
+        if dataset is None:
+            report.skipped.append(f"{kind.value}: no test dataset (pass datasets={{DataKind.{kind.name}: NAME}})")
+            continue
+        try:
+            split = DATASETS.get(dataset).load(Path(data_dir) if data_dir else None, 0)
+        except DataError as error:
+            report.skipped.append(f"{kind.value} ({dataset}): {error}")
+            continue
+        splits[dataset], full_rows[dataset] = head_rows(split, rows), len(split.train)
+    if not splits:
+        raise ConformanceError(f"{adapter.name!r}: no test dataset could be loaded: {'; '.join(report.skipped)}")
+    return splits, full_rows
+
+
+def head_rows(split: Split, rows: int) -> Split:
+    head = slice(0, rows)
+    return Split(
+        LabelledData(split.train.x[head], split.train.y[head], split.train.schema),
+        LabelledData(split.test.x[head], split.test.y[head], split.test.schema),
+        split.caveats,
+    )
+
+
+def _cell_problems(adapter: Any, dataset: str, data_dir, overrides) -> list[str]:
+    result = run_cell(
+        adapter.name, dataset, epsilon=EPSILON, evaluators=(), profile="smoke", overrides=overrides, data_dir=data_dir
+    )
+    if not result.ok:
+        return [f"the grid's worker failed the cell: {result.error}"]
+    spent = (result.ledger or {}).get("spent", {}).get("epsilon", math.inf)
+    if adapter.private and spent > EPSILON * (1 + 1e-9):
+        return [f"spent ε = {spent:.4g} > the target {EPSILON}"]
+    return []
+
+
+def _audit_problems(adapter: Any, dataset: str, data_dir, overrides, runs: int) -> list[str]:
+    from bench.harness.auditing import audit_method
+
+    result = audit_method(
+        adapter.name,
+        dataset,
+        4.0,
+        0.05,
+        runs=runs,
+        rows=100,
+        data_dir=Path(data_dir) if data_dir else None,
+        overrides=overrides,
+        candidates=4,
+    )
+    return [result.summary()] if result.violated else []
