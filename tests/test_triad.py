@@ -75,3 +75,18 @@ def test_the_privacy_utility_section_of_the_report_shows_the_triad_once_its_runs
     unscored = runs_frame([cell_record(plain_cell(), {"downstream.roc_auc": 0.8})])
     assert triad_blocks(preset, unscored, source) == []  # nothing to show, nothing claimed
     assert triad_blocks(PRESETS["dphp-table2"], scored, source) == []  # only where the preset asks for it
+
+
+def test_an_audit_logged_by_bench_audit_is_found_by_its_target_epsilon(tmp_path, monkeypatch):
+    """The triad keys an audit by (method, dataset, ε) read from its typed metric, the ε it was
+    asked at, not from a string param; a DP-SGD step audit's qualified names are its method's."""
+    from bench.harness.auditing import log_audit
+    from bench.privacy.audit import AuditResult
+    from bench.report.source import MlflowSource
+    from bench.report.triad import audit_bounds
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    for bound, method in ((0.4, "dp-gan (DP-SGD step)"), (0.7, "dp-gan (DP-SGD step)"), (0.2, "mst")):
+        result = AuditResult(method, "cervical (first 100 rows)", 50, 3.9, 1e-5, bound, 1.0, None, 1.0, ("r",))
+        log_audit(result, "audit", {"epsilon": 4.0, "delta": 1e-5, "runs": 50})
+    assert audit_bounds(source=MlflowSource()) == {("dp-gan", "cervical", 4.0): 0.7, ("mst", "cervical", 4.0): 0.2}

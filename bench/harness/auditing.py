@@ -117,6 +117,8 @@ def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any])
     }
     if result.mu_claimed is not None:
         metrics["audit.mu_claimed"] = result.mu_claimed
+    if "epsilon" in settings:  # the ε the audit was asked at: the privacy triad's key
+        metrics["audit.epsilon_target"] = float(settings["epsilon"])
     for key, value in metrics.items():
         client.log_metric(run_id, key, float(value))
     client.set_terminated(run_id, "FINISHED")

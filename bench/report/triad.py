@@ -31,14 +31,12 @@ def audit_bounds(
     no audit was run (the ``audit`` experiment does not exist)."""
     bounds: dict[tuple[str, str, float], float] = {}
     for run in (source or MlflowSource()).finished_runs(experiment) or []:
-        params, metrics = run.params, run.metrics
-        if "audit.epsilon_lower_bound" not in metrics or "epsilon" not in params:
-            continue
-        key = (
-            params.get("method", "").split(" ")[0],
-            params.get("dataset", "").split(" ")[0],
-            float(params["epsilon"]),
-        )
+        metrics = run.all_metrics()
+        if "audit.epsilon_lower_bound" not in metrics or "audit.epsilon_target" not in metrics:
+            continue  # an audit logged before its target ε was kept as a number: not shown
+        # the audited names, without what qualifies them ("dp-gan (DP-SGD step)", "cervical (first 100 rows)")
+        method, dataset = (run.params.get(name, "").split(" ")[0] for name in ("method", "dataset"))
+        key = (method, dataset, metrics["audit.epsilon_target"])
         bounds[key] = max(bounds.get(key, 0.0), metrics["audit.epsilon_lower_bound"])
     return bounds
 
