@@ -255,12 +255,26 @@ def test_run_cell_is_the_python_api_of_one_cell(tmp_path):
     assert private.metrics["privacy.epsilon_spent"] <= 0.5 * (1 + 1e-9)
     assert private.ledger["releases"] and (tmp_path / "synthetic_sample.csv").exists()
     assert not any(key.startswith("marginals.") for key in private.metrics)  # evaluators=(): none
+    assert private.folder == tmp_path
     evaluated = bench.run_cell("real", "gmm2d", evaluators=("nll",))
     assert evaluated.ok and evaluated.metrics["nll.mean"] > 0
     from bench.api.registry import RegistryError
 
     with pytest.raises(RegistryError, match="unknown method 'no-such-method'"):
         bench.run_cell("no-such-method", "adult-discrete")
+
+
+def test_run_cell_without_a_folder_leaves_nothing_in_the_temporary_directory(tmp_path, monkeypatch):
+    """Issue 61: every call left a dpbench-cell-* folder holding its synthetic sample — for
+    ``real``, the training rows — in $TMPDIR."""
+    import tempfile
+
+    import bench
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = bench.run_cell("real", "cervical", evaluators=(), data_dir=DATA_DIR)
+    assert result.ok and result.folder is None and result.ledger is not None
+    assert list(tmp_path.iterdir()) == []
 
 
 # ---- registration, datasets, evaluators -------------------------------------------------------------

@@ -17,14 +17,15 @@ from bench.harness.grid import GridSpec, expand
 class CellResult:
     """What a cell produced: ``status`` FINISHED or FAILED (then ``error`` says why), its metrics
     and logged parameters, the privacy ledger as a dict, and the folder holding its artifacts
-    (``synthetic_sample.csv``, ``ledger.json``, plots)."""
+    (``synthetic_sample.csv``, ``ledger.json``, plots) when ``run_cell`` was given one (None:
+    they were not kept)."""
 
     status: str
     error: str | None
     metrics: dict[str, float]
     params: dict[str, Any]
     ledger: dict[str, Any] | None
-    folder: Path
+    folder: Path | None
 
     @property
     def ok(self) -> bool:
@@ -51,8 +52,10 @@ def run_cell(
 
     ``evaluators``: None runs every applicable default evaluator, ``()`` none. ``overrides`` are
     the method's ``--set`` values (``{"epochs": "1"}``), ``eval_settings`` the ``--eval-set`` ones
-    (``{"downstream": {"scaling": "standard"}}``). Artifacts go to ``out`` (default: a new
-    temporary folder). Bad names and values raise the same errors as the command line."""
+    (``{"downstream": {"scaling": "standard"}}``). Artifacts go to ``out``; without it they are
+    written to a temporary folder that is removed before returning — a synthetic sample (for
+    ``real``, the training rows themselves) is never left behind in ``$TMPDIR``. Bad names and
+    values raise the same errors as the command line."""
     spec = GridSpec(
         methods=[method],
         datasets=[dataset],
@@ -72,8 +75,14 @@ def run_cell(
     (cell,), _ = expand(spec)
     if evaluators is not None and not evaluators:
         cell = dataclasses.replace(cell, evaluators=(), evaluator_settings={})
-    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="dpbench-cell-"))
-    folder.mkdir(parents=True, exist_ok=True)
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        return _execute(cell, Path(out), keep=True)
+    with tempfile.TemporaryDirectory(prefix="dpbench-cell-") as scratch:
+        return _execute(cell, Path(scratch), keep=False)
+
+
+def _execute(cell: Any, folder: Path, keep: bool) -> CellResult:
     from bench.harness.worker import execute  # imports torch
 
     outcome = execute(cell.to_json(), str(folder), lambda fraction: None)
@@ -84,5 +93,5 @@ def run_cell(
         metrics=dict(outcome.metrics),
         params=dict(outcome.params),
         ledger=json.loads(ledger_file.read_text()) if ledger_file.exists() else None,
-        folder=folder,
+        folder=folder if keep else None,
     )
