@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
         help="log a results record's runs into the MLflow store, to browse them in the MLflow UI",
         description="Each record becomes a finished run of its experiment in the store at MLFLOW_TRACKING_URI "
-        "(else ./mlflow.db), with its parameters, metrics, tags, and its ledger and config as artifacts. "
+        "(else ./mlflow.db), with its parameters, metrics, tags, and its ledger and typed cell (cell.json) as artifacts. "
         "Records imported before (tag record.run_id) are skipped.",
         epilog="example:\n  python -m bench import results/runs && mlflow ui --backend-store-uri sqlite:///mlflow.db",
     )

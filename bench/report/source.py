@@ -97,7 +97,7 @@ class RecordSource:
         return self._cache[experiment]
 
     def artifact(self, run_id: str, name: str) -> bytes | None:
-        return None  # a record keeps the ledger and config inline; images stay in report_files/
+        return None  # a record keeps the ledger and cell inline; images stay in report_files/
 
 
 def source_for(records: Path | None) -> RunSource:
