@@ -483,7 +483,7 @@ class DPMepf:
 
         # --- step 1: the public encoder
         spec, encoder = build_encoder(
-            p.encoder, p.layers, p.weights or "", p.input_size or 0, context.data_dir
+            p.encoder, p.layers, p.weights or "", p.input_size or 0, context.public_weights
         )  # "", 0: defaults
         seen = shares_data(encoder.trained_on, context.dataset) if context.dataset else None
         if seen:
@@ -491,6 +491,8 @@ class DPMepf:
                 f"the encoder {p.weights or spec.name} was trained on {seen}, which holds the private "
                 f"dataset {context.dataset}'s images: it is not public for this run; pretrain on another dataset"
             )
+        if encoder.trained_rows is not None:  # by content: its images under any name
+            data.check_disjoint(f"the encoder {p.weights or spec.name}", encoder.trained_rows)
         encoder = encoder.to(device)
         public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
         ledger.use_public_fact(f"encoder {spec.name}", p.layers, f"pretrained on public data: {public}")
@@ -520,7 +522,7 @@ class DPMepf:
 
         proxy = None
         if early:
-            _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3", data_dir=context.data_dir)
+            _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3", public_weights=context.public_weights)
             proxy = release_proxy(proxy_encoder.to(device), data, sigma_proxy, noise_rng, 50, device)
 
         # --- step 3: generator training on the released embedding only

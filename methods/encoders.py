@@ -41,11 +41,13 @@ resolution: github.com/ParkLabML/DP-MEPF code/model_builder.py).
 from __future__ import annotations
 
 import hashlib
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -89,6 +91,9 @@ class FeatureEncoder(nn.Module):
     # registered dataset names the weights were trained on (a dp-mepf run refuses an encoder that
     # saw its private dataset); ImageNet is not a dataset of this harness
     trained_on: tuple[str, ...] = ()
+    # content fingerprints of the rows the weights saw (bench.core.data.row_fingerprints), for a
+    # checkpoint this harness wrote: a run refuses the encoder if its private split holds any
+    trained_rows: "np.ndarray | None" = None
 
     def __init__(self, layers: tuple[str, ...], input_size: int = 0) -> None:
         super().__init__()
@@ -215,7 +220,7 @@ def _mbconv_forward(block: nn.Module, inputs: torch.Tensor) -> tuple[torch.Tenso
 
 
 def _build_lite0(
-    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+    layers: tuple[str, ...], weights: str, input_size: int = 0, public_weights: Path | None = None
 ) -> FeatureEncoder:
     return Lite0Encoder(layers, weights, input_size)
 
@@ -229,13 +234,14 @@ class InceptionEncoder(FeatureEncoder):
     BLOCKS = ("block0", "block1", "block2", "pool3")
 
     def __init__(
-        self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None
+        self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, public_weights: Path | None = None
     ) -> None:
         super().__init__(layers, input_size)
-        from bench.core.inception import check_known_file, fid_inception_core, file_sha256, resolve_weights
+        from bench.core.inception import check_known_file, fid_inception_core, file_sha256, public_weights_folder
+        from bench.core.inception import resolve_weights_in
         from pytorch_fid import inception as fid_inception
 
-        path = resolve_weights(weights or None, str(data_dir) if data_dir else None)
+        path = resolve_weights_in(weights or None, public_weights or public_weights_folder(None))
         check_known_file(path, file_sha256(path))
         core = fid_inception_core(torch.load(path, map_location="cpu", weights_only=True), path)
         last = max(self.BLOCKS.index(name) for name in layers)
@@ -256,9 +262,9 @@ class InceptionEncoder(FeatureEncoder):
 
 
 def _build_inception(
-    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+    layers: tuple[str, ...], weights: str, input_size: int = 0, public_weights: Path | None = None
 ) -> FeatureEncoder:
-    return InceptionEncoder(layers, weights, input_size, data_dir)
+    return InceptionEncoder(layers, weights, input_size, public_weights)
 
 
 # --- VGG19 (ImageNet, torchvision weights from a local file) -----------------------------------------
@@ -270,13 +276,13 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def vgg19_weights_path(weights: str, data_dir: Path | None = None) -> Path:
+def vgg19_weights_path(weights: str, public_weights: Path | None = None) -> Path:
     if weights:
         candidates = [Path(weights)]
     else:
         candidates = [Path(torch.hub.get_dir()) / "checkpoints" / VGG19_FILE]
-        if data_dir is not None:
-            candidates.insert(0, Path(data_dir) / VGG19_FILE)
+        if public_weights is not None:
+            candidates.insert(0, Path(public_weights) / VGG19_FILE)
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -288,12 +294,12 @@ def vgg19_weights_path(weights: str, data_dir: Path | None = None) -> Path:
 
 class Vgg19Encoder(FeatureEncoder):
     def __init__(
-        self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, data_dir: Path | None = None
+        self, layers: tuple[str, ...], weights: str = "", input_size: int = 0, public_weights: Path | None = None
     ) -> None:
         super().__init__(layers, input_size)
         from torchvision.models import vgg19
 
-        path = vgg19_weights_path(weights, data_dir)
+        path = vgg19_weights_path(weights, public_weights)
         if not sha256_of(path).startswith(VGG19_SHA256_PREFIX):
             raise EncoderError(
                 f"{path} is not torchvision's ImageNet VGG19 file (its sha256 does not start with "
@@ -328,9 +334,9 @@ class Vgg19Encoder(FeatureEncoder):
 
 
 def _build_vgg19(
-    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+    layers: tuple[str, ...], weights: str, input_size: int = 0, public_weights: Path | None = None
 ) -> FeatureEncoder:
-    return Vgg19Encoder(layers, weights, input_size, data_dir)
+    return Vgg19Encoder(layers, weights, input_size, public_weights)
 
 
 # --- ResNet18, CIFAR style, trained by `python -m bench pretrain-encoder` ------------------------------
@@ -361,20 +367,25 @@ class ResNet18CifarEncoder(FeatureEncoder):
             raise EncoderError(
                 f"{weights} is not a pretrain-encoder checkpoint ({type(error).__name__}); write one with pretrain-encoder"
             ) from None
-        if "trained_on" not in checkpoint or "weights_sha256" not in checkpoint:
+        declared = str(checkpoint.get("public_reason") or "")
+        if "weights_sha256" not in checkpoint or not (_records_its_rows(checkpoint) or declared):
             raise EncoderError(
-                f"{weights} records no provenance (written before checkpoints named their data); "
-                "write it again with pretrain-encoder"
+                f"{weights} records no provenance (the datasets and row fingerprints its weights saw): write it "
+                "again with pretrain-encoder, or, if its training data is public for certain, declare it so with "
+                "methods.pretrain.declare_public(PATH, REASON) (the reason goes into every run's ledger)"
             )
         if state_sha256(checkpoint["state_dict"]) != checkpoint["weights_sha256"]:
             raise EncoderError(
                 f"{weights}: its weights differ from the ones pretrain-encoder recorded (sha256); "
                 "a modified checkpoint cannot keep its provenance — write it again with pretrain-encoder"
             )
-        self.trained_on = tuple(checkpoint["trained_on"])
+        self.trained_on = tuple(checkpoint.get("trained_on", ()))
+        rows = checkpoint.get("trained_rows")
+        self.trained_rows = None if rows is None else rows.numpy().view(np.uint64)
         self.public_data = (
-            f"{checkpoint['public_data']} (pretrain-encoder checkpoint, weights sha256 "
-            f"{checkpoint['weights_sha256'][:16]}, test accuracy {checkpoint['test_accuracy']:.3f})"
+            f"{checkpoint.get('public_data', 'unnamed data')} (pretrain-encoder checkpoint, weights sha256 "
+            f"{checkpoint['weights_sha256'][:16]}, test accuracy {checkpoint.get('test_accuracy', math.nan):.3f})"
+            + (f"; declared public by the user: {declared}" if declared else "")
         )
         self.net = net
         self.n_taps = 1 + max(RESNET_TAPS.index(name) for name in layers)
@@ -386,7 +397,7 @@ class ResNet18CifarEncoder(FeatureEncoder):
 
 
 def _build_resnet18(
-    layers: tuple[str, ...], weights: str, input_size: int = 0, data_dir: Path | None = None
+    layers: tuple[str, ...], weights: str, input_size: int = 0, public_weights: Path | None = None
 ) -> FeatureEncoder:
     return ResNet18CifarEncoder(layers, weights, input_size)
 
@@ -427,6 +438,11 @@ ENCODERS: dict[str, EncoderSpec] = {
 }
 
 
+def _records_its_rows(checkpoint: dict) -> bool:
+    rows = checkpoint.get("trained_rows")
+    return bool(checkpoint.get("trained_on")) and rows is not None and len(rows) > 0
+
+
 def shares_data(trained_on: tuple[str, ...], private: str) -> str | None:
     """The dataset among ``trained_on`` that holds the private dataset's images: the same name,
     or the same ``source`` (cifar10 and cifar10-jpeg are one set of images); None if none."""
@@ -445,11 +461,12 @@ def get_encoder_spec(name: str) -> EncoderSpec:
 
 
 def build_encoder(
-    name: str, layers: str = "all", weights: str = "", input_size: int = 0, data_dir: Path | None = None
+    name: str, layers: str = "all", weights: str = "", input_size: int = 0, public_weights: Path | None = None
 ) -> tuple[EncoderSpec, FeatureEncoder]:
-    """``data_dir``: the run's data folder, searched for weights files before the default places."""
+    """``public_weights``: the data folder's public weights folder (a fit's ``context.public_weights``),
+    searched for weights files before the default places."""
     spec = get_encoder_spec(name)
     chosen = parse_layers(layers, spec)
     if input_size < 0:
         raise EncoderError(f"input_size must be 0 (native) or a positive side length (got {input_size})")
-    return spec, spec.build(chosen, weights, input_size, data_dir)
+    return spec, spec.build(chosen, weights, input_size, public_weights)

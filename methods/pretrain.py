@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.core.data import row_fingerprints
+
 CROP = 28
 # the training recipe, hashed into every checkpoint's key: change it and old checkpoints no longer match
 RECIPE = {
@@ -208,11 +210,19 @@ def save_checkpoint(
     accuracy: float,
     epochs: int,
     key: str = "",
-    trained_on: tuple[str, ...] = (),
+    *,
+    trained_on: tuple[str, ...],
+    trained_rows: np.ndarray,
 ) -> None:
     """``trained_on``: the registered datasets the weights saw (dp-mepf refuses the checkpoint for
-    a private dataset among them); ``public``: the label shown in ledgers. The weights' content
-    hash is stored beside them, so an edited checkpoint is refused."""
+    a private dataset among them, or its images under another name); ``trained_rows``: the
+    content fingerprints of every row they saw (:func:`bench.core.data.row_fingerprints`), by which
+    dp-mepf refuses them for a private split holding any of those rows, whatever its name;
+    ``public``: the label shown in ledgers. Both are required: a checkpoint that does not say what
+    it saw is refused (or declared public with :func:`declare_public`). The weights' content hash
+    is stored beside them, so an edited checkpoint is refused."""
+    if not trained_on or len(trained_rows) == 0:
+        raise ValueError("save_checkpoint needs the datasets (trained_on) and the row fingerprints the weights saw")
     path.parent.mkdir(parents=True, exist_ok=True)
     state = net.state_dict()
     torch.save(
@@ -220,6 +230,7 @@ def save_checkpoint(
             "arch": "resnet18-cifar",
             "public_data": public,
             "trained_on": list(trained_on),
+            "trained_rows": torch.from_numpy(np.asarray(trained_rows, dtype=np.uint64).view(np.int64).copy()),
             "test_accuracy": accuracy,
             "epochs": epochs,
             "key": key,
@@ -229,6 +240,17 @@ def save_checkpoint(
         },
         path,
     )
+
+
+def declare_public(path: Path, reason: str) -> None:
+    """Marks a checkpoint that records no training rows (written elsewhere) as public, with the
+    user's ``reason`` — dp-mepf then accepts it and its ledger records the reason as the grounds
+    for treating the weights as public. The weights' hash is kept (the weights are unchanged)."""
+    if not reason or not reason.strip():
+        raise ValueError("declare_public needs the reason the checkpoint's weights are public")
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    stored["public_reason"] = reason.strip()
+    torch.save(stored, path)
 
 
 @dataclass(frozen=True)
@@ -292,7 +314,8 @@ def run_pretraining(
         device=device,
         log=log,
     )
-    save_checkpoint(net, path, label, accuracy, epochs, key, trained_on=(public,))
+    trained_rows = row_fingerprints(train.x[rows])
+    save_checkpoint(net, path, label, accuracy, epochs, key, trained_on=(public,), trained_rows=trained_rows)
     log(
         f"saved {path} (public data {label}, test accuracy {accuracy:.3f}); use it with "
         f"--set dp-mepf.encoder=resnet18-cifar --set dp-mepf.weights={path}"

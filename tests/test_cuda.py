@@ -100,7 +100,7 @@ def test_a_row_gets_the_same_encoder_features_alone_as_within_a_batch(data_dir):
     images = (
         (torch.as_tensor(MNIST.read(data_dir).train_x[:100], dtype=torch.float32) / 255).reshape(-1, 1, 28, 28).cuda()
     )
-    _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem,b0,b1,b2,b3,b4,b5", data_dir=data_dir)
+    _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem,b0,b1,b2,b3,b4,b5")
     encoder = encoder.freeze().cuda()
     with torch.no_grad():
         batch = encoder(images).double()

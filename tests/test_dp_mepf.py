@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from bench.privacy.private_data import PrivateData
-from bench.core.data import DataKind, LabelledData
+from bench.core.data import DataKind, LabelledData, row_fingerprints
 from bench.api.contracts import FitContext
 from bench.core.params import HyperParameterError
 from bench.api.registry import METHODS
@@ -261,10 +261,10 @@ def test_proxy_release_really_adds_the_noise(tiny_train):
 def test_early_stopping_charges_the_proxy_at_ten_sigma(tiny_train, monkeypatch):
     real_build = dp_mepf.build_encoder
 
-    def build(name, layers="all", weights="", input_size=0, data_dir=None):
+    def build(name, layers="all", weights="", input_size=0, public_weights=None):
         if name == "inception-fid-imagenet":  # the real one is tested in evaluators; keep this fast
             return real_build("efficientnet-lite0-imagenet", "stem")[0], TinyProxy().eval()
-        return real_build(name, layers, weights, input_size, data_dir)
+        return real_build(name, layers, weights, input_size, public_weights)
 
     monkeypatch.setattr(dp_mepf, "build_encoder", build)
     context = _context(1.0, _params(early_stopping="true", iterations=4, eval_every=2, proxy_samples=20))
@@ -465,7 +465,15 @@ def test_pretrain_encoder_writes_a_checkpoint_the_encoder_reads(tmp_path):
     net, accuracy = pretrain_resnet18(x, y, x[:20], y[:20], (3, 32, 32), epochs=1, batch=20, log=lambda line: None)
     assert 0 <= accuracy <= 1
     path = tmp_path / "resnet18.pt"
-    save_checkpoint(net, path, "cifar10 (test stand-in)", accuracy, 1, trained_on=("cifar10-jpeg",))
+    save_checkpoint(
+        net,
+        path,
+        "cifar10 (test stand-in)",
+        accuracy,
+        1,
+        trained_on=("cifar10-jpeg",),
+        trained_rows=row_fingerprints(x),
+    )
     _, encoder = build_encoder("resnet18-cifar", "stem,r5", str(path))  # r5: the first 128-channel block
     features = encoder(torch.rand(2, 1, 28, 28))
     assert features.shape == (2, 64 * 28 * 28 + 128 * 14 * 14) and features.min() >= 0
@@ -483,8 +491,66 @@ def mnist_checkpoint(tmp_path_factory):
     x, y = gen.random((20, 3 * 32 * 32), dtype=np.float32), np.arange(20) % 10
     net, accuracy = pretrain_resnet18(x, y, x[:10], y[:10], (3, 32, 32), epochs=1, batch=10, log=lambda line: None)
     path = tmp_path_factory.mktemp("encoders") / "on-mnist.pt"
-    save_checkpoint(net, path, "mnist", accuracy, 1, trained_on=("mnist",))
+    save_checkpoint(net, path, "mnist", accuracy, 1, trained_on=("mnist",), trained_rows=row_fingerprints(x))
     return path
+
+
+def _checkpoint_on(rows: np.ndarray, path, trained_on: tuple[str, ...]):
+    from methods.pretrain import pretrain_resnet18, save_checkpoint
+
+    x = np.repeat(rows[:, None, :], 3, axis=1).reshape(len(rows), -1)  # greyscale as three channels
+    y = np.arange(len(rows)) % 10
+    net, accuracy = pretrain_resnet18(x, y, x[:10], y[:10], (3, 28, 28), epochs=1, batch=10, log=lambda line: None)
+    save_checkpoint(net, path, trained_on[0], accuracy, 1, trained_on=trained_on, trained_rows=row_fingerprints(rows))
+    return path
+
+
+def test_an_encoder_trained_on_private_rows_under_another_name_is_refused_by_content(tiny_train, tmp_path):
+    """Issue 56, kind 5: the name check passes an encoder pretrained on the private images
+    registered under another dataset's name; the rows' content fingerprints do not."""
+    from bench.privacy.private_data import PublicInputError
+
+    renamed = _checkpoint_on(tiny_train.x[100:120], tmp_path / "renamed.pt", ("my-public-digits",))
+    params = _params(encoder="resnet18-cifar", layers="stem", weights=str(renamed))
+    budget = PrivacyBudget(1.0, 1e-5)
+    context = FitContext(
+        budget, PrivacyLedger(budget), params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE, dataset="mnist"
+    )
+    with pytest.raises(PublicInputError, match="was trained on 20 of the private training rows"):
+        METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
+    assert not context.ledger.releases  # refused before any release
+    # the same checkpoint on other rows: accepted, the check recorded as a public fact
+    other = LabelledData(tiny_train.x[150:], tiny_train.y[150:], tiny_train.schema)
+    ledger = PrivacyLedger(budget)
+    context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.IMAGE, dataset="mnist")
+    METHODS.get("dp-mepf").fit(PrivateData(other, ledger), context)
+    facts = {use.name: use.why for use in ledger.public_facts}
+    assert "disjoint from the private training rows" in facts["the encoder " + str(renamed) + ": training rows"]
+
+
+def test_a_checkpoint_that_does_not_say_what_it_saw_is_refused_unless_declared_public(tiny_train, tmp_path):
+    """Issue 56, kind 5: save_checkpoint's old default (trained_on=()) wrote a checkpoint that was
+    accepted and whose ledger named a public set it never saw."""
+    from methods.pretrain import declare_public, pretrain_resnet18, save_checkpoint, state_sha256
+
+    x = np.random.default_rng(0).random((20, 3 * 28 * 28), dtype=np.float32)
+    net, accuracy = pretrain_resnet18(
+        x, np.arange(20) % 10, x, np.arange(20) % 10, (3, 28, 28), 1, batch=10, log=lambda line: None
+    )
+    with pytest.raises(TypeError):
+        save_checkpoint(net, tmp_path / "x.pt", "public", accuracy, 1)  # what it saw is required
+    with pytest.raises(ValueError, match="needs the datasets"):
+        save_checkpoint(net, tmp_path / "x.pt", "public", accuracy, 1, trained_on=(), trained_rows=np.zeros(0))
+    state = net.state_dict()  # a checkpoint written elsewhere: weights and their hash, no provenance
+    torch.save({"state_dict": state, "weights_sha256": state_sha256(state)}, tmp_path / "elsewhere.pt")
+    with pytest.raises(EncoderError, match="records no provenance"):
+        build_encoder("resnet18-cifar", "stem", str(tmp_path / "elsewhere.pt"))
+    declare_public(tmp_path / "elsewhere.pt", "trained on SVHN, downloaded from the authors' release")
+    params = _params(encoder="resnet18-cifar", layers="stem", weights=str(tmp_path / "elsewhere.pt"))
+    context = _context(1.0, params)
+    METHODS.get("dp-mepf").fit(PrivateData(tiny_train, context.ledger), context)
+    (use,) = [u for u in context.ledger.public_facts if u.name.startswith("encoder ")]
+    assert "declared public by the user: trained on SVHN, downloaded from the authors' release" in use.why
 
 
 def test_an_encoder_trained_on_the_private_dataset_is_refused(tiny_train, mnist_checkpoint):
@@ -502,7 +568,9 @@ def test_an_encoder_trained_on_the_private_dataset_is_refused(tiny_train, mnist_
     assert shares_data(("fashion-mnist",), "mnist") is None
 
 
-def test_the_grid_tells_the_method_its_dataset_and_data_folder(data_dir, mnist_checkpoint, tmp_path, monkeypatch):
+def test_the_grid_tells_the_method_its_dataset_and_public_weights_folder(
+    data_dir, mnist_checkpoint, tmp_path, monkeypatch
+):
     import bench
     from torchvision.models import vgg19
 
@@ -517,10 +585,10 @@ def test_the_grid_tells_the_method_its_dataset_and_data_folder(data_dir, mnist_c
         overrides={"encoder": "resnet18-cifar", "layers": "stem", "weights": str(mnist_checkpoint)},
     )
     assert not refused.ok and "trained on mnist" in refused.error
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-hub"))  # weights only in the run's data folder
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-hub"))  # weights only in the public weights folder
     torch.save(vgg19(weights=None).state_dict(), tmp_path / encoders.VGG19_FILE)
     monkeypatch.setattr(encoders, "VGG19_SHA256_PREFIX", encoders.sha256_of(tmp_path / encoders.VGG19_FILE)[:8])
-    _, encoder = build_encoder("vgg19-imagenet", "c0", data_dir=tmp_path)
+    _, encoder = build_encoder("vgg19-imagenet", "c0", public_weights=tmp_path)
     assert len(encoder.features) == 2
 
 
@@ -623,7 +691,7 @@ def test_the_cpu_profiles_encoder_passes_the_row_wise_check_despite_its_round_of
     rows = LabelledData(
         arrays.train_x[:100].astype(np.float32) / 255, arrays.train_y[:100].astype(np.int64), MNIST.schema
     )
-    _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem,b0,b1,b2,b3,b4,b5", data_dir=data_dir)
+    _, encoder = build_encoder("efficientnet-lite0-imagenet", "stem,b0,b1,b2,b3,b4,b5")
     encoder = encoder.freeze()
 
     def features(data: LabelledData) -> torch.Tensor:

@@ -125,3 +125,21 @@ print("walled")
     assert done.returncode == 0 and "walled" in done.stdout, done.stdout + done.stderr
     assert Path(folder / "private" / "rows.csv").read_text() == "secret\n"  # this process keeps its access
     assert callable(lock_data_folder)
+
+
+def test_a_fit_context_names_no_part_of_the_data_folder_but_its_public_weights(tmp_path):
+    """The door a context used to leave open: ``context.data_dir`` named the folder holding every
+    split. The context now keeps only the public weights subfolder (which the wall leaves readable)."""
+    import dataclasses
+
+    from bench.api.contracts import FitContext
+    from bench.api.registry import DATASETS
+    from bench.privacy.budget import PrivacyBudget
+    from bench.privacy.ledger import PrivacyLedger
+
+    folder = tmp_path / "data"
+    context = FitContext.of(DATASETS.get("cervical"), None, 0, PrivacyLedger(PrivacyBudget(1.0, 1e-5)), data_dir=folder)
+    assert context.public_weights == folder / "fid-inception"
+    paths = [v for f in dataclasses.fields(context) if isinstance(v := getattr(context, f.name), (str, Path))]
+    assert all(not str(v) or Path(v) != folder and not str(folder).startswith(str(v)) for v in paths), paths
+    assert not hasattr(context, "data_dir")

@@ -58,8 +58,10 @@ class FitContext(Generic[P]):
     ``HyperParameters`` declares), the seed, the torch device, and a callback
     ``progress(done, total)`` for long loops. ``protocol`` is ``sound`` or ``paper`` (the seeds'
     conventions, e.g. integer-coded categoricals). ``dataset``: the registered name of the private
-    dataset (a method with public inputs checks they never saw it); ``data_dir``: the run's data
-    folder (None: the default lookup), for a method's own public files.
+    dataset (a method with public inputs checks they never saw it); ``public_weights``: the public
+    pretrained-weights folder inside the run's data folder (``fid-inception/``). The context names
+    no other part of the data folder: a fit reaches its rows only through the handle (and the
+    data wall refuses the loaders and, in a cell's own process, the folder itself).
 
     Randomness comes from named streams derived from the seed — ``rng("minibatches")``,
     ``torch_rng("latents")`` — so that each use has its own stream and no two names or seeds
@@ -74,7 +76,7 @@ class FitContext(Generic[P]):
     data_kind: DataKind = DataKind.TABULAR
     progress: Callable[[int, int], None] = field(default=lambda done, total: None)
     dataset: str = ""
-    data_dir: Path | None = None
+    public_weights: Path | None = None
 
     @staticmethod
     def of(
@@ -90,8 +92,11 @@ class FitContext(Generic[P]):
     ) -> "FitContext[P]":
         """The one factory of a fit's context (the worker, `bench evaluate`'s shadow fits, the
         audits, the kit): ``dataset`` is the registered dataset (its name and kind); the budget is
-        the ledger's, so the two never disagree."""
+        the ledger's, so the two never disagree; ``data_dir``: the run's data folder (None: the
+        default lookup), of which the context keeps the public weights folder only."""
         import torch  # lazily: importing the contracts must not import torch
+
+        from bench.core.inception import public_weights_folder
 
         return FitContext(
             ledger.budget,
@@ -103,7 +108,7 @@ class FitContext(Generic[P]):
             dataset.kind,
             progress or (lambda done, total: None),
             dataset.name,
-            data_dir,
+            public_weights_folder(data_dir),
         )
 
     @property

@@ -58,16 +58,27 @@ def standard_weights_path() -> Path:
     return Path(torch.hub.get_dir()) / "checkpoints" / STANDARD_WEIGHTS
 
 
-def missing_weights_message(data_dir: Path) -> str:
+def missing_weights_message(public_folder: Path) -> str:
     return (
         f"the FID Inception weights are missing: put {MIRROR_WEIGHTS} (data mirror) at "
-        f"{data_dir / MIRROR_FOLDER / MIRROR_WEIGHTS}, or set {WEIGHTS_VARIABLE}=PATH to a weights file, "
+        f"{public_folder / MIRROR_WEIGHTS}, or set {WEIGHTS_VARIABLE}=PATH to a weights file, "
         f"or unset {OFFLINE_VARIABLE} so that pytorch-fid downloads {STANDARD_WEIGHTS}"
     )
 
 
+def public_weights_folder(data_dir: Path | str | None) -> Path:
+    """The data folder's public weights (``fid-inception/``): the one part of the data folder that
+    a fit may read (the data wall leaves it readable; a fit's context names nothing else of it)."""
+    return data_folder(data_dir) / MIRROR_FOLDER
+
+
 def resolve_weights(explicit: str | None, data_dir: str | None) -> Path:
     """The weights file to use, in the order of the module docstring; downloads when allowed."""
+    return resolve_weights_in(explicit, public_weights_folder(data_dir))
+
+
+def resolve_weights_in(explicit: str | None, public_folder: Path) -> Path:
+    """:func:`resolve_weights` given the public weights folder itself (a fit's ``public_weights``)."""
     chosen = explicit or os.environ.get(WEIGHTS_VARIABLE)
     if chosen:
         if not Path(chosen).is_file():
@@ -75,19 +86,18 @@ def resolve_weights(explicit: str | None, data_dir: str | None) -> Path:
                 f"FID weights file {chosen} does not exist; fix the weights option or ${WEIGHTS_VARIABLE}"
             )
         return Path(chosen)
-    folder = data_folder(data_dir)
-    for candidate in (folder / MIRROR_FOLDER / MIRROR_WEIGHTS, standard_weights_path()):
+    for candidate in (public_folder / MIRROR_WEIGHTS, standard_weights_path()):
         if candidate.is_file():
             return candidate
     if offline():
-        raise FidWeightsError(missing_weights_message(folder))
+        raise FidWeightsError(missing_weights_message(public_folder))
     from pytorch_fid import inception as fid_inception
 
     try:  # pytorch-fid's own download of its standard weights into torch hub's cache
         fid_inception.load_state_dict_from_url(fid_inception.FID_WEIGHTS_URL, progress=True)
     except Exception as error:  # network errors come in many types; the fix is the same
         raise FidWeightsError(
-            f"downloading {fid_inception.FID_WEIGHTS_URL} failed ({error}); " + missing_weights_message(folder)
+            f"downloading {fid_inception.FID_WEIGHTS_URL} failed ({error}); " + missing_weights_message(public_folder)
         ) from None
     return standard_weights_path()
 

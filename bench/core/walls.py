@@ -30,8 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.core.errors import UsageError
+from bench.core.inception import MIRROR_FOLDER
 
-PUBLIC_SUBFOLDERS = ("fid-inception",)  # public files inside the data folder (pretrained weights)
+PUBLIC_SUBFOLDERS = (MIRROR_FOLDER,)  # public files inside the data folder (pretrained weights)
 
 _fits: list[str] = []  # the method whose fit runs in this process (a stack: fits do not nest, tests may)
 

@@ -28,6 +28,9 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
   most 2 · the clipping norm, amplified by the phase's Poisson sampling (DP-GAN, DP-CGAN).
 * :meth:`PrivateData.uncharged`: an exact statistic of the rows at ε = ∞ only (the seeds' uncharged
   heuristics, as labelled ablations), recorded as a trusted read; the method never holds the rows.
+* :meth:`PrivateData.check_disjoint`: refuses a public input (a pretrained encoder) whose training
+  rows, by content fingerprint, include a private row; releases nothing (the run stops before
+  any release, or goes on), recorded in the ledger as a public fact.
 * :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
   is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
   ``queries_only`` fails a private method that asks.
@@ -46,7 +49,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from bench.core.data import LabelledData, Schema
+from bench.core.data import LabelledData, Schema, row_fingerprints
+from bench.core.errors import UsageError
 from bench.privacy.releases import (
     COUNT_L1_SENSITIVITY,
     COUNT_L2_SENSITIVITY,
@@ -80,6 +84,10 @@ class CountQuery:
     what: str
     codes: Callable[[LabelledData], np.ndarray]
     size: int
+
+
+class PublicInputError(UsageError, ValueError):
+    """A method's public input (pretrained weights) saw private rows."""
 
 
 class PrivateData:
@@ -427,6 +435,26 @@ class PrivateData:
         if keep:
             self.__histograms[query] = histogram
         return histogram
+
+    def check_disjoint(self, what: str, fingerprints: np.ndarray) -> None:
+        """Refuses (:class:`PublicInputError`) a public input — ``what``, e.g. a pretrained
+        encoder — whose training rows, given as their content fingerprints
+        (:func:`bench.core.data.row_fingerprints`), include any private row: weights fitted on a
+        private row are not public, whatever name their dataset was registered under. Releases
+        nothing: the run stops here, before any release, or goes on; its one bit is a fact of the
+        setup the user chose (as the schema's refusal of an out-of-range pixel is), and the ledger
+        records the check among its public facts."""
+        shared = int(np.isin(row_fingerprints(self.__rows.x), np.asarray(fingerprints, dtype=np.uint64)).sum())
+        if shared:
+            raise PublicInputError(
+                f"{what} was trained on {shared:,} of the private training rows (by content): it is not public for "
+                "this run; pretrain it on other data"
+            )
+        self._ledger.use_public_fact(
+            f"{what}: training rows",
+            f"{len(fingerprints):,} row fingerprints",
+            "disjoint from the private training rows (checked by content before any release)",
+        )
 
     def uncharged(self, what: str, statistic: "Callable[[LabelledData], T]") -> "T":
         """``statistic(rows)``, exact, in a run without privacy only: at a finite ε this raises
