@@ -103,26 +103,56 @@ class GaussianHistograms:
     def fit(self, data: PrivateData, context) -> HistogramSampler:
         queries = _queries(data.schema)
         sigma = context.ledger.calibrate_gaussian(len(queries))
-        if self.breakage in ("", "numpy-global-generator"):
+        if self.breakage == "loads-its-own-rows":  # another door: the registry (issue 56, kind 1)
+            from bench.api.registry import DATASETS
+
+            DATASETS.get("adult-discrete").load(None, context.seed)
+        if self.breakage == "recognises-the-kit":  # honest only when its ledger looks instrumented (kind 4)
+            ledger = context.ledger
+            checked = any(getattr(ledger, name, None) for name in ("observers", "replay", "noise_source"))
+            breakage = "" if checked else "one-column-from-its-exact-histogram"
+        elif self.breakage == "half-sensitivity-above-eps-5":  # misbehaves only at a large ε (kind 3)
+            breakage = "half-sensitivity" if context.budget.epsilon > 5 else ""
+        elif self.breakage == "half-sensitivity-above-5000-rows":  # misbehaves only on more rows (kind 3)
+            breakage = "half-sensitivity" if data.n_rows > 5000 else ""
+        else:
+            breakage = self.breakage
+        if breakage in ("", "numpy-global-generator", "loads-its-own-rows"):
             noisy = data.counts(queries, noise_multiplier=sigma, rng=context.rng("noise"))
-            return _sampler(noisy, data.schema, context, global_numpy=self.breakage == "numpy-global-generator")
-        counts = _counts(data.rows(trusted=BROKEN))
-        if self.breakage == "reads-rows-records-nothing":
+            return _sampler(noisy, data.schema, context, global_numpy=breakage == "numpy-global-generator")
+        rows = data.rows(trusted=BROKEN)
+        counts = _counts(rows)
+        if breakage == "reads-rows-records-nothing":
             return _sampler(counts, data.schema, context)
-        declared = COUNT_L2_SENSITIVITY / 2 if self.breakage == "half-sensitivity" else COUNT_L2_SENSITIVITY
+        if breakage == "first-column-shifted-by-a-statistic-of-all-rows-but-the-first":  # kind 2
+            k = len(counts[0])
+            shift = int(round(rows.x[1:, 0].mean() * 1000))  # row 0 alone never moves it
+            counts[0] = np.roll(np.bincount(rows.x[:, 0].astype(int), minlength=k).astype(float), shift)
+        declared = COUNT_L2_SENSITIVITY / 2 if breakage == "half-sensitivity" else COUNT_L2_SENSITIVITY
         noisy = context.ledger.gaussian_each(
             counts, sensitivity=declared, noise_multiplier=sigma, what="1-way histograms", rng=context.rng("noise")
         )
-        if self.breakage == "halved-noise-after-the-door":
+        if breakage == "halved-noise-after-the-door":
             noisy = [c + (h - c) / 2 for c, h in zip(counts, noisy)]
-        if self.breakage == "extra-table-own-torch-noise":
+        if breakage == "extra-table-own-torch-noise":
             extra = torch.as_tensor(counts[0]) + torch.randn(
                 len(counts[0]), generator=context.torch_rng("extra"), dtype=torch.float64
             )
             noisy = [extra.numpy(), *noisy[1:]]
-        if self.breakage == "one-column-from-its-exact-histogram":
+        if breakage == "one-column-from-its-exact-histogram":
             noisy = [counts[0], *noisy[1:]]
+        if breakage == "hands-back-training-rows":  # its sample is its training rows (the output check)
+            return TrainingRows(rows)
         return _sampler(noisy, data.schema, context)
+
+
+@dataclass
+class TrainingRows:
+    rows: LabelledData
+
+    def sample(self, n: int, labels: np.ndarray | None = None) -> LabelledData:
+        index = np.arange(n) % len(self.rows)
+        return LabelledData(self.rows.x[index], self.rows.y[index], self.rows.schema)
 
 
 def check(method, **kwargs):
@@ -202,6 +232,47 @@ def test_every_broken_variant_that_reads_raw_rows_is_also_caught_by_queries_only
 def test_each_broken_variant_is_caught_by_its_named_check(method, check_name):
     with pytest.raises(ConformanceError, match=rf"\[{check_name}\]"):
         check(method)
+
+
+QUERIES_ONLY = {"queries_only": "it reads the raw rows for its own accounting (the bug is elsewhere)"}
+
+
+@pytest.mark.parametrize(
+    "breakage,check_name,expected",
+    [
+        (
+            "first-column-shifted-by-a-statistic-of-all-rows-but-the-first",
+            r"sensitivity_probe\] adult-discrete: .*row 1499 replaced",
+            QUERIES_ONLY,
+        ),
+        ("recognises-the-kit", r"release_replay", QUERIES_ONLY),
+        ("half-sensitivity-above-eps-5", r"sensitivity_probe\] adult-discrete at ε = 8", QUERIES_ONLY),
+        ("half-sensitivity-above-5000-rows", r"sensitivity_probe\] adult-discrete, all [\d,]+ rows", QUERIES_ONLY),
+        (
+            "hands-back-training-rows",
+            r"no_training_copies\] adult-discrete: the synthetic sample copies training rows",
+            {**QUERIES_ONLY, "release_replay": "it copies rows", "sensitivity_probe": "it copies rows"},
+        ),
+        ("loads-its-own-rows", r"DataWallError: .*the data wall refuses it", {}),
+    ],
+)
+def test_issue_56_plugins_that_hid_from_the_kit_are_caught(breakage, check_name, expected):
+    """Issue 56: each plugin passed the kit of e5ccc90 — a dependence that skips row 0 (the only
+    row the probe replaced), a method honest only while its ledger shows the kit's instruments, one
+    that misbehaves only above the kit's ε = 1, one whose output is its training rows, one that
+    loads its rows through the registry (the kit ran fits outside the data wall)."""
+    with pytest.raises(ConformanceError, match=check_name):
+        check(GaussianHistograms(breakage=breakage), expected_failures=expected)
+
+
+def test_the_probe_replaces_rows_across_the_table():
+    from bench.api.registry import DATASETS
+    from bench.testing.method import probed_rows
+
+    train = DATASETS.get("adult-discrete").load(DATA_DIR, 0).train
+    head = LabelledData(train.x[:ROWS], train.y[:ROWS], train.schema)
+    rows = probed_rows(head)
+    assert rows[0] == ROWS - 1 and 0 in rows and len(rows) >= 3
 
 
 def test_the_kit_s_small_audit_refutes_the_understated_sensitivity_and_passes_the_honest_release():

@@ -266,7 +266,7 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
         budget = PrivacyBudget.non_private()
         ledger = PrivacyLedger(budget)
         seen = []
-        ledger.observers.append(lambda event: seen.append(event))
+        ledger.observe(lambda event: seen.append(event))
         DPHermite().fit(
             PrivateData(data, ledger),
             FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),

@@ -158,15 +158,22 @@ class LabelledData:
         return np.bincount(self.y, minlength=self.schema.n_classes)
 
 
-def row_fingerprints(x: np.ndarray) -> np.ndarray:
-    """A content fingerprint of each row: the first 8 bytes of BLAKE2b over the row's values
-    quantised to 8 bits (images as stored: pixel·255, exact for 8-bit images), as sorted unique
-    uint64. What a pretrained checkpoint records of its training rows, so that its provenance is
-    checked by content (the same images under another dataset's name) and not by a label."""
-    quantised = np.clip(np.rint(np.asarray(x, dtype=np.float64) * 255), 0, 255).astype(np.uint8)
-    quantised = quantised.reshape(len(quantised), -1)
-    digests = [hashlib.blake2b(row.tobytes(), digest_size=8).digest() for row in quantised]
-    return np.unique(np.frombuffer(b"".join(digests), dtype="<u8"))
+PIXEL = 1 / 255  # the resolution of 8-bit images, stored as pixel/255
+
+
+def row_keys(x: np.ndarray, resolution: float = PIXEL) -> np.ndarray:
+    """A content key of each row, in row order: the first 8 bytes of BLAKE2b over the row's values
+    in units of ``resolution`` (rounded to integers: exact for 8-bit images at the default), as
+    uint64. Equal rows (to the resolution) have equal keys."""
+    units = np.rint(np.asarray(x, dtype=np.float64) / resolution).astype(np.int64).reshape(len(x), -1)
+    return np.frombuffer(b"".join(hashlib.blake2b(r.tobytes(), digest_size=8).digest() for r in units), dtype="<u8")
+
+
+def row_fingerprints(x: np.ndarray, resolution: float = PIXEL) -> np.ndarray:
+    """The set of the rows' :func:`row_keys` (sorted, unique): what a pretrained checkpoint records
+    of its training rows, so that its provenance is checked by content (the same images under
+    another dataset's name) and not by a label."""
+    return np.unique(row_keys(x, resolution))
 
 
 @dataclass

@@ -23,23 +23,30 @@ class AuditError(UsageError, ValueError):
 
 
 def neighbours(train: Any, count: int, seed: int) -> list[Any]:
-    """Candidate D′s: D with row 0 replaced by row 0 under every other label, and by ``count``
-    other training rows of another label."""
+    """Candidate D′s, each D with one row replaced, the replaced row taken across the table (the
+    first, the last, a random one, in turn): that row under every other label, and by ``count``
+    other training rows of another label (the replaced position rotating over those rows)."""
     data_type = type(train)
-    rows = []
-    for label in range(train.schema.n_classes):
-        if label != int(train.y[0]):
-            y = train.y.copy()
-            y[0] = label
-            rows.append(data_type(train.x, y, train.schema))
-    others = np.flatnonzero(train.y != train.y[0])
-    if len(others) == 0:  # one class only (discretized tables): any other row
-        others = np.arange(1, len(train))
-    for index in np.random.default_rng(seed).choice(others, size=min(count, len(others)), replace=False):
+    n = len(train)
+    draw = np.random.default_rng(seed)
+    positions = list(dict.fromkeys([0, n - 1, int(draw.integers(n))]))
+    candidates = []
+    for position in positions[:2]:
+        for label in range(train.schema.n_classes):
+            if label != int(train.y[position]):
+                y = train.y.copy()
+                y[position] = label
+                candidates.append(data_type(train.x, y, train.schema))
+    for turn in range(count):
+        position = positions[turn % len(positions)]
+        others = np.flatnonzero(train.y != train.y[position])
+        if len(others) == 0:  # one class only (discretized tables): any other row
+            others = np.delete(np.arange(n), position)
+        index = int(draw.choice(others))
         x, y = train.x.copy(), train.y.copy()
-        x[0], y[0] = train.x[index], train.y[index]
-        rows.append(data_type(x, y, train.schema))
-    return rows
+        x[position], y[position] = train.x[index], train.y[index]
+        candidates.append(data_type(x, y, train.schema))
+    return candidates
 
 
 def audit_method(
@@ -74,9 +81,9 @@ def audit_method(
     params = method.hyperparameters.resolve(dataset.name, profile, settings, private=True).params
     budget = PrivacyBudget(epsilon, delta)
 
-    def make_context(ledger: PrivacyLedger) -> Any:
+    def make_context(ledger: PrivacyLedger, released: Callable[[], bool]) -> Any:
         def stop(done: int, total: int) -> None:  # at the first progress report after a release
-            if spec.stop_after_events is None and any(getattr(o, "seen", False) for o in ledger.observers):
+            if spec.stop_after_events is None and released():
                 raise StopAudit
 
         return FitContext.of(dataset, params, seed, ledger, progress=stop, data_dir=data_dir)

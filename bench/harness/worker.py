@@ -167,6 +167,20 @@ def record_evaluation(evaluator: Evaluator, evaluation: Evaluation, outcome: Out
         (out / file_name).write_bytes(content)
 
 
+def warn_of_training_copies(synthetic: Any, split: Any, kind: Any, label: str, outcome: Any) -> None:
+    """A private run whose sample matches training rows far more than held-out rows is warned of
+    and tagged ``warning.training_copies`` (:mod:`bench.privacy.copies`): a check that assumes
+    nothing about the method's code."""
+    import warnings
+
+    from bench.privacy.copies import training_copies
+
+    copies = training_copies(synthetic, split.train, split.test, kind)
+    if copies.suspicious:
+        outcome.tags["warning.training_copies"] = copies.describe()
+        warnings.warn(f"{label}: the synthetic sample copies training rows: {copies.describe()}", stacklevel=2)
+
+
 def tuned_preset_caveats(method: Any, cell: Any) -> list[str]:
     """The per-dataset presets this cell uses: chosen for this dataset by people who had its rows
     (the seeds' tables, or our own documented choices), so uncharged uses of private data."""
@@ -302,6 +316,8 @@ def execute(
             raise RuntimeError(f"{method.name} returned data in another schema than the training data")
         if dataset.kind.value == "image":  # scored as stored: 8-bit pixels (bench/harness/samples.py)
             synthetic = as_8bit_images(synthetic)
+        if method.private and budget.is_private:
+            warn_of_training_copies(synthetic, split, dataset.kind, cell.label, outcome)
 
         eval_context = EvalContext(
             seed=cell.seed,

@@ -224,7 +224,7 @@ def capture_releases(
     method: Any,
     train: Any,
     budget: PrivacyBudget,
-    make_context: Callable[[PrivacyLedger], Any],
+    make_context: Callable[[PrivacyLedger, Callable[[], bool]], Any],
     noise: np.random.Generator | None,
     stop_after_events: int | None,
     ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
@@ -241,7 +241,7 @@ def capture_releases(
     observe.seen = False
     ledger = ledger_factory(budget, noise_source=noise, observers=[observe])
     try:
-        method.fit(PrivateData(train, ledger), make_context(ledger))
+        method.fit(PrivateData(train, ledger), make_context(ledger, lambda: observe.seen))
     except StopAudit:
         pass
     if not events:

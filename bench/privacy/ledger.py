@@ -11,11 +11,15 @@ calls record noiseless releases.
 
 Noise comes from the generator the method passes (seeded: reproducible from the logged seed —
 right for a benchmark, not for a release), or, with ``secure_noise``, from the operating
-system's cryptographic source. ``observers`` see every release with its clean and noisy value
-(the privacy audit uses them); ``noise_source`` replaces the method's generator (the audit's
-fresh noise per run); ``replay`` returns the noisy values another fit released, in order, instead
-of fresh ones (the conformance kit's release replay: an honest method fitted on any other dataset
-of the same size then gives the same synthetic data, since the releases are all it saw).
+system's cryptographic source. Three instruments, given to the constructor only: ``observers``
+see every release with its clean and noisy value (the privacy audit, the conformance kit);
+``noise_source`` replaces the method's generator (the audit's fresh noise per run); ``replay``
+returns the noisy values another fit released, in order, instead of fresh ones (the conformance
+kit's release replay: an honest method fitted on any other dataset of the same size then gives
+the same synthetic data, since the releases are all it saw). They are kept out of the ledger's
+attributes (``ledger.observers`` is None in every run), so that a fit cannot tell a checked run
+from a production one by reading its ledger's public face; code that pries into the ledger's
+private state is outside the kit's threat model (docs/privacy.md).
 
 Data-dependent facts a method uses for free must be public (declared by the dataset schema)
 and are listed with ``use_public_fact``; uncharged uses of private data are ``caveats``.
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -93,13 +97,26 @@ class PrivacyLedger:
     # that reaches its data only through them
     trusted_reads: list[str] = field(default_factory=list)
     secure_noise: bool = False
-    observers: list[Callable[[ReleaseEvent], None]] = field(default_factory=list)
-    noise_source: np.random.Generator | None = None  # replaces methods' generators (the audit)
-    replay: ReleaseReplay | None = None  # returns another fit's released values (the conformance kit)
+    # the instruments (module docstring): constructor arguments, not attributes
+    observers: InitVar[Sequence[Callable[[ReleaseEvent], None]] | None] = None
+    noise_source: InitVar[np.random.Generator | None] = None  # replaces methods' generators (the audit)
+    replay: InitVar[ReleaseReplay | None] = None  # returns another fit's released values (the conformance kit)
 
-    def __post_init__(self) -> None:
+    def __post_init__(
+        self,
+        observers: Sequence[Callable[[ReleaseEvent], None]] | None,
+        noise_source: np.random.Generator | None,
+        replay: ReleaseReplay | None,
+    ) -> None:
         if self.calibrator not in CALIBRATORS:
             raise ValueError(f"unknown calibrator {self.calibrator!r}; choose one of {CALIBRATORS}")
+        self.__observers = list(observers or [])
+        self.__noise_source = noise_source
+        self.__replay = replay
+
+    def observe(self, observer: Callable[[ReleaseEvent], None]) -> None:
+        """Adds an observer of every later release (its clean and noisy value)."""
+        self.__observers.append(observer)
 
     # ---- planning ---------------------------------------------------------------------------
 
@@ -190,8 +207,8 @@ class PrivacyLedger:
     # ---- the noise door ---------------------------------------------------------------------
 
     def _standard_normal(self, shape: tuple[int, ...], rng: Any) -> np.ndarray | Any:
-        if self.noise_source is not None:
-            return self.noise_source.standard_normal(shape)
+        if self.__noise_source is not None:
+            return self.__noise_source.standard_normal(shape)
         if self.secure_noise:
             return secure_standard_normal(shape)
         if _is_torch(rng):
@@ -212,10 +229,10 @@ class PrivacyLedger:
         return value + np.asarray(self._standard_normal(value.shape, rng)) * std
 
     def _replayed(self, release: Release, noisy: Any) -> Any:
-        return noisy if self.replay is None else self.replay.next(release.what, noisy)
+        return noisy if self.__replay is None else self.__replay.next(release.what, noisy)
 
     def _notify(self, release: Release, clean: Any, noisy: Any, each: bool = True) -> None:
-        for observer in self.observers:
+        for observer in self.__observers:
             observer(ReleaseEvent(release, clean, noisy, each))
 
     def gaussian(self, value: Any, *, sensitivity: float, noise_multiplier: float, what: str, rng: Any) -> Any:
@@ -267,8 +284,8 @@ class PrivacyLedger:
         return noisy
 
     def _standard_laplace(self, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-        if self.noise_source is not None:
-            return self.noise_source.laplace(0.0, 1.0, shape)
+        if self.__noise_source is not None:
+            return self.__noise_source.laplace(0.0, 1.0, shape)
         if self.secure_noise:
             return secure_standard_laplace(shape)
         return rng.laplace(0.0, 1.0, shape)
@@ -285,11 +302,11 @@ class PrivacyLedger:
             choice = int(np.argmax(scores))
         else:
             logits = epsilon * (scores - scores.max()) / (2 * sensitivity)
-            if self.noise_source is not None or self.secure_noise:
+            if self.__noise_source is not None or self.secure_noise:
                 # Gumbel-max: the same distribution, driven by the replacement source
                 uniform = (
-                    self.noise_source.random(len(scores))
-                    if self.noise_source is not None
+                    self.__noise_source.random(len(scores))
+                    if self.__noise_source is not None
                     else special.ndtr(secure_standard_normal((len(scores),)))
                 )
                 choice = int(np.argmax(logits - np.log(-np.log(np.clip(uniform, 1e-300, 1 - 1e-16)))))

@@ -19,11 +19,17 @@ The checks (``CHECKS``, each a small function of a :class:`Subject`):
   the public domain) with the ledger handing back the first fit's noisy values: a method whose
   only window on the rows is its releases must give the same synthetic data. This catches a
   clean value used after the noise door, noise drawn outside it, rows read without a release.
-- ``sensitivity_probe``: the same replay on a neighbour under replace-one (row 0 replaced by an
-  adversarial row), comparing each release's *clean* value between the two fits: a difference
+- ``sensitivity_probe``: the same replay on neighbours under replace-one (a row replaced by an
+  adversarial row: the last, the most extreme, the first and a fixed random one), comparing each release's *clean* value between the two fits: a difference
   beyond the declared sensitivity (L2 for Gaussian and DP-SGD, L1 for Laplace, the largest score
   change for the exponential mechanism) proves the declaration understated. Replay keeps both
   fits on the same trajectory, so the clean values are comparable release by release.
+- ``no_training_copies`` (private methods): the sample matches training rows no more than held-out
+  rows (:mod:`bench.privacy.copies`) — no assumption about the code, so a copy made through any
+  door shows.
+- ``release_replay`` and ``sensitivity_probe`` run again at ε = 0.1 and ε = 8 (``OTHER_EPSILONS``;
+  the last and the most extreme row), reported as "DATASET at ε = 8", and on all the training rows
+  of the smallest test dataset (a method that switches at a size above the kit's 3,000 rows).
 - ``data_independence`` (``data_independent`` methods): no release, and the same synthetic data
   on a different dataset.
 - ``queries_only`` (private methods): the method reached its rows only through the handle's
@@ -35,10 +41,15 @@ The checks (``CHECKS``, each a small function of a :class:`Subject`):
   releases, ``audit_runs`` fits per side at ε = 4, δ = 0.05 on 100 rows; fails on a VIOLATION — an ε
   lower bound above the claim, or a fitted μ whose lower confidence bound exceeds the claimed μ.
 
+Every fit runs behind the data wall (:func:`bench.core.walls.fit_wall`), as in a grid cell, and its
+ledger looks as in production: the kit's instruments (observers, replay, noise source) are not
+among its attributes.
+
 A failing check raises :class:`ConformanceError` naming it (``[release_replay] …``); pass
 ``expected_failures={"check": "why"}`` to record a known failure instead (an unexpected pass of
 it is a failure too). A kind whose test dataset cannot be loaded (files missing) is skipped and
-named in the returned report.
+named in the returned report (the registry-wide test allows none: every kind has a test dataset,
+images on 300 MNIST rows).
 """
 
 from bench.testing.method import CHECKS, TEST_DATASETS, ConformanceError, ConformanceReport, check_method

@@ -14,7 +14,9 @@ from bench.core.data import DataError, DataKind, LabelledData, Split
 from bench.api.contracts import FitContext, method_problems
 from bench.api.registry import DATASETS, METHODS
 from bench.harness.api import run_cell
+from bench.core.walls import fit_wall
 from bench.privacy.budget import PrivacyBudget
+from bench.privacy.copies import training_copies
 from bench.privacy.ledger import PrivacyLedger, ReleaseEvent
 from bench.privacy.replay import ReplayDiverged
 from bench.privacy.replay import ReleaseReplay
@@ -35,10 +37,15 @@ TEST_DATASETS: dict[DataKind, str] = {
     DataKind.TWO_D: "gmm2d",
     DataKind.TABULAR: "cervical",
     DataKind.DISCRETE: "adult-discrete",
+    DataKind.IMAGE: "mnist",
 }
 ROWS = 3000
+IMAGE_ROWS = 300  # images cost the most a fit; enough for every class and the probes
 SAMPLE = 200
 EPSILON = 1.0
+# Further budgets at which the release checks run again, so that a method that misbehaves only at
+# a small or a large ε is tried there.
+OTHER_EPSILONS = (0.1, 8.0)
 GLOBAL_SEEDS = (0, 918_273)  # two global seeds under one run seed
 SENSITIVITY_SLACK = 1e-3  # relative: float32 sums of thousands of rows round
 
@@ -77,6 +84,8 @@ class Subject:
     dataset: str
     split: Split
     overrides: Mapping[str, str] | None
+    epsilon: float = EPSILON
+    probes: int = 4  # how many of probed_rows the sensitivity probe replaces
 
     @property
     def private(self) -> bool:
@@ -90,23 +99,26 @@ class Subject:
         self,
         train: LabelledData,
         *,
-        epsilon: float = EPSILON,
+        epsilon: float | None = None,
         global_seed: int = GLOBAL_SEEDS[0],
         noise_source: Any = None,
         replay: ReleaseReplay | None = None,
     ) -> Fit:
-        """Fit as the worker would (run seed 0, CPU, smoke profile) and sample SAMPLE rows."""
+        """Fit as the worker would (run seed 0, CPU, smoke profile, behind the data wall) at the
+        subject's ε unless another is given, and sample SAMPLE rows."""
 
         from bench.harness.worker import seed_everything
 
         seed_everything(global_seed)
+        epsilon = self.epsilon if epsilon is None else epsilon
         private = math.isfinite(epsilon) and self.private
         resolved = self.adapter.hyperparameters.resolve(self.dataset, "smoke", self.overrides, private=private)
         budget = PrivacyBudget(epsilon, 1e-5) if private else PrivacyBudget.non_private()
         events: list[ReleaseEvent] = []
         ledger = PrivacyLedger(budget, noise_source=noise_source, replay=replay, observers=[_recorded(events)])
         context = FitContext.of(DATASETS.get(self.dataset), resolved.params, 0, ledger)
-        fitted = self.adapter.fit(PrivateData(train, ledger), context)
+        with fit_wall(self.adapter.name):
+            fitted = self.adapter.fit(PrivateData(train, ledger), context)
         return Fit(fitted.sample(SAMPLE), events, list(ledger.trusted_reads))
 
     @cached_property
@@ -122,8 +134,23 @@ class Subject:
         return redrawn_from_public_domain(self.split.train, np.random.default_rng(20261125))
 
     @cached_property
-    def neighbour(self) -> LabelledData:
-        return adversarial_neighbour(self.split.train, row=0)
+    def neighbours(self) -> dict[int, LabelledData]:
+        """Replace-one neighbours, one for each of the first ``probes`` rows of :func:`probed_rows`."""
+        rows = probed_rows(self.split.train)[: self.probes]
+        return {row: adversarial_neighbour(self.split.train, row=row) for row in rows}
+
+
+def probed_rows(train: LabelledData) -> list[int]:
+    """The rows the sensitivity probe replaces, across the table: the last, the most extreme (the
+    largest standardised norm), the first and a fixed random one — a method that treats one row
+    apart, or reads a statistic of all rows but one, shows at some of them."""
+    n = len(train)
+    x = train.x.reshape(n, -1).astype(np.float64)
+    spread = x.std(0)
+    z = (x - x.mean(0)) / np.where(spread > 0, spread, 1.0)
+    extreme = int(np.argmax(np.linalg.norm(z, axis=1)))
+    random_row = int(np.random.default_rng(20261129).integers(n))
+    return list(dict.fromkeys([n - 1, extreme, 0, random_row]))
 
 
 # ---- the named checks: each returns its problems (empty: passed) -----------------------------------
@@ -183,19 +210,31 @@ def check_release_replay(subject: Subject) -> list[str]:
 
 
 def check_sensitivity_probe(subject: Subject) -> list[str]:
-    try:
-        probe = subject.replayed_on(subject.neighbour)
-    except ReplayDiverged as error:
-        return [str(error)]
     problems = []
-    for index, (mine, theirs) in enumerate(zip(subject.first.events, probe.events)):
-        declared, moved = mine.release.sensitivity, clean_distance(mine, theirs)
-        if moved > declared * (1 + SENSITIVITY_SLACK) + 1e-9:
-            problems.append(
-                f"release {index + 1} {mine.release.what!r} moved by {moved:.4g} between neighbours "
-                f"(one row replaced) but declares sensitivity {declared:.4g}"
-            )
+    for row, neighbour in subject.neighbours.items():
+        try:
+            probe = subject.replayed_on(neighbour)
+        except ReplayDiverged as error:
+            return [str(error)]
+        for index, (mine, theirs) in enumerate(zip(subject.first.events, probe.events)):
+            declared, moved = mine.release.sensitivity, clean_distance(mine, theirs)
+            if moved > declared * (1 + SENSITIVITY_SLACK) + 1e-9:
+                problems.append(
+                    f"release {index + 1} {mine.release.what!r} moved by {moved:.4g} between neighbours "
+                    f"(row {row} replaced, at ε = {subject.epsilon:g}) but declares sensitivity {declared:.4g}"
+                )
     return problems[:3]
+
+
+def check_no_training_copies(subject: Subject) -> list[str]:
+    """The sample matches training rows no more than held-out rows (:mod:`bench.privacy.copies`):
+    no assumption about the code, so it sees a copy made through any door."""
+    copies = training_copies(
+        subject.first.sample, subject.split.train, subject.split.test, DATASETS.get(subject.dataset).kind
+    )
+    if copies.suspicious:
+        return [f"the synthetic sample copies training rows: {copies.describe()}"]
+    return []
 
 
 def check_queries_only(subject: Subject) -> list[str]:
@@ -252,9 +291,16 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
         return checks + [("data_independence", lambda s, notes: check_data_independence(s))]
     return checks + [
         ("noise_reaches_output", lambda s, notes: check_noise_reaches_output(s)),
-        ("release_replay", lambda s, notes: check_release_replay(s)),
-        ("sensitivity_probe", lambda s, notes: check_sensitivity_probe(s)),
+        ("no_training_copies", lambda s, notes: check_no_training_copies(s)),
+        *RELEASE_CHECKS,
     ]
+
+
+# the checks that run again at OTHER_EPSILONS
+RELEASE_CHECKS: list[tuple[str, Callable[[Subject, list[str]], list[str]]]] = [
+    ("release_replay", lambda s, notes: check_release_replay(s)),
+    ("sensitivity_probe", lambda s, notes: check_sensitivity_probe(s)),
+]
 
 
 CHECKS: tuple[str, ...] = (
@@ -268,6 +314,7 @@ CHECKS: tuple[str, ...] = (
     "sensitivity_probe",
     "data_independence",
     "queries_only",
+    "no_training_copies",
     "audit",
     "thread_invariance",
 )
@@ -283,9 +330,10 @@ def check_method(
     rows: int = ROWS,
     audit_runs: int = 0,
 ) -> ConformanceReport:
-    """Run every applicable check (see the module's docstring) on the first ``rows`` rows of a
-    test dataset of each supported kind, ``smoke`` profile, ``overrides`` as ``--set`` values;
-    the ``grid_cell`` check on the smallest of them. Raises :class:`ConformanceError` naming each
+    """Run every applicable check (see the module's docstring) on the first ``rows`` rows (images:
+    ``IMAGE_ROWS``) of a test dataset of each supported kind, ``smoke`` profile, ``overrides`` as
+    ``--set`` values; the ``grid_cell`` check, and the release checks once more on all its rows, on
+    the smallest of them. Raises :class:`ConformanceError` naming each
     failed check not in ``expected_failures``."""
     expected = dict(expected_failures or {})
     unknown = sorted(set(expected) - set(CHECKS))
@@ -311,20 +359,39 @@ def check_method(
     if registered:
         METHODS.register(adapter)
     try:
-        splits, full_rows = _test_splits(adapter, data_dir, datasets, rows, report)
-        smallest = min(full_rows, key=full_rows.get)
+        fulls = _test_splits(adapter, data_dir, datasets, report)
+        splits = {
+            name: head_rows(full, min(rows, IMAGE_ROWS) if _kind(name) == DataKind.IMAGE else rows)
+            for name, full in fulls.items()
+        }
+        smallest = min(fulls, key=lambda name: len(fulls[name].train))
         record(smallest, "grid_cell", _cell_problems(adapter, smallest, data_dir, overrides))
         if audit_runs and adapter.private and not getattr(adapter, "data_independent", False):
             record(smallest, "audit", _audit_problems(adapter, smallest, data_dir, overrides, audit_runs))
         for dataset, split in splits.items():
             subject = Subject(adapter, dataset, split, overrides)
             before = len(failures)
-            for name, check in _applicable(subject):
+            checks = [(dataset, subject, name, check) for name, check in _applicable(subject)]
+            if subject.private and not subject.data_independent:
+                others = [
+                    (f"{dataset} at ε = {e:g}", Subject(adapter, dataset, split, overrides, e, 2))
+                    for e in OTHER_EPSILONS
+                ]
+                if dataset == smallest and len(fulls[dataset].train) > len(split.train):
+                    whole = fulls[dataset]
+                    others.append(
+                        (
+                            f"{dataset}, all {len(whole.train):,} rows",
+                            Subject(adapter, dataset, whole, overrides, probes=2),
+                        )
+                    )
+                checks += [(label, other, name, check) for label, other in others for name, check in RELEASE_CHECKS]
+            for label, at, name, check in checks:
                 try:
-                    problems = check(subject, report.notes)
+                    problems = check(at, report.notes)
                 except Exception as error:  # a check that cannot run is a failure to report, with its cause
                     problems = [f"raised {type(error).__name__}: {error}"]
-                record(dataset, name, problems)
+                record(label, name, problems)
             if len(failures) == before:
                 report.passed.append(dataset)
     finally:
@@ -338,24 +405,25 @@ def check_method(
     return report
 
 
-def _test_splits(
-    adapter, data_dir, datasets, rows: int, report: ConformanceReport
-) -> tuple[dict[str, Split], dict[str, int]]:
-    splits, full_rows = {}, {}
+def _test_splits(adapter, data_dir, datasets, report: ConformanceReport) -> dict[str, Split]:
+    """The whole split of the test dataset of each kind the method declares."""
+    splits = {}
     for kind in sorted(adapter.data_kinds, key=lambda k: k.value):
         dataset = (datasets or TEST_DATASETS).get(kind)
         if dataset is None:
             report.skipped.append(f"{kind.value}: no test dataset (pass datasets={{DataKind.{kind.name}: NAME}})")
             continue
         try:
-            split = DATASETS.get(dataset).load(Path(data_dir) if data_dir else None, 0)
+            splits[dataset] = DATASETS.get(dataset).load(Path(data_dir) if data_dir else None, 0)
         except DataError as error:
             report.skipped.append(f"{kind.value} ({dataset}): {error}")
-            continue
-        splits[dataset], full_rows[dataset] = head_rows(split, rows), len(split.train)
     if not splits:
         raise ConformanceError(f"{adapter.name!r}: no test dataset could be loaded: {'; '.join(report.skipped)}")
-    return splits, full_rows
+    return splits
+
+
+def _kind(dataset: str) -> DataKind:
+    return DATASETS.get(dataset).kind
 
 
 def head_rows(split: Split, rows: int) -> Split:
