@@ -199,9 +199,7 @@ def ledger_of(case: str) -> tuple[list[tuple[str, float, float, int, float]], fl
     budget = PrivacyBudget(1.0, 1e-5) if method.private else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, "tight")
     clean: list[float] = []
-    ledger.observe(
-        lambda event: clean.append(sum(float(torch.as_tensor(v).double().sum()) for v in event.clean))
-    )
+    ledger.observe(lambda event: clean.append(sum(float(torch.as_tensor(v).double().sum()) for v in event.clean)))
     context = FitContext(budget, ledger, method.hyperparameters.build(params), 0, torch.device("cpu"), protocol, kind)
     method.fit(PrivateData(data, context.ledger), context).sample(10)
     rows = [
