@@ -4,6 +4,7 @@ histograms through the ledger, plus one bug that the ledger's own arithmetic can
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -263,6 +264,22 @@ def test_issue_56_plugins_that_hid_from_the_kit_are_caught(breakage, check_name,
     loads its rows through the registry (the kit ran fits outside the data wall)."""
     with pytest.raises(ConformanceError, match=check_name):
         check(GaussianHistograms(breakage=breakage), expected_failures=expected)
+
+
+def test_a_private_cell_whose_sample_copies_training_rows_is_warned_of_and_tagged():
+    from bench.api.registry import METHODS
+    from bench.harness.api import run_cell
+
+    for breakage, tagged in (("hands-back-training-rows", True), ("", False)):
+        method = GaussianHistograms(name=f"test-copies-{breakage or 'honest'}", breakage=breakage)
+        METHODS.register(method)
+        try:
+            with pytest.warns(UserWarning, match="copies training rows") if tagged else contextlib.nullcontext():
+                result = run_cell(method.name, "adult-discrete", evaluators=(), profile="smoke", data_dir=DATA_DIR)
+        finally:
+            METHODS.unregister(method.name)
+        assert result.ok, result.error
+        assert ("warning.training_copies" in result.tags) == tagged, result.tags
 
 
 def test_the_probe_replaces_rows_across_the_table():

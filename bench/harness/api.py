@@ -26,6 +26,7 @@ class CellResult:
     params: dict[str, Any]
     ledger: dict[str, Any] | None
     folder: Path | None
+    tags: dict[str, str] = dataclasses.field(default_factory=dict)  # e.g. warning.training_copies
 
     @property
     def ok(self) -> bool:
@@ -94,4 +95,5 @@ def _execute(cell: Any, folder: Path, keep: bool) -> CellResult:
         params=dict(outcome.params),
         ledger=json.loads(ledger_file.read_text()) if ledger_file.exists() else None,
         folder=folder if keep else None,
+        tags=dict(outcome.tags),
     )
