@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from bench.core.data import DataKind, LabelledData
-from bench.core.params import HyperParameters, NoParameters
+from bench.core.params import HyperParameters, NoParameters, Setting
 from bench.privacy.releases import COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY
 from bench.privacy.private_data import CountQuery, PrivateData
 from bench.testing import CHECKS, ConformanceError, adversarial_neighbour, check_method, redrawn_from_public_domain
@@ -264,6 +264,34 @@ def test_issue_56_plugins_that_hid_from_the_kit_are_caught(breakage, check_name,
     loads its rows through the registry (the kit ran fits outside the data wall)."""
     with pytest.raises(ConformanceError, match=check_name):
         check(GaussianHistograms(breakage=breakage), expected_failures=expected)
+
+
+@dataclass(frozen=True)
+class Careful:
+    careful: bool
+
+
+@dataclass(frozen=True)
+class CarefulOnlyWhenSmoke(GaussianHistograms):
+    """Half the sensitivity at its real (paper) settings, the right one at the smoke profile the
+    kit fits at by default (issue 56, kind 3: the real profile as well as smoke)."""
+
+    name: str = "test-careful-when-smoke"
+    hyperparameters: HyperParameters = field(
+        default_factory=lambda: HyperParameters(
+            Careful, defaults={"careful": Setting(False, "test")}, profiles={"smoke": {"careful": True}}
+        )
+    )
+
+    def fit(self, data: PrivateData, context) -> HistogramSampler:
+        breakage = "" if context.params.careful else "half-sensitivity"
+        return GaussianHistograms(breakage=breakage).fit(data, context)
+
+
+def test_a_method_that_misbehaves_only_at_its_real_profile_is_caught_when_the_kit_tries_it():
+    check(CarefulOnlyWhenSmoke())  # at smoke alone it hides
+    with pytest.raises(ConformanceError, match=r"\[sensitivity_probe\] adult-discrete at the paper profile"):
+        check(CarefulOnlyWhenSmoke(), profiles=("paper",))
 
 
 def test_a_private_cell_whose_sample_copies_training_rows_is_warned_of_and_tagged():

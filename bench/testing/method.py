@@ -86,6 +86,7 @@ class Subject:
     overrides: Mapping[str, str] | None
     epsilon: float = EPSILON
     probes: int = 4  # how many of probed_rows the sensitivity probe replaces
+    profile: str = "smoke"
 
     @property
     def private(self) -> bool:
@@ -112,7 +113,7 @@ class Subject:
         seed_everything(global_seed)
         epsilon = self.epsilon if epsilon is None else epsilon
         private = math.isfinite(epsilon) and self.private
-        resolved = self.adapter.hyperparameters.resolve(self.dataset, "smoke", self.overrides, private=private)
+        resolved = self.adapter.hyperparameters.resolve(self.dataset, self.profile, self.overrides, private=private)
         budget = PrivacyBudget(epsilon, 1e-5) if private else PrivacyBudget.non_private()
         events: list[ReleaseEvent] = []
         ledger = PrivacyLedger(budget, noise_source=noise_source, replay=replay, observers=[_recorded(events)])
@@ -329,11 +330,14 @@ def check_method(
     expected_failures: Mapping[str, str] | None = None,
     rows: int = ROWS,
     audit_runs: int = 0,
+    profiles: tuple[str, ...] = (),
 ) -> ConformanceReport:
     """Run every applicable check (see the module's docstring) on the first ``rows`` rows (images:
     ``IMAGE_ROWS``) of a test dataset of each supported kind, ``smoke`` profile, ``overrides`` as
     ``--set`` values; the ``grid_cell`` check, and the release checks once more on all its rows, on
-    the smallest of them. Raises :class:`ConformanceError` naming each
+    the smallest of them; ``profiles`` (e.g. ``("paper",)``): the release checks once more at each
+    of these profiles on the smallest dataset's rows (a method that misbehaves only at its real
+    settings; slow). Raises :class:`ConformanceError` naming each
     failed check not in ``expected_failures``."""
     expected = dict(expected_failures or {})
     unknown = sorted(set(expected) - set(CHECKS))
@@ -373,18 +377,7 @@ def check_method(
             before = len(failures)
             checks = [(dataset, subject, name, check) for name, check in _applicable(subject)]
             if subject.private and not subject.data_independent:
-                others = [
-                    (f"{dataset} at ε = {e:g}", Subject(adapter, dataset, split, overrides, e, 2))
-                    for e in OTHER_EPSILONS
-                ]
-                if dataset == smallest and len(fulls[dataset].train) > len(split.train):
-                    whole = fulls[dataset]
-                    others.append(
-                        (
-                            f"{dataset}, all {len(whole.train):,} rows",
-                            Subject(adapter, dataset, whole, overrides, probes=2),
-                        )
-                    )
+                others = _other_settings(subject, fulls[dataset] if dataset == smallest else None, profiles)
                 checks += [(label, other, name, check) for label, other in others for name, check in RELEASE_CHECKS]
             for label, at, name, check in checks:
                 try:
@@ -403,6 +396,23 @@ def check_method(
     if failures:
         raise ConformanceError(f"{adapter.name!r} fails conformance: " + "; ".join(failures))
     return report
+
+
+def _other_settings(subject: Subject, whole: Split | None, profiles: tuple[str, ...]) -> list[tuple[str, Subject]]:
+    """The settings at which the release checks run again (two probed rows each): the other ε, all
+    the rows (``whole``: the smallest dataset's whole split), and each of ``profiles`` (on the
+    smallest dataset)."""
+    adapter, dataset, split, overrides = subject.adapter, subject.dataset, subject.split, subject.overrides
+    others = [(f"{dataset} at ε = {e:g}", Subject(adapter, dataset, split, overrides, e, 2)) for e in OTHER_EPSILONS]
+    if whole is not None and len(whole.train) > len(split.train):
+        label = f"{dataset}, all {len(whole.train):,} rows"
+        others.append((label, Subject(adapter, dataset, whole, overrides, probes=2)))
+    if whole is not None:
+        others += [
+            (f"{dataset} at the {p} profile", Subject(adapter, dataset, split, overrides, probes=2, profile=p))
+            for p in profiles
+        ]
+    return others
 
 
 def _test_splits(adapter, data_dir, datasets, report: ConformanceReport) -> dict[str, Split]:
