@@ -9,6 +9,8 @@ import pandas as pd
 from bench.report.blocks import Block
 
 from bench.report.preset import PAPER_DATASET, Preset
+from bench.report.published import Value
+from bench.report.stats import EQUIVALENCE_MARGIN, Equivalence, TTest, tost, versus_published
 from bench.report.tables import CELL_LEGEND, MIN_SEEDS_FOR_EVIDENCE, summary_text
 from bench.report.versus import seeds_value, versus_seeds_rows
 from bench.report.frame import base_dataset
@@ -16,12 +18,16 @@ from bench.report.frame import base_dataset
 
 @dataclass(frozen=True)
 class Calibration:
-    """Real data under one dataset label, ours against the paper's, for one column."""
+    """Real data under one dataset label, ours against the paper's, for one column. The verdict is
+    a test (:mod:`bench.report.stats`): where the paper publishes its spread, Welch's t for a
+    difference and TOST for agreement; against a point value, TOST with the value as a constant —
+    "agrees" when equivalence within ±``EQUIVALENCE_MARGIN`` is shown, a miss when the 90%
+    interval of the difference lies wholly beyond the margin, else inconclusive."""
 
     dataset: str
     column: str
     ours: pd.Series  # one value per seed
-    paper: float | tuple[float, float] | str | None  # as published: a value, (mean, sd), or text read off a figure
+    paper: Value | None  # as published: a value, (mean, sd, runs), or text read off a figure
     comparable: bool  # the label's protocol is the one the paper's value was computed under
 
     @property
@@ -32,20 +38,36 @@ class Calibration:
         return float(self.paper) if isinstance(self.paper, (int, float)) else None
 
     @property
-    def sd(self) -> float:
-        return float(self.ours.std(ddof=1)) if len(self.ours) > 1 else 0.0
-
-    @property
     def tested(self) -> bool:
         """Enough seeds for a verdict: fewer are shown, never used as evidence (issue 32)."""
         return len(self.ours) >= MIN_SEEDS_FOR_EVIDENCE
 
     @property
-    def miss(self) -> bool:
-        """The paper's value lies more than one seed-sd from our mean (at ≥ 3 seeds)."""
+    def equivalence(self) -> Equivalence | None:
         if self.paper_value is None or not self.comparable or not self.tested:
-            return False
-        return abs(self.ours.mean() - self.paper_value) > self.sd
+            return None
+        if isinstance(self.paper, tuple):  # a two-sample TOST from the paper's mean, sd and runs
+            mean, sd, runs = self.paper
+            theirs = _pseudo_sample(mean, sd, int(runs))
+        else:
+            theirs = self.paper_value
+        return tost(self.ours, theirs, "paper", EQUIVALENCE_MARGIN, MIN_SEEDS_FOR_EVIDENCE)
+
+    @property
+    def difference(self) -> TTest | None:
+        """Welch's t against the paper's (mean, sd, runs); None for a point value."""
+        if not self.comparable or not self.tested:
+            return None
+        return versus_published(self.ours, self.paper, MIN_SEEDS_FOR_EVIDENCE)
+
+    @property
+    def miss(self) -> bool:
+        """A difference shown: Welch's t where the paper gives its spread, else the 90% interval of
+        the difference wholly beyond ±``EQUIVALENCE_MARGIN``."""
+        test, same = self.difference, self.equivalence
+        if test is not None:
+            return test.significant and abs(test.difference) > EQUIVALENCE_MARGIN
+        return same is not None and (same.low > same.margin or same.high < -same.margin)
 
     def verdict(self) -> str:
         if self.paper is None:
@@ -57,15 +79,35 @@ class Calibration:
                 "not comparable by design: the sound protocol (natural class balance, nothing chosen on the test set)"
             )
         if self.paper_value is None:
-            return "the paper's value is read off a figure: not tested against the seed-sd"
-        gap, sd = self.ours.mean() - self.paper_value, self.sd
+            return "the paper's value is read off a figure: not tested"
+        gap = self.ours.mean() - self.paper_value
         if not self.tested:
             return (
                 f"{len(self.ours)} seed(s), fewer than {MIN_SEEDS_FOR_EVIDENCE}: not tested yet (Δ {gap:+.3f} so far)"
             )
-        if not self.miss:
-            return f"agrees: Δ {gap:+.3f} within one seed-sd ({sd:.3f})"
-        return f"**MISS**: Δ {gap:+.3f} exceeds one seed-sd ({sd:.3f}), a pipeline difference to explain before any method comparison"
+        same = self.equivalence
+        point = "" if isinstance(self.paper, tuple) else " (the paper's value taken as a point value)"
+        interval = f"90% CI [{same.low:+.3f}, {same.high:+.3f}]" if same else ""
+        if self.miss:
+            test = self.difference
+            shown = f"Welch {test.text()}" if test else interval
+            return (
+                f"**MISS**: Δ {gap:+.3f} beyond ±{EQUIVALENCE_MARGIN:g} ({shown}){point}, a pipeline difference "
+                "to explain before any method comparison"
+            )
+        if same is not None and same.significant:
+            return f"agrees: Δ {gap:+.3f} within ±{EQUIVALENCE_MARGIN:g} (TOST p = {same.p:.2g}, {interval}){point}"
+        return f"inconclusive: Δ {gap:+.3f}, {interval} reaches beyond ±{EQUIVALENCE_MARGIN:g}{point}"
+
+
+def _pseudo_sample(mean: float, sd: float, runs: int) -> list[float]:
+    """``runs`` values with exactly this mean and sample sd (all TOST needs of the paper's side):
+    ± a around the mean, and the mean itself once when ``runs`` is odd."""
+    if runs < 2:
+        return [mean]
+    pairs = runs // 2
+    a = sd * ((runs - 1) / (2 * pairs)) ** 0.5  # Σ(v − mean)² = 2·pairs·a² = (runs − 1)·sd²
+    return [mean + a for _ in range(pairs)] + [mean - a for _ in range(pairs)] + [mean] * (runs % 2)
 
 
 def _paper_protocol_datasets(preset: Preset) -> set[str]:
@@ -113,7 +155,7 @@ def calibrations(preset: Preset, frame: pd.DataFrame) -> list[Calibration]:
 
 def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
     """The table's first rows: real data through our pipeline against the paper's real-data
-    value, per dataset and protocol; a miss larger than one seed-sd is flagged with the preset's
+    value, per dataset and protocol; a miss (a test, :class:`Calibration`) is flagged with the preset's
     explanation beside it (or a demand for one)."""
     found = calibrations(preset, runs)
     if not found:
@@ -130,8 +172,10 @@ def calibration_blocks(preset: Preset, runs: pd.DataFrame) -> list[Block]:
         Block(
             "p",
             "Calibration: the real training data through our pipeline, against the paper's real-data value. "
-            "Every method row below inherits this pipeline, so a miss larger than one seed-sd is a difference "
-            "of data or evaluation, not of any generator.",
+            "Every method row below inherits this pipeline, so a miss is a difference of data or evaluation, not "
+            f"of any generator. Verdicts are tests at the 5% level: agreement by TOST within ±{EQUIVALENCE_MARGIN:g}; "
+            "a miss by Welch's t where the paper gives its spread, else by the 90% interval of the difference "
+            f"lying wholly beyond ±{EQUIVALENCE_MARGIN:g} (the paper's value then taken as a point value).",
         ),
         Block(
             "table",

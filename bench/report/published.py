@@ -1,8 +1,10 @@
 """Every number transcribed from the papers, read from one place: the TOML files in
 ``bench/report/published/``, one per published table or figure, each naming its source and
 holding its rows as ``{dataset, method, epsilon, values = {column = value}}``. A value is a number,
-``[mean, sd]`` where the paper gives the spread, or text where it can only be read off a figure
-("≈ 3.1×10⁵"). Nothing here computes a number; the presets and layouts arrange these."""
+``[mean, sd]`` where the paper gives the spread — read as ``(mean, sd, runs)`` with the file's
+``runs``, the paper's run count, which a file with any spread must give — or text where it can
+only be read off a figure ("≈ 3.1×10⁵"). Nothing here computes a number; the presets and layouts
+arrange these."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parent / "published"
 
-Value = float | str | tuple[float, float]
+Value = float | str | tuple[float, float, int]  # a number, text, or (mean, sd, runs)
 Setups = dict[tuple[str, float], dict[str, Value]]  # (method, ε) → column → value
 
 
@@ -30,8 +32,11 @@ def _read(name: str) -> PublishedTable:
     path = FOLDER / f"{name}.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     values: dict[str, Setups] = {}
+    runs = data.get("runs")
     for row in data["rows"]:
-        columns = {column: tuple(v) if isinstance(v, list) else v for column, v in row["values"].items()}
+        if runs is None and any(isinstance(v, list) for v in row["values"].values()):
+            raise ValueError(f"{path}: a [mean, sd] value needs the file's runs = N (the paper's run count)")
+        columns = {column: (*v, runs) if isinstance(v, list) else v for column, v in row["values"].items()}
         values.setdefault(row["dataset"], {})[(row["method"], float(row["epsilon"]))] = columns
     return PublishedTable(name, data["source"], values)
 

@@ -30,7 +30,7 @@ from bench.report.coverage import (
     totals,
 )
 from bench.report.source import MlflowSource, RunSource
-from bench.report.stats import MARK_LEGEND
+from bench.report.stats import EQUIVALENCE_MARGIN, MARK_LEGEND
 from bench.report.tables import CELL_LEGEND
 from bench.report.versus import versus_seeds_rows
 from bench.report.frame import TableError, base_dataset, load_runs
@@ -184,19 +184,17 @@ def preset_blocks(
             blocks.append(
                 Block(
                     "p",
-                    "The tests behind the marks (two-sided t at the 5% level, no correction for the "
-                    "number of tests; Δ: ours − the paper's value, or the mean paired difference to "
-                    "`uniform`):",
+                    "The tests behind the marks (two-sided t; ✱: p < 0.05 after Holm's correction over this "
+                    "table's tests, the Holm p beside the raw one; Δ: ours − the paper's mean, the mean paired "
+                    "difference to `uniform`, or ours − the other code's mean; ≈: equivalent within "
+                    f"±{EQUIVALENCE_MARGIN:g} by TOST, for the other code's rows):",
                 )
             )
             blocks.append(
                 Block(
                     "table",
                     header=["dataset", "setup", "column", "against", "result"],
-                    rows=[
-                        row[:4] + [row[4] + (" ✱" if float(row[4].rsplit("p = ", 1)[1]) < 0.05 else "")]
-                        for row in tests
-                    ],
+                    rows=tests,
                 )
             )
     blocks += triad_blocks(preset, runs, source or MlflowSource())

@@ -9,8 +9,18 @@ import math
 
 import pandas as pd
 
-from bench.report.published import published
-from bench.report.stats import marks, one_sample, paired, welch
+from bench.report.published import Value, published
+from bench.report.stats import (
+    EQUIVALENCE_MARGIN,
+    Equivalence,
+    TTest,
+    holm,
+    marks,
+    paired,
+    tost,
+    versus_published,
+    welch,
+)
 from bench.api.contracts import Direction, MetricKind
 from bench.privacy.budget import epsilon_text
 from bench.report.frame import TableError, base_dataset
@@ -121,7 +131,7 @@ def setup_name(method: str, epsilon: float) -> str:
     return f"{SEEDS_SETUP_NAMES.get(method, method)} ε={epsilon_text(epsilon)}"
 
 
-def seeds_value(value: float | tuple[float, float] | str, digits: str) -> str:
+def seeds_value(value: Value, digits: str) -> str:
     if isinstance(value, str):  # transcribed as printed (e.g. "≈ 3.1×10⁵" read from a figure)
         return value
     if isinstance(value, tuple):
@@ -132,7 +142,7 @@ def seeds_value(value: float | tuple[float, float] | str, digits: str) -> str:
 def versus_seeds_rows(
     frame: pd.DataFrame,
     columns: list[tuple[str, str]],
-    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float] | str]]],
+    seeds: dict[str, dict[tuple[str, float], dict[str, Value]]],
     seeds_label: str,
     digits: str,
     published_datasets: bool = False,
@@ -153,7 +163,8 @@ def versus_seeds_rows(
     Welch's t, listed in ``tests``."""
     present = [metric for _, metric in columns if metric in frame.columns]
     data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
-    rows = []
+    rows: list[list[str]] = []
+    family = Family()
     datasets = set(data["dataset"].unique()) if len(data) else set()
     if published_datasets:
         covered = {base_dataset(d) for d in datasets}
@@ -196,20 +207,22 @@ def versus_seeds_rows(
                 own_name = names[(ours["method"] == label) & (ours["epsilon"] == label_eps)].iloc[0]
                 reference = (references or {}).get(base_dataset(dataset), {}).get((own_name, label_eps))
                 cells = []
-                for header, metric in columns:
-                    found = _tests(selected, baseline, metric, twin.get(header))
-                    if tests is not None:
-                        tests += [[dataset, name, header, test.against, test.text()] for test in found if test]
-                        if reference and header in reference[1] and metric in selected.columns:
-                            versus = welch(
-                                selected.set_index("seed")[metric],
-                                reference[1][header],
-                                reference[0],
-                                MIN_SEEDS_FOR_EVIDENCE,
-                            )
-                            tests += [[dataset, name, header, versus.against, versus.text()]] if versus else []
+                for column, (header, metric) in enumerate(columns):
+                    where = (dataset, name, header)
+                    found = tuple(
+                        family.add(where, test) for test in _tests(selected, baseline, metric, twin.get(header))
+                    )
+                    if reference and header in reference[1] and metric in selected.columns:
+                        mine = selected.set_index("seed")[metric]
+                        family.add(where, welch(mine, reference[1][header], reference[0], MIN_SEEDS_FOR_EVIDENCE))
+                        family.note(
+                            where,
+                            tost(mine, reference[1][header], reference[0], EQUIVALENCE_MARGIN, MIN_SEEDS_FOR_EVIDENCE),
+                        )
                     text = cell_text(selected, metric)
-                    cells.append(text + marks(*found, higher_is_better(metric)) if text else text)
+                    if text:
+                        family.marks.append((len(rows), 3 + column, found, higher_is_better(metric)))
+                    cells.append(text)
                 rows.append([dataset, name, "ours", *cells])
             if (method, eps) in published:
                 values = published[(method, eps)]
@@ -241,7 +254,41 @@ def versus_seeds_rows(
                             ],
                         ]
                     )
+    family.finish(rows, tests)
     return rows
+
+
+class Family:
+    """The tests of one table: collected as the rows are made, then Holm-adjusted together
+    (:func:`bench.report.stats.holm`) before any mark is set; equivalence tests ride along, listed."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[tuple[str, str, str], TTest]] = []
+        self.listed: list[tuple[tuple[str, str, str], TTest | Equivalence | int]] = []
+        self.marks: list[tuple[int, int, tuple[int | None, ...], bool | None]] = []  # row, cell, tests, direction
+
+    def add(self, where: tuple[str, str, str], test: TTest | None) -> int | None:
+        if test is None:
+            return None
+        self.found.append((where, test))
+        self.listed.append((where, len(self.found) - 1))
+        return len(self.found) - 1
+
+    def note(self, where: tuple[str, str, str], test: Equivalence | None) -> None:
+        if test is not None:
+            self.listed.append((where, test))
+
+    def finish(self, rows: list[list[str]], tests: list[list[str]] | None) -> None:
+        adjusted = holm([test for _, test in self.found])
+        for row, cell, indices, direction in self.marks:
+            paper, uniform = (adjusted[i] if i is not None else None for i in indices) if indices else (None, None)
+            rows[row][cell] += marks(paper, uniform, direction)
+        if tests is not None:
+            for (dataset, setup, column), entry in self.listed:
+                result = adjusted[entry] if isinstance(entry, int) else entry
+                flag = " ✱" if isinstance(result, TTest) and result.significant else ""
+                flag = " ≈" if isinstance(result, Equivalence) and result.significant else flag
+                tests.append([dataset, setup, column, result.against, result.text() + flag])
 
 
 def _spread_text(values: list[float], digits: str) -> str:
@@ -257,16 +304,12 @@ def higher_is_better(metric: str) -> bool | None:
 
 
 def _tests(runs: pd.DataFrame, uniform_runs: pd.DataFrame, metric: str, published: object) -> tuple:
-    """(against the paper's value, against uniform on the same seeds), each a TTest or None."""
+    """(against the paper's (mean, sd, runs), against uniform on the same seeds), each a TTest or
+    None (a point value is not tested)."""
     if metric not in runs.columns:
         return None, None
     ours = runs.set_index("seed")[metric].dropna()
-    paper = published[0] if isinstance(published, tuple) else published
-    versus_paper = (
-        one_sample(ours, float(paper), MIN_SEEDS_FOR_EVIDENCE)
-        if isinstance(paper, (int, float)) and not is_heavy_tailed(metric)
-        else None
-    )
+    versus_paper = None if is_heavy_tailed(metric) else versus_published(ours, published, MIN_SEEDS_FOR_EVIDENCE)
     versus_uniform = None
     if (
         not uniform_runs.empty
@@ -296,7 +339,7 @@ def _setting_mismatch(runs: pd.DataFrame, required: tuple[str, ...]) -> str:
 def render_versus_seeds(
     frame: pd.DataFrame,
     columns: list[tuple[str, str]],
-    seeds: dict[str, dict[tuple[str, float], dict[str, float | tuple[float, float]]]],
+    seeds: dict[str, dict[tuple[str, float], dict[str, Value]]],
     seeds_label: str,
     digits: str,
     title: str,
