@@ -575,6 +575,16 @@ ROWS = [
         "error: --deadline 'soon' is neither a duration from now (90m, 2h, 1h30m, 45s) nor a clock time (14:30)",
     ),
     Row("deadline of no length", [*RUN, *GMM, "--deadline", "0m"], "error: --deadline '0m' is neither a duration"),
+    # issue 61: silently accepted conflicts and out-of-range numbers
+    Row("ε given twice", [*RUN, *GMM, "--eps", "1,1.0"], "error: ε 1.0 is given twice in --eps '1,1.0'"),
+    Row("a method given twice", [*RUN, "--methods", "real,real", "--datasets", "gmm2d"], "names real twice"),
+    Row(
+        "a --set key given twice",
+        [*RUN, *MERF, "--set", "dp-merf.epochs=1", "--set", "dp-merf.epochs=2"],
+        "error: --set dp-merf.epochs given twice ('1' and '2'); keep the one you mean",
+    ),
+    Row("a tiny ε", [*RUN, *MERF, "--eps", "1e-300"], "error: ε = 1e-300 is below 0.0001"),
+    Row("a seed beyond 2³²", [*RUN, *GMM, "--seeds", "4294967296"], "a seed must be at most 4294967295"),
 ]
 
 

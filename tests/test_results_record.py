@@ -13,7 +13,15 @@ import pytest
 
 from bench.harness import tracking
 from bench.harness import provenance
-from bench.harness.record import LEGACY_LEDGER, Record, export_store, ledger_problem, load_records, write_record
+from bench.harness.record import (
+    LEGACY_LEDGER,
+    Record,
+    export_store,
+    import_records,
+    ledger_problem,
+    load_records,
+    write_record,
+)
 from bench.report.source import MlflowSource, RecordSource
 from bench.report.render import render_all
 from bench.report.tables import DIRTY_MARK, FEW_SEEDS_MARK, summary_text
@@ -142,6 +150,9 @@ def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir, gr
     assert "imported 0 run(s)" in again.stdout and "4 already there" in again.stdout
     table = run_cli("table", "--experiment", "rec", env={"MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'imported.db'}"})
     assert table.returncode == 0 and table.stdout.strip() == from_store.strip()
+    # into the store it came from (issue 61: every run was duplicated): nothing is added
+    assert import_records(client, out) == (0, 4)
+    assert len(list(tracking.iter_runs(client, tracking.experiment_id(client, "rec", create=False)))) == 4
 
 
 def test_export_refuses_dirty_runs_unless_asked_and_tables_mark_them(workdir, grid_store):

@@ -26,6 +26,7 @@ from bench.report.layouts import PLOT_LAYOUTS, TABLE_FORMATS, TABLE_LAYOUTS
 
 DEBUG_VARIABLE = "DPBENCH_DEBUG"  # set to show the traceback of an unexpected error
 DEFAULT_RECORDS = Path("results") / "runs"
+EXPORT_FOLDER = Path("exported-runs")  # export's default: the user's own runs stay out of the committed record
 RECORDS_HELP = "read the runs from a results record folder (e.g. results/runs, written by `export`) instead of MLflow"
 PLOTS_FOLDER = Path("plots")  # not results/: that folder is the report regenerated from the committed record
 
@@ -190,7 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="only this experiment; repeatable (default: every experiment in the store)",
     )
-    export.add_argument("--out", type=Path, default=DEFAULT_RECORDS, help="the record folder")
+    export.add_argument(
+        "--out",
+        type=Path,
+        default=EXPORT_FOLDER,
+        help="the record folder; the default is not the committed results/runs, which takes runs from clean "
+        "commits only by a deliberate --out results/runs",
+    )
     export.add_argument(
         "--allow-dirty", action="store_true", help="also export runs logged from uncommitted code, marked dirty"
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 # Only light modules at the top: `list`, `--help` and argument errors must not import torch, jax,
 # pandas or matplotlib (each command imports what it needs).
 from bench.core.params import parse_overrides
-from bench.api.registry import EVALUATORS
+from bench.api.registry import DATASETS, EVALUATORS, METHODS
 from bench.harness import tracking
 from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, split_names
 from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
@@ -159,12 +159,18 @@ def command_evaluate(args: argparse.Namespace) -> int:
     for name in names:
         EVALUATORS.get(name)  # an unknown name is a one-line usage error, before any run is read
     settings = evaluator_settings(parse_overrides(args.evaluator_overrides or [], names, "--eval-set", "--evaluators"))
+    methods = split_names(args.methods, "--methods") if args.methods else None
+    datasets = split_names(args.datasets, "--datasets") if args.datasets else None
+    for name in methods or []:
+        METHODS.get(name)  # a typo must not select nothing in silence
+    for name in datasets or []:
+        DATASETS.get(name)
     tracking.check_tracking(for_writing=True)
     results = rescore(
         args.experiment,
         names,
-        methods=split_names(args.methods, "--methods") if args.methods else None,
-        datasets=split_names(args.datasets, "--datasets") if args.datasets else None,
+        methods=methods,
+        datasets=datasets,
         settings=settings,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
         rerun=args.rerun,

@@ -406,5 +406,10 @@ def parse_overrides(
             raise HyperParameterError(f"{option} {item!r}: expected {shape}, e.g. {example}")
         if name not in names:
             raise HyperParameterError(f"{option} {item!r}: {name!r} is not in {listed_in} ({', '.join(names)})")
-        by_name.setdefault(name, {})[param] = value
+        given = by_name.setdefault(name, {})
+        if param in given and given[param] != value:
+            raise HyperParameterError(
+                f"{option} {name}.{param} given twice ({given[param]!r} and {value!r}); keep the one you mean"
+            )
+        given[param] = value
     return by_name

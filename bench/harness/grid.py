@@ -25,6 +25,7 @@ class GridError(UsageError, ValueError):
 # More seeds than any table needs, and few enough to list the grid at once (a typo such as
 # 0-99999999 would otherwise build 10⁸ cells before running one).
 MAX_SEEDS = 1000
+MAX_SEED = 2**32 - 1
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -41,6 +42,10 @@ def parse_seeds(text: str) -> list[int]:
         seeds.extend(span)
     if not seeds or min(seeds) < 0:
         raise GridError(f"--seeds {text!r}: expected non-negative integers, e.g. 0-4")
+    if max(seeds) > MAX_SEED:
+        raise GridError(
+            f"--seeds {text!r}: a seed must be at most {MAX_SEED} (2³² − 1, what NumPy and torch seed with)"
+        )
     return sorted(set(seeds))
 
 
@@ -66,6 +71,9 @@ def split_names(text: str, option: str = "the list") -> list[str]:
         raise GridError(
             f"{option} {text!r} names nothing: give comma-separated names (`python -m bench list` shows them)"
         )
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise GridError(f"{option} {text!r} names {', '.join(twice)} twice; list each once")
     return names
 
 

@@ -332,8 +332,8 @@ IMPORTED_TAG = "record.run_id"
 
 def import_records(mlflow_client: Any, folder: Path, experiment: str | None = None) -> tuple[int, int]:
     """Log each record as a finished run of its experiment in the store (tags, params, metrics,
-    its ledger and cell as artifacts); a record already imported (tag ``record.run_id``) is
-    skipped. Returns (imported, skipped)."""
+    its ledger and cell as artifacts); a record already imported (tag ``record.run_id``), or
+    whose run is in this store already (exported from it), is skipped. Returns (imported, skipped)."""
     from mlflow.entities import Metric, Param
 
     from bench.harness import tracking
@@ -342,8 +342,8 @@ def import_records(mlflow_client: Any, folder: Path, experiment: str | None = No
     for record in load_records(folder, experiment):
         experiment_id = tracking.experiment_id(mlflow_client, record.experiment)
         done = tracking.iter_runs(mlflow_client, experiment_id, f"tags.`{IMPORTED_TAG}` = '{record.run_id}'")
-        if next(iter(done), None) is not None:
-            skipped += 1
+        if next(iter(done), None) is not None or _is_the_original_run(mlflow_client, record.run_id, experiment_id):
+            skipped += 1  # imported before, or exported from this very store: the run is here already
             continue
         tags = {**record.tags, IMPORTED_TAG: record.run_id, "mlflow.runName": record.label}
         run_id = mlflow_client.create_run(experiment_id, start_time=record.start_time, tags=tags).info.run_id
@@ -362,6 +362,16 @@ def import_records(mlflow_client: Any, folder: Path, experiment: str | None = No
         mlflow_client.set_terminated(run_id, status=record.status, end_time=record.end_time)
         imported += 1
     return imported, skipped
+
+
+def _is_the_original_run(mlflow_client: Any, run_id: str, experiment_id: str) -> bool:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = mlflow_client.get_run(run_id)
+    except MlflowException:
+        return False
+    return run.info.experiment_id == experiment_id and run.info.lifecycle_stage == "active"
 
 
 def ledger_problem(record: Record) -> str | None:

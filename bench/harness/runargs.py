@@ -208,15 +208,15 @@ def grid_spec_from_args(args: argparse.Namespace) -> GridSpec:
     delta = Delta.parse(args.delta)
     if delta.kind is DeltaKind.NOT_APPLICABLE:
         raise GridError("--delta none: δ is a number in (0, 1) or auto; for a run without privacy use --eps inf")
-    methods = split_names(args.methods)
+    methods = split_names(args.methods, "--methods")
     chosen = None
     if args.evaluators is not None:
-        chosen = [] if args.evaluators.strip() == NO_EVALUATORS else split_names(args.evaluators)
+        chosen = [] if args.evaluators.strip() == NO_EVALUATORS else split_names(args.evaluators, "--evaluators")
     evaluator_names = chosen if chosen is not None else EVALUATORS.names()
     data_dir = getattr(args, "data_dir", None)
     return GridSpec(
         methods=methods,
-        datasets=split_names(args.datasets),
+        datasets=split_names(args.datasets, "--datasets"),
         epsilons=epsilons,
         seeds=parse_seeds(args.seeds),
         delta=delta,

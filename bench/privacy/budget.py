@@ -48,6 +48,9 @@ class PrivacyBudget:
         return PrivacyBudget(math.inf, 0.0)
 
 
+MIN_EPSILON = 1e-4  # below any published setting (the seeds' smallest is 0.01)
+
+
 def parse_epsilons(text: str) -> list[float]:
     """Parse ``--eps 0.1,0.3,inf``."""
     values = []
@@ -62,6 +65,13 @@ def parse_epsilons(text: str) -> list[float]:
         if math.isinf(value) and item.lower().lstrip("+") not in ("inf", "infinity"):
             # float('1e400') overflows to inf: a typo must not turn a private run into a non-private one
             raise BudgetError(f"ε {item} overflows to infinity; write inf for a run without noise, or a finite ε")
+        if value < MIN_EPSILON:
+            raise BudgetError(
+                f"ε = {item} is below {MIN_EPSILON:g}: the noise calibrators lose their precision there and no "
+                "mechanism gives a usable sample; pass e.g. --eps 0.01"
+            )
+        if value in values:
+            raise BudgetError(f"ε {item} is given twice in --eps {text!r}; list each ε once")
         values.append(value)
     if not values:
         raise BudgetError("no ε given; pass e.g. --eps 1")
