@@ -536,7 +536,7 @@ ROWS = [
         "error: unknown dataset 'nope'; valid: ",
     ),
     Row("audit: no --method", ["audit", "--dataset", "gmm2d"], "the following arguments are required: --method"),
-    Row("audit: too few runs", [*AUDIT, "--runs", "0"], "error: --runs must be at least 20"),
+    Row("audit: too few runs", [*AUDIT, "--runs", "0"], "error: --runs must be between 20"),
     Row(
         "audit: a non-private method",
         ["audit", "--method", "real", "--dataset", "gmm2d"],
@@ -548,7 +548,7 @@ ROWS = [
         [*AUDIT, "--eps", "inf"],
         "error: --eps must be finite: a non-private run makes no claim to audit",
     ),
-    Row("audit: too few rows", [*AUDIT, "--rows", "0"], "error: --rows must be at least 2"),
+    Row("audit: too few rows", [*AUDIT, "--rows", "0"], "error: --rows must be between 2"),
     Row("audit: step level without DP-SGD", [*AUDIT, "--level", "step"], "error: dp-merf trains no DP-SGD phase"),
     Row("audit: δ = 2", [*AUDIT, "--delta", "2"], "error: δ must lie in (0, 1) (got 2)"),
     Row("audit: unknown parameter", [*AUDIT, "--set", "dp-merf.nope=1"], "error: unknown parameter 'nope'; valid: "),
@@ -585,6 +585,19 @@ ROWS = [
     ),
     Row("a tiny ε", [*RUN, *MERF, "--eps", "1e-300"], "error: ε = 1e-300 is below 0.0001"),
     Row("a seed beyond 2³²", [*RUN, *GMM, "--seeds", "4294967296"], "a seed must be at most 4294967295"),
+    Row("an absurd --threads", [*RUN, *GMM, "--threads", "100000"], "error: --threads 100000: at most 1024"),
+    Row("audit: runs without a cap", [*AUDIT, "--runs", "100000000"], "error: --runs must be between 20"),
+    Row("audit: rows without a cap", [*AUDIT, "--rows", "100000000"], "error: --rows must be between 2 and 100,000"),
+    Row(
+        "an experiment name over MLflow's limit",
+        [*RUN, *GMM, "--experiment", "x" * 501],
+        "an experiment name has at most 500 characters",
+    ),
+    Row(
+        "report: an empty record folder",
+        ["report", "--records", "{data}/empty", "--out", "out"],
+        "holds no run record (experiment folders of *.json)",
+    ),
 ]
 
 

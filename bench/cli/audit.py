@@ -22,6 +22,10 @@ from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Pyth
 )
 
 
+MAX_AUDIT_RUNS = 100_000  # fits per side: beyond it an audit runs for days; its bound gains little
+MAX_AUDIT_ROWS = 100_000
+
+
 def command_pretrain_encoder(args: argparse.Namespace) -> int:
     if args.epochs < 1:
         raise GridError("--epochs must be at least 1")
@@ -64,10 +68,12 @@ def command_audit(args: argparse.Namespace) -> int:
     delta = Delta.parse(args.delta).value
     if delta is None:
         raise BudgetError("audit needs a numeric δ, e.g. --delta 1e-5")
-    if args.runs < 20:
-        raise GridError("--runs must be at least 20 (half of them choose the threshold)")
-    if args.rows < 2:
-        raise GridError("--rows must be at least 2")
+    if not 20 <= args.runs <= MAX_AUDIT_RUNS:
+        raise GridError(
+            f"--runs must be between 20 (half of them choose the threshold) and {MAX_AUDIT_RUNS:,} (got {args.runs})"
+        )
+    if not 2 <= args.rows <= MAX_AUDIT_ROWS:
+        raise GridError(f"--rows must be between 2 and {MAX_AUDIT_ROWS:,} (got {args.rows}): each run fits on them")
     method, dataset = METHODS.get(args.method), DATASETS.get(args.dataset)  # RegistryError (exit 2) for unknown names
     if dataset.kind not in method.data_kinds:
         raise GridError(

@@ -14,6 +14,8 @@ from pathlib import Path
 # pandas or matplotlib (each command imports what it needs).
 from bench.core.params import parse_overrides
 from bench.api.registry import DATASETS, EVALUATORS, METHODS
+
+MAX_THREADS = 1024  # torch's CPU pool crashes (SIGSEGV) for some huge counts; no machine has more cores per cell
 from bench.harness import tracking
 from bench.harness.grid import GridError, GridSpec, expand, parse_seeds, split_names
 from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
@@ -77,6 +79,10 @@ def command_run(args: argparse.Namespace) -> int:
         raise GridError("--jobs must be at least 1")
     if args.threads < 1:
         raise GridError("--threads must be at least 1")
+    if args.threads > MAX_THREADS:
+        raise GridError(
+            f"--threads {args.threads}: at most {MAX_THREADS} torch threads per cell (more crash torch's pool)"
+        )
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise GridError("--timeout must be a positive number of seconds")
     deadline = parse_deadline(args.deadline, datetime.datetime.now()) if args.deadline else None

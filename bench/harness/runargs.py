@@ -22,10 +22,17 @@ from bench.harness.grid import NO_EVALUATORS, GridError, GridSpec, parse_seeds, 
 from bench.privacy.budget import CALIBRATORS, DEFAULT_DELTA, Delta, DeltaKind, parse_epsilons
 
 
+MAX_EXPERIMENT_NAME = 500  # MLflow's limit on a name
+
+
 def experiment_name(text: str) -> str:
     """An MLflow experiment name: not empty (MLflow refuses one deep inside a run otherwise)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an experiment name must not be empty")
+    if len(text) > MAX_EXPERIMENT_NAME:
+        raise argparse.ArgumentTypeError(
+            f"an experiment name has at most {MAX_EXPERIMENT_NAME} characters (MLflow's limit)"
+        )
     return text
 
 
