@@ -431,3 +431,22 @@ def test_coverage_marks_each_setup_short_of_five_seeds_with_its_measured_cost_or
     monkeypatch.delitem(costs.DOCUMENTED_SECONDS, ("dp-mepf", "cifar10-jpeg", "cpu"))
     cifar = {c.setup.epsilon: c for c in setup_coverage(PRESETS["dpmepf-table5"], set(), {})}
     assert cifar[1.0].text() == "not run (cpu profile; not timed)"
+
+
+def test_every_marked_number_of_the_results_narrative_is_the_record_s(tmp_path):
+    """results/README.md's marked numbers (bench/report/narrative.py) are what the committed record
+    gives; an edited number is caught (issue 59: the narrative had drifted from the record)."""
+    from pathlib import Path
+
+    from bench.report.narrative import MARK, rendered
+    from bench.report.source import RecordSource
+
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "results" / "README.md").read_text(encoding="utf-8")
+    source = RecordSource(repo / "results" / "runs")
+    assert len(MARK.findall(text)) >= 40
+    assert rendered(text, source) == (text, [])
+    first = MARK.search(text)
+    edited = text[: first.start("text")] + "0.999" + text[first.end("text") :]
+    again, changed = rendered(edited, source)
+    assert again == text and len(changed) == 1 and "0.999 →" in changed[0]

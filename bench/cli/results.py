@@ -161,6 +161,12 @@ def command_report(args: argparse.Namespace) -> int:
     writable(args.out)
     for path in write_report(args.out, args.experiment, source):
         print(path)
+    narrative = args.out / "README.md"  # its record marks (bench/report/narrative.py), refreshed
+    if narrative.is_file() and not args.experiment:
+        from bench.report.narrative import refresh
+
+        for change in refresh(narrative, source):
+            print(f"{narrative}: {change}")
     return 0
 
 
