@@ -102,7 +102,15 @@ def run_source(args: argparse.Namespace):
     from bench.report.source import MlflowSource, RecordSource
 
     if getattr(args, "records", None) is not None:
-        return RecordSource(args.records)
+        source = RecordSource(args.records)
+        if not source.experiments():  # an empty folder: one line, not a blank report
+            from bench.harness.record import RecordError
+
+            raise RecordError(
+                f"the record folder {args.records} holds no run record (experiment folders of *.json); "
+                f"write one with `python -m bench export --out {args.records}`"
+            )
+        return source
     tracking.check_tracking(for_writing=False)
     return MlflowSource()
 
