@@ -594,6 +594,24 @@ ROWS = [
         "an experiment name has at most 500 characters",
     ),
     Row(
+        "a file-store tracking URI",
+        [*RUN, *GMM],
+        "a file store (a bare path or file://), which this MLflow no longer writes",
+        env={"MLFLOW_TRACKING_URI": "file:///tmp/dpbench-no-file-store"},
+    ),
+    Row(
+        "a bare-path tracking URI",
+        [*RUN, *GMM],
+        "a file store (a bare path or file://), which this MLflow no longer writes",
+        env={"MLFLOW_TRACKING_URI": "/tmp/dpbench-no-file-store"},
+    ),
+    Row(
+        "a database store without its driver",
+        [*RUN, *GMM],
+        "a mysql store needs the Python driver 'no_such_driver', which is not installed",
+        env={"MLFLOW_TRACKING_URI": "mysql+no_such_driver://user@127.0.0.1/db"},
+    ),
+    Row(
         "report: an empty record folder",
         ["report", "--records", "{data}/empty", "--out", "out"],
         "holds no run record (experiment folders of *.json)",
@@ -765,3 +783,15 @@ def test_every_declared_hyperparameter_passes_its_rule():
                 for profile in PROFILES:
                     for private in (True, False):
                         method.hyperparameters.resolve(dataset.name, profile, None, private)
+
+
+def test_a_plugin_module_that_fails_while_importing_is_one_line_even_for_list(tmp_path):
+    """Issue 61: a DPBENCH_PLUGINS module raising while it is imported was an 'unexpected' exit."""
+    (tmp_path / "failing_plugin.py").write_text("raise RuntimeError('boom')\n")
+    env = {
+        "DPBENCH_PLUGINS": "failing_plugin",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    result = run_cli("list", env=env, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "DPBENCH_PLUGINS module 'failing_plugin' failed while importing (RuntimeError: boom)" in result.stderr

@@ -191,6 +191,11 @@ def _import_plugin_modules() -> None:
             raise RegistryError(
                 f"{PLUGINS_VARIABLE} names module {module!r}, which cannot be imported ({error}); check PYTHONPATH"
             ) from None
+        except Exception as error:  # the plugin's own code failed: name it, not "unexpected"
+            raise RegistryError(
+                f"{PLUGINS_VARIABLE} module {module!r} failed while importing ({type(error).__name__}: {error}); "
+                f"fix it, or remove it from {PLUGINS_VARIABLE} (DPBENCH_DEBUG=1 python -c 'import {module}' shows where)"
+            ) from None
 
 
 METHODS: Registry[MethodAdapter] = Registry("method", "dpbench.methods", method_problems)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import importlib.util
 import os
 import time
 from pathlib import Path
@@ -102,7 +103,10 @@ def check_tracking(for_writing: bool) -> None:
                 os.environ[name] = value
 
 
-STORE_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql", "mssql", "databricks")
+STORE_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks")
+# SQLAlchemy's default driver module per database, and module names of drivers named in a URI (db+driver://)
+DATABASE_DRIVERS = {"postgresql": "psycopg2", "mysql": "MySQLdb", "mssql": "pyodbc"}
+DRIVER_MODULES = {"mysqldb": "MySQLdb", "mysqlconnector": "mysql.connector"}
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -110,11 +114,24 @@ def check_store_uri(uri: str, for_writing: bool) -> None:
     """A store URI MLflow can open: a known scheme, and for SQLite a file that is a database (or
     can become one). MLflow's own errors for these come late, as tracebacks or after retries."""
     scheme = uri.split("://", 1)[0] if "://" in uri else "file"
-    if scheme.split("+", 1)[0] not in STORE_SCHEMES:
+    if scheme == "file":
+        raise TrackingError(
+            f"MLFLOW_TRACKING_URI={uri}: a file store (a bare path or file://), which this MLflow no longer "
+            "writes; use sqlite:///PATH/mlflow.db (a new file is made)"
+        )
+    base, _, driver = scheme.partition("+")
+    if base not in STORE_SCHEMES:
         raise TrackingError(
             f"MLFLOW_TRACKING_URI={uri}: unknown scheme {scheme!r}; use e.g. sqlite:///PATH/mlflow.db "
             "or http://HOST:PORT"
         )
+    if base in DATABASE_DRIVERS:
+        module = DRIVER_MODULES.get(driver, driver) or DATABASE_DRIVERS[base]
+        if importlib.util.find_spec(module) is None:
+            raise TrackingError(
+                f"MLFLOW_TRACKING_URI={uri}: a {base} store needs the Python driver {module!r}, which is not "
+                f"installed; pip install it, or use sqlite:///PATH/mlflow.db"
+            )
     if scheme != "sqlite":
         return
     path = Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
