@@ -105,3 +105,6 @@ class GaussianMixture2D:
     def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
         refuse_inside_fit("loading gmm2d")  # its rows follow from the seed: the wall covers them too
         return draw_split(seed)  # a generated dataset: both protocols draw it the same way
+
+
+GMM2D = GaussianMixture2D()

@@ -811,3 +811,6 @@ class DownstreamClassifiers(PooledClassifiers):
             prefix, _, metric = key.partition("|")
             values[f"{prefix}.{metric}"] = _mean(series)
         return values
+
+
+DOWNSTREAM = DownstreamClassifiers()

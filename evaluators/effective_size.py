@@ -196,3 +196,6 @@ def curve_png(curve: list[SizePoint], names: list[str]) -> bytes:
 
 def _text(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.6g}"
+
+
+EFFECTIVE_SIZE = EffectiveSize()

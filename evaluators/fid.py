@@ -311,3 +311,6 @@ class FrechetInceptionDistance:
                 "seconds_per_image": seconds / len(images),
             }
         )
+
+
+FID = FrechetInceptionDistance()

@@ -229,3 +229,6 @@ def detection_auc(
     # leaves of at most a tenth of the rows: a small test split (cervical: about 150 rows) must still be learnable
     classifier = HistGradientBoostingClassifier(max_iter=100, min_samples_leaf=max(2, min(20, n // 10)), random_state=0)
     return float(np.mean(cross_val_score(classifier, rows, is_real, cv=folds, scoring="roc_auc")))
+
+
+FIDELITY = Fidelity()

@@ -381,5 +381,5 @@ def with_fraction(fraction: float, name: str) -> ImageDownstreamClassifiers:
     )
 
 
-def registered() -> list[ImageDownstreamClassifiers]:
-    return [ImageDownstreamClassifiers(), with_fraction(0.1, "image-downstream-10pct")]
+IMAGE_DOWNSTREAM = ImageDownstreamClassifiers()
+IMAGE_DOWNSTREAM_10PCT = with_fraction(0.1, "image-downstream-10pct")

@@ -225,3 +225,6 @@ class MarginalErrors:
             if alpha + 1 <= real.shape[1]:
                 values[f"paper.tv_{alpha}"] = mean_tv_distance(real_bins, generated_bins, bins, alpha + 1)
         return Evaluation(values)
+
+
+MARGINALS = MarginalErrors()

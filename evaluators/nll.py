@@ -49,3 +49,6 @@ class NegativeLogLikelihood:
                 "paper_sum": float(-np.sum(density.log_prob_paper(synthetic.x, synthetic.y))),
             }
         )
+
+
+NLL = NegativeLogLikelihood()

@@ -111,3 +111,6 @@ class PrecisionRecallDensityCoverage:
             fake = features_of(synthetic_images, network, self.batch_size, device, context.progress)
         values = prdc.compute_prdc(real_features=real, fake_features=fake, nearest_k=self.nearest_k)
         return Evaluation({**{k: float(v) for k, v in values.items()}, "n_samples": float(n)})
+
+
+PRDC = PrecisionRecallDensityCoverage()

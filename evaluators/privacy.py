@@ -178,3 +178,6 @@ def tpr_at_fpr(member_scores: np.ndarray, non_member_scores: np.ndarray, fpr: fl
     """The share of members scored above the threshold that at most ``fpr`` of non-members exceed."""
     threshold = np.quantile(non_member_scores, 1 - fpr, method="higher")
     return float(np.mean(member_scores > threshold))
+
+
+OUTPUT_PRIVACY = OutputPrivacy()

@@ -162,3 +162,6 @@ def per_target(values: np.ndarray, shadows: np.ndarray, inside: np.ndarray, leav
 
 def _concatenate(first: LabelledData, second: LabelledData) -> LabelledData:
     return LabelledData(np.vstack([first.x, second.x]), np.concatenate([first.y, second.y]), first.schema)
+
+
+SHADOW_MIA = ShadowModelAttack()

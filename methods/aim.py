@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
-from bench.privacy.audit import AuditSpec
+from bench.api.contracts import AuditSpec
 from bench.core.data import DataKind
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from bench.privacy.releases import COUNT_L2_SENSITIVITY
 from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, model_marginals
 
@@ -73,73 +74,70 @@ def workload_candidates(attributes: list[str], degree: int) -> dict[tuple[str, .
     return {c: float(sum(len(set(c) & set(w)) for w in workload)) for c in sorted(candidates)}
 
 
-@dataclass
-class AIM:
-    name: str = "aim"
-    description: str = "AIM (McKenna et al. 2022): adaptive workload-aware marginal selection + Private-PGM"
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.DISCRETE})
-    private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
-    # audited: the 1-way marginals
-    audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
+@method(
+    "aim",
+    "AIM (McKenna et al. 2022): adaptive workload-aware marginal selection + Private-PGM",
+    kinds={DataKind.DISCRETE},
+    hyperparameters=HYPERPARAMETERS,
+    audit=AuditSpec(stop_after_events=1),  # audited: the 1-way marginals
+)
+def aim(data: PrivateData, context: FitContext[AIMParams]) -> GraphicalModelSampler:
+    p = context.params
+    rng = context.rng("measurements-and-selection")
+    domain, index = domain_of(data.schema), column_index(data.schema)
+    attributes = list(domain.attributes)
+    ledger = context.ledger
+    rho = ledger.zcdp_budget()
+    if math.isinf(rho):
+        raise ValueError("aim needs a finite ε: its rounds are planned from the privacy budget")
+    rounds = p.rounds_per_column * len(attributes)
+    multiplier = math.sqrt(rounds / (2 * MEASUREMENT_SHARE * rho))  # ρ per measurement = 1/(2σ²)
+    selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * rho / rounds)
+    measurer = Measurer(data, domain, index, rng)
+    candidates = workload_candidates(attributes, p.workload_degree)
+    sizes = {c: int(np.prod(domain.project(c).shape)) for c in candidates}  # public: cells of each marginal
 
-    def fit(self, data: PrivateData, context: FitContext[AIMParams]) -> GraphicalModelSampler:
-        p = context.params
-        rng = context.rng("measurements-and-selection")
-        domain, index = domain_of(data.schema), column_index(data.schema)
-        attributes = list(domain.attributes)
-        ledger = context.ledger
-        rho = ledger.zcdp_budget()
-        if math.isinf(rho):
-            raise ValueError("aim needs a finite ε: its rounds are planned from the privacy budget")
-        rounds = p.rounds_per_column * len(attributes)
-        multiplier = math.sqrt(rounds / (2 * MEASUREMENT_SHARE * rho))  # ρ per measurement = 1/(2σ²)
-        selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * rho / rounds)
-        measurer = Measurer(data, domain, index, rng)
-        candidates = workload_candidates(attributes, p.workload_degree)
-        sizes = {c: int(np.prod(domain.project(c).shape)) for c in candidates}  # public: cells of each marginal
-
-        measurements = measurer.measure([(a,) for a in attributes], multiplier, "1-way marginals")
-        model = estimate(domain, measurements, p.iterations)
-        cliques = [m.clique for m in measurements]
-        final_round = False
-        while not final_round:
-            remaining = rho - ledger.zcdp_rho_of(ledger.releases)
-            if remaining < 2 * (1 / (2 * multiplier**2) + selection_epsilon**2 / 8):
-                multiplier = math.sqrt(1 / (2 * MEASUREMENT_SHARE * remaining))
-                selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * remaining) * (1 - 1e-9)
-                final_round = True
-            used = rho - remaining + 1 / (2 * multiplier**2) + selection_epsilon**2 / 8
-            size_limit = p.max_model_size_mb * used / rho
-            eligible = [c for c in candidates if hypothetical_model_size(domain, cliques + [c]) <= size_limit]
-            noise_std = multiplier * COUNT_L2_SENSITIVITY
-            estimates = model_marginals(
-                model,
-                eligible,
-                index,
-                SAMPLE_FACTOR * data.n_rows,
-                context.stream_seed(f"model-marginals-round-{len(cliques)}"),
+    measurements = measurer.measure([(a,) for a in attributes], multiplier, "1-way marginals")
+    model = estimate(domain, measurements, p.iterations)
+    cliques = [m.clique for m in measurements]
+    final_round = False
+    while not final_round:
+        remaining = rho - ledger.zcdp_rho_of(ledger.releases)
+        if remaining < 2 * (1 / (2 * multiplier**2) + selection_epsilon**2 / 8):
+            multiplier = math.sqrt(1 / (2 * MEASUREMENT_SHARE * remaining))
+            selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * remaining) * (1 - 1e-9)
+            final_round = True
+        used = rho - remaining + 1 / (2 * multiplier**2) + selection_epsilon**2 / 8
+        size_limit = p.max_model_size_mb * used / rho
+        eligible = [c for c in candidates if hypothetical_model_size(domain, cliques + [c]) <= size_limit]
+        noise_std = multiplier * COUNT_L2_SENSITIVITY
+        estimates = model_marginals(
+            model,
+            eligible,
+            index,
+            SAMPLE_FACTOR * data.n_rows,
+            context.stream_seed(f"model-marginals-round-{len(cliques)}"),
+        )
+        # score wᵣ (‖Mᵣ(D) − Mᵣ(model)‖₁ − √(2/π) σ nᵣ), AIM (McKenna et al. 2022) Alg. 2;
+        # the handle derives its sensitivity, 2 · max wᵣ
+        chosen = eligible[
+            data.select(
+                "round selection (exponential mechanism on weighted L1 errors)",
+                [measurer.query(c) for c in eligible],
+                [estimates[c] for c in eligible],
+                epsilon=selection_epsilon,
+                rng=rng,
+                weights=[candidates[c] for c in eligible],
+                offsets=[math.sqrt(2 / math.pi) * noise_std * sizes[c] for c in eligible],
             )
-            # score wᵣ (‖Mᵣ(D) − Mᵣ(model)‖₁ − √(2/π) σ nᵣ), AIM (McKenna et al. 2022) Alg. 2;
-            # the handle derives its sensitivity, 2 · max wᵣ
-            chosen = eligible[
-                data.select(
-                    "round selection (exponential mechanism on weighted L1 errors)",
-                    [measurer.query(c) for c in eligible],
-                    [estimates[c] for c in eligible],
-                    epsilon=selection_epsilon,
-                    rng=rng,
-                    weights=[candidates[c] for c in eligible],
-                    offsets=[math.sqrt(2 / math.pi) * noise_std * sizes[c] for c in eligible],
-                )
-            ]
-            measurements += measurer.measure([chosen], multiplier, "selected marginal")
-            cliques.append(chosen)
-            before = estimates[chosen]
-            model = estimate(domain, measurements, p.iterations, warm_start=model)
-            after = model_marginals(model, [chosen], index, 0, 0)[chosen]  # measured: a model clique
-            if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * noise_std * sizes[chosen]:
-                multiplier, selection_epsilon = multiplier / 2, selection_epsilon * 2
-            context.progress(len(cliques) - len(attributes), rounds)
-        model = estimate(domain, measurements, p.final_iterations, warm_start=model)
-        return GraphicalModelSampler(model, data.schema, context.stream_seed("synthetic-rows"))
+        ]
+        measurements += measurer.measure([chosen], multiplier, "selected marginal")
+        cliques.append(chosen)
+        before = estimates[chosen]
+        model = estimate(domain, measurements, p.iterations, warm_start=model)
+        after = model_marginals(model, [chosen], index, 0, 0)[chosen]  # measured: a model clique
+        if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * noise_std * sizes[chosen]:
+            multiplier, selection_epsilon = multiplier / 2, selection_epsilon * 2
+        context.progress(len(cliques) - len(attributes), rounds)
+    model = estimate(domain, measurements, p.final_iterations, warm_start=model)
+    return GraphicalModelSampler(model, data.schema, context.stream_seed("synthetic-rows"))

@@ -23,47 +23,41 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from bench.core.data import ColumnKind, DataKind
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from bench.api.blocks import ColumnSampler, one_way_queries, probabilities, uniform_probabilities
 from bench.privacy.private_data import PrivateData  # counts: replace-one moves one −1, another +1
 from bench.core.params import COUNT, HyperParameters, NoParameters, Setting
 
 
-@dataclass(frozen=True)
-class Uniform:
-    name: str = "uniform"
-    description: str = (
-        "Trivial baseline: every column and the label uniform over its public domain; reads no row (0-DP)"
+@method(
+    "uniform",
+    "Trivial baseline: every column and the label uniform over its public domain; reads no row (0-DP)",
+    kinds={DataKind.TABULAR, DataKind.DISCRETE},
+    data_independent=True,  # never reads a row: runs at every ε and spends ε = 0
+)
+def uniform(data: PrivateData, context: FitContext[NoParameters]) -> ColumnSampler:
+    schema = data.schema  # the public schema only: no query is made
+    context.ledger.use_public_fact(
+        "column domains",
+        "schema bounds and category lists",
+        "documented public domains (the dataset module cites each); this baseline reads no row",
     )
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TABULAR, DataKind.DISCRETE})
-    private: bool = True
-    data_independent: bool = True  # never reads a row: runs at every ε and spends ε = 0
-    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
-
-    def fit(self, data: PrivateData, context: FitContext[NoParameters]) -> ColumnSampler:
-        schema = data.schema  # the public schema only: no query is made
-        context.ledger.use_public_fact(
-            "column domains",
-            "schema bounds and category lists",
-            "documented public domains (the dataset module cites each); this baseline reads no row",
-        )
-        probabilities = [
-            uniform_probabilities(
-                1 if c.kind == ColumnKind.NUMERICAL else c.domain_size()
-            )  # one bin: its whole public range
-            for c in schema.columns
-        ]
-        for column in schema.columns:
-            if column.kind == ColumnKind.NUMERICAL:
-                column.public_bounds()  # fail with a clear message when a bound is missing
-        return ColumnSampler(
-            schema, probabilities, uniform_probabilities(schema.n_classes), context.rng("synthetic-rows")
-        )
+    probabilities = [
+        uniform_probabilities(
+            1 if c.kind == ColumnKind.NUMERICAL else c.domain_size()
+        )  # one bin: its whole public range
+        for c in schema.columns
+    ]
+    for column in schema.columns:
+        if column.kind == ColumnKind.NUMERICAL:
+            column.public_bounds()  # fail with a clear message when a bound is missing
+    return ColumnSampler(schema, probabilities, uniform_probabilities(schema.n_classes), context.rng("synthetic-rows"))
 
 
 @dataclass(frozen=True)
@@ -71,49 +65,43 @@ class IndependentParams:
     n_bins: int
 
 
-@dataclass(frozen=True)
-class Independent:
-    name: str = "independent"
-    description: str = (
-        "Trivial baseline: DP 1-way marginals (Gaussian, every column and the label), columns sampled independently"
-    )
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TABULAR, DataKind.DISCRETE})
-    private: bool = True
-    hyperparameters: HyperParameters = field(
-        default_factory=lambda: HyperParameters(
-            IndependentParams,
-            defaults={
-                "n_bins": Setting(
-                    20,
-                    "documented choice: 20 equal-width bins of each numerical column's public bounds, a "
-                    "conventional histogram resolution (no seed defines this baseline); --set independent.n_bins=K",
-                    rule=COUNT,
-                ),
-            },
-        )
+@method(
+    "independent",
+    "Trivial baseline: DP 1-way marginals (Gaussian, every column and the label), columns sampled independently",
+    kinds={DataKind.TABULAR, DataKind.DISCRETE},
+    hyperparameters=HyperParameters(
+        IndependentParams,
+        defaults={
+            "n_bins": Setting(
+                20,
+                "documented choice: 20 equal-width bins of each numerical column's public bounds, a "
+                "conventional histogram resolution (no seed defines this baseline); --set independent.n_bins=K",
+                rule=COUNT,
+            ),
+        },
+    ),
+)
+def independent(data: PrivateData, context: FitContext[IndependentParams]) -> ColumnSampler:
+    schema = data.schema
+    n_bins = context.params.n_bins
+    public_labels = schema.public_fact("class_proportions")
+    histograms = one_way_queries(schema, n_bins, label=public_labels is None)
+    if public_labels is not None:
+        context.ledger.use_public_fact(public_labels.name, public_labels.value, public_labels.why)
+    context.ledger.use_public_fact(
+        "column domains",
+        "schema bounds and category lists",
+        f"documented public domains (the dataset module cites each); numerical columns in {n_bins} equal-width bins",
     )
 
-    def fit(self, data: PrivateData, context: FitContext[IndependentParams]) -> ColumnSampler:
-        schema = data.schema
-        n_bins = context.params.n_bins
-        public_labels = schema.public_fact("class_proportions")
-        histograms = one_way_queries(schema, n_bins, label=public_labels is None)
-        if public_labels is not None:
-            context.ledger.use_public_fact(public_labels.name, public_labels.value, public_labels.why)
-        context.ledger.use_public_fact(
-            "column domains",
-            "schema bounds and category lists",
-            f"documented public domains (the dataset module cites each); numerical columns in {n_bins} equal-width bins",
-        )
-
-        sigma = context.ledger.calibrate_gaussian(compositions=len(histograms))
-        column_probabilities = [
-            probabilities(noisy)
-            for noisy in data.counts(histograms, noise_multiplier=sigma, rng=context.rng("marginal-noise"))
-        ]
-        label_probabilities = (
-            column_probabilities.pop() if public_labels is None else np.asarray(public_labels.value, float)
-        )
-        return ColumnSampler(
-            schema, column_probabilities, label_probabilities / label_probabilities.sum(), context.rng("synthetic-rows")
-        )
+    sigma = context.ledger.calibrate_gaussian(compositions=len(histograms))
+    column_probabilities = [
+        probabilities(noisy)
+        for noisy in data.counts(histograms, noise_multiplier=sigma, rng=context.rng("marginal-noise"))
+    ]
+    label_probabilities = (
+        column_probabilities.pop() if public_labels is None else np.asarray(public_labels.value, float)
+    )
+    return ColumnSampler(
+        schema, column_probabilities, label_probabilities / label_probabilities.sum(), context.rng("synthetic-rows")
+    )

@@ -29,8 +29,9 @@ other column.
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -38,9 +39,10 @@ from torch import nn
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting, batch_rows
-from bench.privacy.audit import AuditSpec
+from bench.api.contracts import AuditSpec
 from bench.core.data import DataKind, LabelledData
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from bench.privacy.dp_sgd import DPSGDTraining
 from methods.mean_embedding import release_proportions
 from methods.nets import parse_widths, proportional_labels
@@ -224,114 +226,124 @@ class TrainedGan:
         return LabelledData(self.space.decode(z).astype(np.float32), y.astype(np.int64), self.space.schema)
 
 
-@dataclass(frozen=True)
-class DPGan:
-    name: str = "dp-gan"
-    description: str = "DP-GAN: GAN with a DP-SGD (Opacus) discriminator; labels generated as a column"
-    conditional: bool = False
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.IMAGE})
-    private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
-    # audited: one full-batch DP-SGD step
-    audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1", "batch_size": "{rows}"}))
+def _labels(proportions, size, rng, device) -> torch.Tensor | None:
+    if proportions is None:
+        return None
+    return torch.multinomial(proportions.cpu(), size, replacement=True, generator=rng).to(device)
 
-    def fit(self, data: PrivateData, context: FitContext[DPGanParams]) -> TrainedGan:
-        p, device, ledger = context.params, context.device, context.ledger
-        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        m, n_classes = data.n_rows, data.schema.n_classes
-        space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
 
-        proportions = None
-        if self.conditional:
-            public = data.schema.public_fact("class_proportions") is not None
-            share = p.label_share
-            sigma = (
-                0.0
-                if public
-                else ledger.calibrate_gaussian(
-                    1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2
-                )
-            )
-            proportions = release_proportions(data, context, sigma).float()
+def _fit_gan(data: PrivateData, context: FitContext[DPGanParams], conditional: bool) -> TrainedGan:
+    p, device, ledger = context.params, context.device, context.ledger
+    torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
+    m, n_classes = data.n_rows, data.schema.n_classes
+    space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
 
-        batch = batch_rows(m, p.batch_size, None, real_rows=True)
-        steps_per_epoch = math.ceil(m / batch)  # Opacus' Poisson loader: q = 1/steps_per_epoch
-        steps = p.epochs * steps_per_epoch
-        clip = p.max_grad_norm
-
-        net = Generator(p.noise_dim, n_classes, parse_widths(p.hidden, space.width), space, self.conditional).to(device)
-        critic = discriminator(space.width + n_classes, parse_widths(p.discriminator_hidden, space.width)).to(device)
-        betas = (0.5, 0.999)
-        optimiser_g = torch.optim.Adam(net.parameters(), lr=p.lr_generator, betas=betas)
-        optimiser_d = torch.optim.Adam(critic.parameters(), lr=p.lr_discriminator, betas=betas)
-
-        def encode(rows: LabelledData) -> tuple[torch.Tensor, torch.Tensor]:
-            return (
-                torch.as_tensor(space.encode(rows.x)),
-                nn.functional.one_hot(torch.as_tensor(rows.y, dtype=torch.long), n_classes).float(),
-            )
-
-        # charged before any real row is touched, under replace-one: a replaced row can move
-        # the clipped sum by 2C (bench.privacy.replace_one), not C as Opacus' accountants assume
-        training = data.dp_sgd(
-            f"discriminator DP-SGD ({steps} steps, Poisson q = {1.0 / steps_per_epoch:.4g}, clipping norm {clip:g})",
-            critic,
-            optimiser_d,
-            encode,
-            clipping_norm=clip,
-            epochs=p.epochs,
-            steps_per_epoch=steps_per_epoch,
-            expected_batch=batch,
-            noise_rng=context.torch_rng("dp-sgd-noise"),
-            batch_rng=context.torch_rng("poisson-batches"),
-            device=device,
+    proportions = None
+    if conditional:
+        public = data.schema.public_fact("class_proportions") is not None
+        share = p.label_share
+        sigma = (
+            0.0
+            if public
+            else ledger.calibrate_gaussian(1, epsilon=share * context.budget.epsilon, delta=context.budget.delta / 2)
         )
-        label_rng = context.torch_rng("generated-labels")
-        for done in training.steps():
-            labels = self._labels(proportions, batch, label_rng, device)
-            with torch.no_grad():
-                fake_x, fake_one_hot = _fake_batch(net, batch, labels)
-            discriminator_step(training, fake_x, fake_one_hot)
-            optimiser_g.zero_grad(set_to_none=True)
-            with training.public() as private_critic:
-                generator_gradient(net, private_critic, batch, self._labels(proportions, batch, label_rng, device))
-            optimiser_g.step()
-            context.progress(done + 1, steps)
-        return TrainedGan(net, proportions, space, device, label_rng)
+        proportions = release_proportions(data, context, sigma).float()
 
-    def real_gradients(self, train: LabelledData, context: FitContext) -> list[torch.Tensor]:
-        """Per-row gradients (one tensor per parameter, rows × shape) of the real-data loss of
-        the discriminator as ``fit`` initialises it — the input of the step-level DP-SGD audit's
-        gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
-        from torch.func import functional_call, grad, vmap
+    batch = batch_rows(m, p.batch_size, None, real_rows=True)
+    steps_per_epoch = math.ceil(m / batch)  # Opacus' Poisson loader: q = 1/steps_per_epoch
+    steps = p.epochs * steps_per_epoch
+    clip = p.max_grad_norm
 
-        p: DPGanParams = context.params
-        torch.manual_seed(context.stream_seed("torch-global"))  # as fit: the same initial discriminator
-        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
-        n_classes = train.schema.n_classes
-        Generator(p.noise_dim, n_classes, parse_widths(p.hidden, space.width), space, self.conditional)
-        critic = discriminator(space.width + n_classes, parse_widths(p.discriminator_hidden, space.width))
-        x = torch.as_tensor(space.encode(train.x))
-        one_hot = nn.functional.one_hot(torch.as_tensor(train.y, dtype=torch.long), n_classes).float()
-        params = {k: v.detach() for k, v in critic.named_parameters()}
+    net = Generator(p.noise_dim, n_classes, parse_widths(p.hidden, space.width), space, conditional).to(device)
+    critic = discriminator(space.width + n_classes, parse_widths(p.discriminator_hidden, space.width)).to(device)
+    betas = (0.5, 0.999)
+    optimiser_g = torch.optim.Adam(net.parameters(), lr=p.lr_generator, betas=betas)
+    optimiser_d = torch.optim.Adam(critic.parameters(), lr=p.lr_discriminator, betas=betas)
 
-        def loss(weights, row, label):
-            logit = functional_call(critic, weights, (torch.cat([row, label]).unsqueeze(0),)).squeeze()
-            return nn.functional.binary_cross_entropy_with_logits(logit, torch.ones(()))
+    def encode(rows: LabelledData) -> tuple[torch.Tensor, torch.Tensor]:
+        return (
+            torch.as_tensor(space.encode(rows.x)),
+            nn.functional.one_hot(torch.as_tensor(rows.y, dtype=torch.long), n_classes).float(),
+        )
 
-        grads = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, one_hot)
-        return [grads[name] for name, _ in critic.named_parameters()]
-
-    @staticmethod
-    def _labels(proportions, size, rng, device) -> torch.Tensor | None:
-        if proportions is None:
-            return None
-        return torch.multinomial(proportions.cpu(), size, replacement=True, generator=rng).to(device)
-
-
-def dp_cgan() -> DPGan:
-    return DPGan(
-        name="dp-cgan",
-        description="DP-CGAN: conditional GAN with a DP-SGD (Opacus) discriminator; labels from released proportions",
-        conditional=True,
+    # charged before any real row is touched, under replace-one: a replaced row can move
+    # the clipped sum by 2C (bench.privacy.replace_one), not C as Opacus' accountants assume
+    training = data.dp_sgd(
+        f"discriminator DP-SGD ({steps} steps, Poisson q = {1.0 / steps_per_epoch:.4g}, clipping norm {clip:g})",
+        critic,
+        optimiser_d,
+        encode,
+        clipping_norm=clip,
+        epochs=p.epochs,
+        steps_per_epoch=steps_per_epoch,
+        expected_batch=batch,
+        noise_rng=context.torch_rng("dp-sgd-noise"),
+        batch_rng=context.torch_rng("poisson-batches"),
+        device=device,
     )
+    label_rng = context.torch_rng("generated-labels")
+    for done in training.steps():
+        labels = _labels(proportions, batch, label_rng, device)
+        with torch.no_grad():
+            fake_x, fake_one_hot = _fake_batch(net, batch, labels)
+        discriminator_step(training, fake_x, fake_one_hot)
+        optimiser_g.zero_grad(set_to_none=True)
+        with training.public() as private_critic:
+            generator_gradient(net, private_critic, batch, _labels(proportions, batch, label_rng, device))
+        optimiser_g.step()
+        context.progress(done + 1, steps)
+    return TrainedGan(net, proportions, space, device, label_rng)
+
+
+def _real_gradients(train: LabelledData, context: FitContext, conditional: bool) -> list[torch.Tensor]:
+    """Per-row gradients (one tensor per parameter, rows × shape) of the real-data loss of
+    the discriminator as the fit initialises it — the input of the step-level DP-SGD audit's
+    gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
+    from torch.func import functional_call, grad, vmap
+
+    p: DPGanParams = context.params
+    torch.manual_seed(context.stream_seed("torch-global"))  # as fit: the same initial discriminator
+    space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+    n_classes = train.schema.n_classes
+    Generator(p.noise_dim, n_classes, parse_widths(p.hidden, space.width), space, conditional)
+    critic = discriminator(space.width + n_classes, parse_widths(p.discriminator_hidden, space.width))
+    x = torch.as_tensor(space.encode(train.x))
+    one_hot = nn.functional.one_hot(torch.as_tensor(train.y, dtype=torch.long), n_classes).float()
+    params = {k: v.detach() for k, v in critic.named_parameters()}
+
+    def loss(weights, row, label):
+        logit = functional_call(critic, weights, (torch.cat([row, label]).unsqueeze(0),)).squeeze()
+        return nn.functional.binary_cross_entropy_with_logits(logit, torch.ones(()))
+
+    grads = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, one_hot)
+    return [grads[name] for name, _ in critic.named_parameters()]
+
+
+def _audit(conditional: bool) -> AuditSpec:
+    """Audited: one full-batch DP-SGD step; the step-level audit takes the critic's real gradients."""
+    return AuditSpec(
+        {"epochs": "1", "batch_size": "{rows}"},
+        dp_sgd_gradients=functools.partial(_real_gradients, conditional=conditional),
+    )
+
+
+@method(
+    "dp-gan",
+    "DP-GAN: GAN with a DP-SGD (Opacus) discriminator; labels generated as a column",
+    kinds={DataKind.TWO_D, DataKind.TABULAR, DataKind.IMAGE},
+    hyperparameters=HYPERPARAMETERS,
+    audit=_audit(conditional=False),
+)
+def dp_gan(data: PrivateData, context: FitContext[DPGanParams]) -> TrainedGan:
+    return _fit_gan(data, context, conditional=False)
+
+
+@method(
+    "dp-cgan",
+    "DP-CGAN: conditional GAN with a DP-SGD (Opacus) discriminator; labels from released proportions",
+    kinds={DataKind.TWO_D, DataKind.TABULAR, DataKind.IMAGE},
+    hyperparameters=HYPERPARAMETERS,
+    audit=_audit(conditional=True),
+)
+def dp_cgan(data: PrivateData, context: FitContext[DPGanParams]) -> TrainedGan:
+    return _fit_gan(data, context, conditional=True)

@@ -27,16 +27,17 @@ place of the seeds' median heuristic on private rows, which their code does not 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
-from bench.privacy.audit import AuditSpec
+from bench.api.contracts import AuditSpec
 from bench.core.data import DataKind, LabelledData
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from bench.privacy.ledger import BudgetShare
 from bench.privacy.releases import replace_one_l2
 from bench.privacy.kronecker import product_class_sums
@@ -461,191 +462,184 @@ def draw_coordinates(dimension: int, k: int, rng: np.random.Generator) -> tuple[
     return tuple(int(i) for i in rng.choice(dimension, size=k, replace=False))
 
 
-@dataclass(frozen=True)
-class DPHermite:
-    name: str = "dp-hp"
-    description: str = (
-        "DP-HP: Hermite-polynomial sum + subsampled product kernel embeddings, generator trained to match"
-    )
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
-    private: bool = True
+@method(
+    "dp-hp",
+    "DP-HP: Hermite-polynomial sum + subsampled product kernel embeddings, generator trained to match",
+    kinds=frozenset(DataKind),
+    hyperparameters=HYPERPARAMETERS,
     # fits at 1 and 2 threads agree bit for bit on adult at the paper's settings, both protocols
     # (and in the kit on 2-D and discretized data at smoke size, not yet at paper size)
-    thread_invariant_kinds: frozenset[DataKind] = frozenset({DataKind.TABULAR})
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
-    # audited: sum and one product release, before training
-    audit: AuditSpec = field(default_factory=lambda: AuditSpec({"epochs": "1"}))
+    thread_invariant_kinds={DataKind.TABULAR},
+    audit=AuditSpec({"epochs": "1"}),  # audited: sum and one product release, before training
+)
+def dp_hp(data: PrivateData, context: FitContext[DPHermiteParams]) -> TrainedConditionalGenerator:
+    p = context.params
+    if p.gamma_on not in GAMMA_PLACEMENTS:
+        raise ValueError(f"gamma_on must be one of {GAMMA_PLACEMENTS} (got {p.gamma_on!r})")
+    if not 0 < p.sum_share < 1:
+        raise ValueError(f"sum_share must lie in (0, 1) (got {p.sum_share})")
+    device, ledger = context.device, context.ledger
+    m, n_classes = data.n_rows, data.schema.n_classes
+    space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
+    if p.numerical_outputs == "public-range":
+        space = replace(space, range_outputs=True)
+    dimension = space.width
+    prod_dims = min(p.prod_dims, dimension)
+    epochs = p.epochs
+    # with D_prod = D every draw is the same set: one product release serves all epochs
+    product_releases = 1 if prod_dims == dimension else epochs
 
-    def fit(self, data: PrivateData, context: FitContext[DPHermiteParams]) -> TrainedConditionalGenerator:
-        p = context.params
-        if p.gamma_on not in GAMMA_PLACEMENTS:
-            raise ValueError(f"gamma_on must be one of {GAMMA_PLACEMENTS} (got {p.gamma_on!r})")
-        if not 0 < p.sum_share < 1:
-            raise ValueError(f"sum_share must lie in (0, 1) (got {p.sum_share})")
-        device, ledger = context.device, context.ledger
-        m, n_classes = data.n_rows, data.schema.n_classes
-        space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
-        if p.numerical_outputs == "public-range":
-            space = replace(space, range_outputs=True)
-        dimension = space.width
-        prod_dims = min(p.prod_dims, dimension)
-        epochs = p.epochs
-        # with D_prod = D every draw is the same set: one product release serves all epochs
-        product_releases = 1 if prod_dims == dimension else epochs
+    sum_share = p.sum_share
+    sigma_sum, sigma_prod = ledger.calibrate_shares(
+        [
+            BudgetShare(sum_share, 2 if proportions_released(data.schema, context) else 1),
+            BudgetShare(1 - sum_share, product_releases),
+        ]
+    )
+    proportions = release_proportions(data, context, sigma_sum).to(device)
 
-        sum_share = p.sum_share
-        sigma_sum, sigma_prod = ledger.calibrate_shares(
-            [
-                BudgetShare(sum_share, 2 if proportions_released(data.schema, context) else 1),
-                BudgetShare(1 - sum_share, product_releases),
-            ]
+    if p.length_scale_rule == "median-heuristic":
+        if context.budget.is_private:
+            raise ValueError(
+                "dp-hp.length_scale_rule=median-heuristic reads the private rows without charging them "
+                "(the seeds' code does); it is an ablation for --eps inf only"
+            )
+        sum_l2 = prod_l2 = data.uncharged(
+            "the seeds' median-heuristic length scales",
+            lambda rows: median_heuristic_sq(space.encode(rows.x), context.rng("length scales")),
         )
-        proportions = release_proportions(data, context, sigma_sum).to(device)
+    else:
+        sum_l2 = length_scales_sq(space, p.sum_length_sq)
+        prod_l2 = length_scales_sq(space, p.prod_length_sq) if p.prod_length_sq is not None else sum_l2
+        ledger.use_public_fact(
+            "length scales",
+            f"ℓ² sum {_describe(sum_l2)}, product {_describe(prod_l2)}",
+            "hyperparameters or (1 − 1/√2) × each coordinate's public range, never the rows (the seeds' "
+            "uncharged median heuristic is not used)",
+        )
+    sum_kernel = HermiteSumKernel(rho_from_length_scale_sq(torch.as_tensor(sum_l2)), p.sum_order)
+    prod_rho = rho_from_length_scale_sq(torch.as_tensor(prod_l2))
 
-        if p.length_scale_rule == "median-heuristic":
-            if context.budget.is_private:
-                raise ValueError(
-                    "dp-hp.length_scale_rule=median-heuristic reads the private rows without charging them "
-                    "(the seeds' code does); it is an ablation for --eps inf only"
+    shift = None
+    if p.kernel_inputs == "centred":  # a public constant: the kernels see z − shift, real and generated rows alike
+        shift = torch.as_tensor(space.coordinate_midpoints(), dtype=torch.float64, device=device)
+        ledger.use_public_fact(
+            "kernel input shift",
+            "the middle of each coordinate's public range",
+            "a function of the schema's public bounds, never of the rows",
+        )
+
+    def encode(rows: LabelledData) -> torch.Tensor:  # each row on its own: the handle checks it
+        z = torch.as_tensor(space.encode(rows.x), device=device)
+        return (z if shift is None else z - shift.to(z.dtype)).double()
+
+    noise_rng = context.torch_rng("embedding-noise")
+
+    if p.prod_target_rule == "unconditional" and context.budget.is_private:
+        raise ValueError(
+            "dp-hp.prod_target_rule=unconditional (the seeds' tabular code) has no derived sensitivity "
+            "here; it is an ablation for --eps inf only"
+        )
+
+    def release(kernel, elements_per_row: int, sigma: float, what: str, unconditional: bool = False) -> torch.Tensor:
+        # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F): the handle
+        # checks the kernel's class sums against the clipped per-row features and derives 2/m
+        if unconditional:  # ε = ∞ only (refused above): every class's row holds the sum over all rows
+            embedding = (
+                data.uncharged(
+                    "the seeds' unconditional product target",
+                    lambda rows: embedding_sum(
+                        kernel.class_sums,
+                        encode(rows),
+                        torch.zeros(m, dtype=torch.long, device=device),
+                        n_classes,
+                        elements_per_row,
+                    ),
                 )
-            sum_l2 = prod_l2 = data.uncharged(
-                "the seeds' median-heuristic length scales",
-                lambda rows: median_heuristic_sq(space.encode(rows.x), context.rng("length scales")),
+                / m
+            )
+            embedding = embedding[:1].expand_as(embedding).contiguous()
+            noisy = ledger.gaussian(
+                embedding, sensitivity=replace_one_l2(1.0, rows=m), noise_multiplier=sigma, what=what, rng=noise_rng
+            )
+        elif isinstance(kernel, HermiteProductKernel):
+            noisy = data.kronecker_sum(
+                what,
+                lambda rows: kernel.factors(encode(rows)),
+                noise_multiplier=sigma,
+                rng=noise_rng,
+                mean=True,
+                chunk_rows=rows_per_chunk(elements_per_row),
             )
         else:
-            sum_l2 = length_scales_sq(space, p.sum_length_sq)
-            prod_l2 = length_scales_sq(space, p.prod_length_sq) if p.prod_length_sq is not None else sum_l2
-            ledger.use_public_fact(
-                "length scales",
-                f"ℓ² sum {_describe(sum_l2)}, product {_describe(prod_l2)}",
-                "hyperparameters or (1 − 1/√2) × each coordinate's public range, never the rows (the seeds' "
-                "uncharged median heuristic is not used)",
+            noisy = data.structured_sum(
+                what,
+                lambda rows: kernel.row_features(encode(rows)),
+                lambda rows: kernel.class_sums(encode(rows), torch.as_tensor(rows.y, device=device), n_classes),
+                norm_bound=1.0,
+                noise_multiplier=sigma,
+                rng=noise_rng,
+                mean=True,
+                chunk_rows=rows_per_chunk(kernel.width),
+                structured_chunk_rows=rows_per_chunk(elements_per_row),
             )
-        sum_kernel = HermiteSumKernel(rho_from_length_scale_sq(torch.as_tensor(sum_l2)), p.sum_order)
-        prod_rho = rho_from_length_scale_sq(torch.as_tensor(prod_l2))
+        return (noisy / proportions[:, None]).float()
 
-        shift = None
-        if p.kernel_inputs == "centred":  # a public constant: the kernels see z − shift, real and generated rows alike
-            shift = torch.as_tensor(space.coordinate_midpoints(), dtype=torch.float64, device=device)
-            ledger.use_public_fact(
-                "kernel input shift",
-                "the middle of each coordinate's public range",
-                "a function of the schema's public bounds, never of the rows",
-            )
+    sum_target = release(
+        sum_kernel,
+        sum_kernel.elements_per_row(torch.device(device)),
+        sigma_sum,
+        f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
+    )
+    product_what = (
+        f"product-kernel labelled mean embedding (HP order {p.prod_order}, {prod_dims} of "
+        f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f'epoch {{}} of {epochs}'})"
+    )
 
-        def encode(rows: LabelledData) -> torch.Tensor:  # each row on its own: the handle checks it
-            z = torch.as_tensor(space.encode(rows.x), device=device)
-            return (z if shift is None else z - shift.to(z.dtype)).double()
+    torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
+    columns = data.schema.n_features  # the unit of 'c' widths
+    net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape, columns).to(device)
+    batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
+    schedule = Schedule.passes(epochs, m, batch, p.lr, p.lr_decay)
+    gamma, gamma_on_prod = p.gamma, p.gamma_on == "prod"
+    coordinate_rng = context.rng("product-coordinates")
+    label_rng = context.torch_rng("generated-labels")
+    weights = proportions.float()
+    draw_labels = label_sampler(weights, batch, label_rng, device)
+    scale = batch * weights[:, None]
+    generated_sum_kernel = HermiteSumKernel(sum_kernel.rho.float(), sum_kernel.order, clip=False)
+    product: list[ProductTarget] = []  # this epoch's: one entry once the first release is made
 
-        noise_rng = context.torch_rng("embedding-noise")
-
-        if p.prod_target_rule == "unconditional" and context.budget.is_private:
-            raise ValueError(
-                "dp-hp.prod_target_rule=unconditional (the seeds' tabular code) has no derived sensitivity "
-                "here; it is an ablation for --eps inf only"
-            )
-
-        def release(
-            kernel, elements_per_row: int, sigma: float, what: str, unconditional: bool = False
-        ) -> torch.Tensor:
-            # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ 1 for both kernels (arXiv 2106.05042, App. F): the handle
-            # checks the kernel's class sums against the clipped per-row features and derives 2/m
-            if unconditional:  # ε = ∞ only (refused above): every class's row holds the sum over all rows
-                embedding = (
-                    data.uncharged(
-                        "the seeds' unconditional product target",
-                        lambda rows: embedding_sum(
-                            kernel.class_sums,
-                            encode(rows),
-                            torch.zeros(m, dtype=torch.long, device=device),
-                            n_classes,
-                            elements_per_row,
-                        ),
-                    )
-                    / m
-                )
-                embedding = embedding[:1].expand_as(embedding).contiguous()
-                noisy = ledger.gaussian(
-                    embedding, sensitivity=replace_one_l2(1.0, rows=m), noise_multiplier=sigma, what=what, rng=noise_rng
-                )
-            elif isinstance(kernel, HermiteProductKernel):
-                noisy = data.kronecker_sum(
-                    what,
-                    lambda rows: kernel.factors(encode(rows)),
-                    noise_multiplier=sigma,
-                    rng=noise_rng,
-                    mean=True,
-                    chunk_rows=rows_per_chunk(elements_per_row),
-                )
-            else:
-                noisy = data.structured_sum(
-                    what,
-                    lambda rows: kernel.row_features(encode(rows)),
-                    lambda rows: kernel.class_sums(encode(rows), torch.as_tensor(rows.y, device=device), n_classes),
-                    norm_bound=1.0,
-                    noise_multiplier=sigma,
-                    rng=noise_rng,
-                    mean=True,
-                    chunk_rows=rows_per_chunk(kernel.width),
-                    structured_chunk_rows=rows_per_chunk(elements_per_row),
-                )
-            return (noisy / proportions[:, None]).float()
-
-        sum_target = release(
-            sum_kernel,
-            sum_kernel.elements_per_row(torch.device(device)),
-            sigma_sum,
-            f"sum-kernel labelled mean embedding (HP order {sum_kernel.order}, {dimension} coordinates)",
+    def release_product(epoch: int) -> None:
+        """Epoch ``epoch``'s product release: a fresh draw of S and fresh noise (DP-HP (arXiv:2106.05042) Sec. 3.4; np.random.choice in github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)."""
+        if product and product_releases == 1:
+            return
+        coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
+        kernel = HermiteProductKernel(prod_rho, p.prod_order, coordinates)
+        target = release(
+            kernel,
+            kernel.elements_per_row(n_classes),
+            sigma_prod,
+            product_what.format(epoch + 1),
+            unconditional=p.prod_target_rule == "unconditional",
         )
-        product_what = (
-            f"product-kernel labelled mean embedding (HP order {p.prod_order}, {prod_dims} of "
-            f"{dimension} coordinates, {'all coordinates, released once' if prod_dims == dimension else f'epoch {{}} of {epochs}'})"
+        generated = HermiteProductKernel(prod_rho.float(), kernel.order, coordinates, clip=False)
+        product[:] = [ProductTarget(generated, target * p.prod_target_scale)]
+
+    def loss(epoch: int, step: int) -> torch.Tensor:
+        labels = draw_labels()
+        x = net(labels) if shift is None else net(labels) - shift.float()
+        kernel, prod_target = product[0].kernel, product[0].target
+        sums = bounded_class_sums(
+            generated_sum_kernel.class_sums, x, labels, n_classes, generated_sum_kernel.elements_per_row(x.device)
         )
+        prods = bounded_class_sums(kernel.class_sums, x, labels, n_classes, kernel.elements_per_row(n_classes))
+        loss_sum = ((sum_target - sums / scale) ** 2).sum()
+        loss_prod = ((prod_target - prods / scale) ** 2).sum()
+        return loss_sum + gamma * loss_prod if gamma_on_prod else loss_prod + gamma * loss_sum
 
-        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        columns = data.schema.n_features  # the unit of 'c' widths
-        net = build_generator(p, n_classes, dimension, space.output_head(), space.image_shape, columns).to(device)
-        batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
-        schedule = Schedule.passes(epochs, m, batch, p.lr, p.lr_decay)
-        gamma, gamma_on_prod = p.gamma, p.gamma_on == "prod"
-        coordinate_rng = context.rng("product-coordinates")
-        label_rng = context.torch_rng("generated-labels")
-        weights = proportions.float()
-        draw_labels = label_sampler(weights, batch, label_rng, device)
-        scale = batch * weights[:, None]
-        generated_sum_kernel = HermiteSumKernel(sum_kernel.rho.float(), sum_kernel.order, clip=False)
-        product: list[ProductTarget] = []  # this epoch's: one entry once the first release is made
-
-        def release_product(epoch: int) -> None:
-            """Epoch ``epoch``'s product release: a fresh draw of S and fresh noise (DP-HP (arXiv:2106.05042) Sec. 3.4; np.random.choice in github.com/ParkLabML/DP-HP dp_mehp/run_sum_prod_kernel_tabular_data.py)."""
-            if product and product_releases == 1:
-                return
-            coordinates = draw_coordinates(dimension, prod_dims, coordinate_rng)
-            kernel = HermiteProductKernel(prod_rho, p.prod_order, coordinates)
-            target = release(
-                kernel,
-                kernel.elements_per_row(n_classes),
-                sigma_prod,
-                product_what.format(epoch + 1),
-                unconditional=p.prod_target_rule == "unconditional",
-            )
-            generated = HermiteProductKernel(prod_rho.float(), kernel.order, coordinates, clip=False)
-            product[:] = [ProductTarget(generated, target * p.prod_target_scale)]
-
-        def loss(epoch: int, step: int) -> torch.Tensor:
-            labels = draw_labels()
-            x = net(labels) if shift is None else net(labels) - shift.float()
-            kernel, prod_target = product[0].kernel, product[0].target
-            sums = bounded_class_sums(
-                generated_sum_kernel.class_sums, x, labels, n_classes, generated_sum_kernel.elements_per_row(x.device)
-            )
-            prods = bounded_class_sums(kernel.class_sums, x, labels, n_classes, kernel.elements_per_row(n_classes))
-            loss_sum = ((sum_target - sums / scale) ** 2).sum()
-            loss_prod = ((prod_target - prods / scale) ** 2).sum()
-            return loss_sum + gamma * loss_prod if gamma_on_prod else loss_prod + gamma * loss_sum
-
-        train_generator(net, loss, schedule, context, on_epoch=release_product)
-        return TrainedConditionalGenerator(net, weights, space, device, label_rng)
+    train_generator(net, loss, schedule, context, on_epoch=release_product)
+    return TrainedConditionalGenerator(net, weights, space, device, label_rng)
 
 
 def _describe(values: np.ndarray) -> str:

@@ -53,6 +53,7 @@ from torch import nn
 from bench.privacy.private_data import CountQuery, PrivateData
 from bench.core.data import DataKind, LabelledData
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from bench.core.images import image_shape
 from bench.core.params import HyperParameters, Rule, Setting
 from bench.privacy.ledger import BudgetShare
@@ -431,135 +432,130 @@ def build_mepf_generator(p: DPMepfParams, n_rows: int, space: ModelSpace) -> nn.
     raise ValueError(f"dp-mepf architecture must be conv or resnet (got {architecture!r})")
 
 
-@dataclass(frozen=True)
-class DPMepf:
-    name: str = "dp-mepf"
-    description: str = (
-        "DP-MEPF: mean embeddings (φ1[, φ2]) of a public-data-pretrained encoder's features, released once; "
-        "generator trained to match"
-    )
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.IMAGE})
-    private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
-    # shown beside the method in every table: the result depends on the encoder's public data
-    label_params: tuple[str, ...] = ("encoder",)
+@torch.no_grad()
+def _proxy_score(net, proxy: ReleasedProxy, n: int, n_rows: int, shape, device, label_rng) -> float:
+    net.eval()  # evaluated as it would be sampled (running BN statistics)
+    labels = balanced_labels(n, n_rows, label_rng).to(device)
+    images = torch.cat([net(labels[s : s + 500]) for s in range(0, n, 500)]).view(n, *shape)
+    return proxy.score(images, 50)
 
-    def fit(self, data: PrivateData, context: FitContext[DPMepfParams]) -> TrainedConditionalGenerator:
-        p = context.params
-        device = context.device
-        ledger = context.ledger
-        moments, labelled = p.moments, p.labelled
-        if moments not in (1, 2):
-            raise ValueError(f"dp-mepf.moments must be 1 (φ1) or 2 (φ1, φ2), got {moments}")
-        space = ModelSpace.for_data(DataKind.IMAGE, data.schema, context.protocol)
-        shape = space.image_shape
-        if shape is None:
-            raise ValueError("dp-mepf needs image data (a schema with an image_shape public fact)")
-        m, n_classes = data.n_rows, data.schema.n_classes
-        n_rows = n_classes if labelled else 1
-        batch = p.batch_size
-        if labelled and batch < n_classes:
-            raise ValueError(
-                f"dp-mepf.batch_size={batch} must be at least the {n_classes} classes for balanced batches"
+
+@method(
+    "dp-mepf",
+    "DP-MEPF: mean embeddings (φ1[, φ2]) of a public-data-pretrained encoder's features, released once; "
+    "generator trained to match",
+    kinds={DataKind.IMAGE},
+    hyperparameters=HYPERPARAMETERS,
+    label_params=(
+        "encoder",
+    ),  # shown beside the method in every table: the result depends on the encoder's public data
+)
+def dp_mepf(data: PrivateData, context: FitContext[DPMepfParams]) -> TrainedConditionalGenerator:
+    p = context.params
+    device = context.device
+    ledger = context.ledger
+    moments, labelled = p.moments, p.labelled
+    if moments not in (1, 2):
+        raise ValueError(f"dp-mepf.moments must be 1 (φ1) or 2 (φ1, φ2), got {moments}")
+    space = ModelSpace.for_data(DataKind.IMAGE, data.schema, context.protocol)
+    shape = space.image_shape
+    if shape is None:
+        raise ValueError("dp-mepf needs image data (a schema with an image_shape public fact)")
+    m, n_classes = data.n_rows, data.schema.n_classes
+    n_rows = n_classes if labelled else 1
+    batch = p.batch_size
+    if labelled and batch < n_classes:
+        raise ValueError(f"dp-mepf.batch_size={batch} must be at least the {n_classes} classes for balanced batches")
+
+    labels_mode = p.labels
+    if labels_mode not in ("uniform", "released"):
+        raise ValueError(f"dp-mepf.labels must be uniform or released (got {labels_mode!r})")
+    release_counts = labelled and labels_mode == "released" and data.schema.public_fact("class_proportions") is None
+    early = p.early_stopping
+
+    # --- budget: k moment releases (+ proportions) at σ, two proxy releases at ratio·σ
+    k = moments + int(release_counts)
+    ratio = p.stop_noise_ratio
+    if early:
+        proxy_weight = 2.0 / ratio**2  # precision of the proxy releases, in units of one σ release
+        sigma, sigma_proxy = ledger.calibrate_shares(
+            [BudgetShare(k / (k + proxy_weight), k), BudgetShare(proxy_weight / (k + proxy_weight), 2)]
+        )
+    else:
+        sigma, sigma_proxy = ledger.calibrate_gaussian(compositions=k), 0.0
+    noise_rng = context.torch_rng("release-noise")  # proportions, moments, proxy
+
+    # --- step 1: the public encoder
+    spec, encoder = build_encoder(
+        p.encoder, p.layers, p.weights or "", p.input_size or 0, context.public_weights
+    )  # "", 0: defaults
+    seen = shares_data(encoder.trained_on, context.dataset) if context.dataset else None
+    if seen:
+        raise EncoderError(
+            f"the encoder {p.weights or spec.name} was trained on {seen}, which holds the private "
+            f"dataset {context.dataset}'s images: it is not public for this run; pretrain on another dataset"
+        )
+    if encoder.trained_rows is not None:  # by content: its images under any name
+        data.check_disjoint(f"the encoder {p.weights or spec.name}", encoder.trained_rows)
+    encoder = encoder.to(device)
+    public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
+    ledger.use_public_fact(f"encoder {spec.name}", p.layers, f"pretrained on public data: {public}")
+    if spec.shares_fid_space:
+        ledger.caveats.append(
+            f"dp-mepf trained on the features of {spec.name}, the network FID uses: its FID is measured in the "
+            "space the generator matched and is not comparable with other methods' FID"
+        )
+
+    # --- step 2: one private pass, one release per moment
+    if labelled:
+        if release_counts:  # from the moments' noise stream, in its order (proportions, moments, proxy)
+            (counts,) = data.counts(
+                [CountQuery("class proportions", lambda rows: rows.y, n_classes)],
+                noise_multiplier=sigma,
+                rng=noise_rng,
             )
+            # the authors' clamp of negative noisy proportions
+            proportions = (torch.as_tensor(counts, dtype=torch.float64) / m).clamp(min=1e-3)
+        else:  # public, or uniform by assumption: nothing released (release_proportions draws no noise here)
+            proportions = release_proportions(data, context, sigma)
+    else:
+        proportions = torch.ones(1, dtype=torch.float64)
+    what = f"{'class-wise ' if labelled else ''}mean embedding ({spec.name}, D = {feature_width(encoder, shape, device):,})"
+    noisy = release_moments(data, encoder, moments, labelled, shape, batch, device, sigma, noise_rng, what)
+    targets = [(n / proportions[:, None]).float().to(device) for n in noisy]  # per-class means
 
-        labels_mode = p.labels
-        if labels_mode not in ("uniform", "released"):
-            raise ValueError(f"dp-mepf.labels must be uniform or released (got {labels_mode!r})")
-        release_counts = labelled and labels_mode == "released" and data.schema.public_fact("class_proportions") is None
-        early = p.early_stopping
+    proxy = None
+    if early:
+        _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3", public_weights=context.public_weights)
+        proxy = release_proxy(proxy_encoder.to(device), data, sigma_proxy, noise_rng, 50, device)
 
-        # --- budget: k moment releases (+ proportions) at σ, two proxy releases at ratio·σ
-        k = moments + int(release_counts)
-        ratio = p.stop_noise_ratio
-        if early:
-            proxy_weight = 2.0 / ratio**2  # precision of the proxy releases, in units of one σ release
-            sigma, sigma_proxy = ledger.calibrate_shares(
-                [BudgetShare(k / (k + proxy_weight), k), BudgetShare(proxy_weight / (k + proxy_weight), 2)]
-            )
-        else:
-            sigma, sigma_proxy = ledger.calibrate_gaussian(compositions=k), 0.0
-        noise_rng = context.torch_rng("release-noise")  # proportions, moments, proxy
+    # --- step 3: generator training on the released embedding only
+    torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
+    net = build_mepf_generator(p, n_rows, space).to(device)
+    lr_mavg = p.lr_mavg if p.lr_mavg is not None else cifar10_lr_mavg(labelled, moments, context.budget.epsilon)
+    optimiser = torch.optim.Adam(net.parameters(), lr=p.lr_gen, betas=(0.5, 0.999))
+    tracker = MovingAverageLoss(targets, lr_mavg, context.torch_rng("moving-average-init"))
+    label_rng = context.torch_rng("generated-labels")
+    iterations, eval_every = p.iterations, max(1, p.eval_every)
+    best = (math.inf, None)
+    for step in range(iterations):
+        net.train()
+        labels = balanced_labels(batch, n_rows, label_rng).to(device)
+        images = net(labels).view(batch, *shape)
+        fakes = [fake_class_means(phi, labels, n_rows) for phi in feature_moments(encoder(images), moments)]
+        loss = tracker.generator_loss(fakes)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        context.progress(step + 1, iterations)
+        if proxy is not None and ((step + 1) % eval_every == 0 or step + 1 == iterations):
+            score = _proxy_score(net, proxy, p.proxy_samples, n_rows, shape, device, label_rng)
+            if score < best[0]:
+                best = (score, copy.deepcopy(net.state_dict()))
+    if best[1] is not None:
+        net.load_state_dict(best[1])
 
-        # --- step 1: the public encoder
-        spec, encoder = build_encoder(
-            p.encoder, p.layers, p.weights or "", p.input_size or 0, context.public_weights
-        )  # "", 0: defaults
-        seen = shares_data(encoder.trained_on, context.dataset) if context.dataset else None
-        if seen:
-            raise EncoderError(
-                f"the encoder {p.weights or spec.name} was trained on {seen}, which holds the private "
-                f"dataset {context.dataset}'s images: it is not public for this run; pretrain on another dataset"
-            )
-        if encoder.trained_rows is not None:  # by content: its images under any name
-            data.check_disjoint(f"the encoder {p.weights or spec.name}", encoder.trained_rows)
-        encoder = encoder.to(device)
-        public = getattr(encoder, "public_data", None) or spec.public_data  # a checkpoint may name its own
-        ledger.use_public_fact(f"encoder {spec.name}", p.layers, f"pretrained on public data: {public}")
-        if spec.shares_fid_space:
-            ledger.caveats.append(
-                f"dp-mepf trained on the features of {spec.name}, the network FID uses: its FID is measured in the "
-                "space the generator matched and is not comparable with other methods' FID"
-            )
-
-        # --- step 2: one private pass, one release per moment
-        if labelled:
-            if release_counts:  # from the moments' noise stream, in its order (proportions, moments, proxy)
-                (counts,) = data.counts(
-                    [CountQuery("class proportions", lambda rows: rows.y, n_classes)],
-                    noise_multiplier=sigma,
-                    rng=noise_rng,
-                )
-                # the authors' clamp of negative noisy proportions
-                proportions = (torch.as_tensor(counts, dtype=torch.float64) / m).clamp(min=1e-3)
-            else:  # public, or uniform by assumption: nothing released (release_proportions draws no noise here)
-                proportions = release_proportions(data, context, sigma)
-        else:
-            proportions = torch.ones(1, dtype=torch.float64)
-        what = f"{'class-wise ' if labelled else ''}mean embedding ({spec.name}, D = {feature_width(encoder, shape, device):,})"
-        noisy = release_moments(data, encoder, moments, labelled, shape, batch, device, sigma, noise_rng, what)
-        targets = [(n / proportions[:, None]).float().to(device) for n in noisy]  # per-class means
-
-        proxy = None
-        if early:
-            _, proxy_encoder = build_encoder("inception-fid-imagenet", "pool3", public_weights=context.public_weights)
-            proxy = release_proxy(proxy_encoder.to(device), data, sigma_proxy, noise_rng, 50, device)
-
-        # --- step 3: generator training on the released embedding only
-        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        net = build_mepf_generator(p, n_rows, space).to(device)
-        lr_mavg = p.lr_mavg if p.lr_mavg is not None else cifar10_lr_mavg(labelled, moments, context.budget.epsilon)
-        optimiser = torch.optim.Adam(net.parameters(), lr=p.lr_gen, betas=(0.5, 0.999))
-        tracker = MovingAverageLoss(targets, lr_mavg, context.torch_rng("moving-average-init"))
-        label_rng = context.torch_rng("generated-labels")
-        iterations, eval_every = p.iterations, max(1, p.eval_every)
-        best = (math.inf, None)
-        for step in range(iterations):
-            net.train()
-            labels = balanced_labels(batch, n_rows, label_rng).to(device)
-            images = net(labels).view(batch, *shape)
-            fakes = [fake_class_means(phi, labels, n_rows) for phi in feature_moments(encoder(images), moments)]
-            loss = tracker.generator_loss(fakes)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            context.progress(step + 1, iterations)
-            if proxy is not None and ((step + 1) % eval_every == 0 or step + 1 == iterations):
-                score = self._proxy_score(net, proxy, p.proxy_samples, n_rows, shape, device, label_rng)
-                if score < best[0]:
-                    best = (score, copy.deepcopy(net.state_dict()))
-        if best[1] is not None:
-            net.load_state_dict(best[1])
-
-        sampler_net = net if labelled else IgnoreLabels(net)
-        uniform = torch.full((n_classes,), 1.0 / n_classes, dtype=torch.float64)
-        weights = proportions.float() if labelled else uniform.float()
-        return TrainedConditionalGenerator(sampler_net, weights, space, device, context.torch_rng("sampling-labels"))
-
-    @staticmethod
-    @torch.no_grad()
-    def _proxy_score(net, proxy: ReleasedProxy, n: int, n_rows: int, shape, device, label_rng) -> float:
-        net.eval()  # evaluated as it would be sampled (running BN statistics)
-        labels = balanced_labels(n, n_rows, label_rng).to(device)
-        images = torch.cat([net(labels[s : s + 500]) for s in range(0, n, 500)]).view(n, *shape)
-        return proxy.score(images, 50)
+    sampler_net = net if labelled else IgnoreLabels(net)
+    uniform = torch.full((n_classes,), 1.0 / n_classes, dtype=torch.float64)
+    weights = proportions.float() if labelled else uniform.float()
+    return TrainedConditionalGenerator(sampler_net, weights, space, device, context.torch_rng("sampling-labels"))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -34,6 +34,7 @@ from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Rule, Setting, batch_rows
 from bench.core.data import DataKind, LabelledData
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from bench.core.threads import one_torch_thread
 from bench.privacy.ledger import BudgetShare
 from methods.mean_embedding import (
@@ -613,102 +614,100 @@ def sum_kernel_features(
     )
 
 
-@dataclass(frozen=True)
-class DPMerf:
-    name: str = "dp-merf"
-    description: str = "DP-MERF: random Fourier feature mean embedding released once, generator trained to match"
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
-    private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+@method(
+    "dp-merf",
+    "DP-MERF: random Fourier feature mean embedding released once, generator trained to match",
+    kinds=frozenset(DataKind),
+    hyperparameters=HYPERPARAMETERS,
     # On 2-D data the fully connected generator's fit gives the same bits at any thread count
     # (explicit projections, thread-invariant batch norm; gmm2d at the paper's settings). Not on
     # tabular or discretized data: there the batch (adult: 1,108 rows) is large enough for the
     # linear layers' weight gradients, a product over the batch, to be split by the thread count
     # (adult, paper protocol: different samples at 1 and 2 threads). The image generator's
     # convolutions do not either.
-    thread_invariant_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D})
+    thread_invariant_kinds={DataKind.TWO_D},
+)
+def dp_merf(data: PrivateData, context: FitContext[DPMerfParams]) -> TrainedConditionalGenerator:
+    p = context.params
+    device = context.device
+    m, n_classes = data.n_rows, data.schema.n_classes
+    space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
 
-    def fit(self, data: PrivateData, context: FitContext[DPMerfParams]) -> TrainedConditionalGenerator:
-        p = context.params
-        device = context.device
-        m, n_classes = data.n_rows, data.schema.n_classes
-        space = ModelSpace.for_data(context.data_kind, data.schema, context.protocol)
-
-        compositions = 2 if proportions_released(data.schema, context) else 1
-        if p.length_scale_rule == "dp-median":
-            sigma_length, sigma = context.ledger.calibrate_shares(
-                [BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, compositions)]
-            )
-        else:
-            sigma = context.ledger.calibrate_gaussian(compositions=compositions)
-        proportions = release_proportions(data, context, sigma).to(device)
-
-        length_scales = None
-        if p.length_scale_rule == "median-heuristic":
-            if context.budget.is_private:
-                raise ValueError(
-                    "dp-merf.length_scale_rule=median-heuristic reads the private rows without charging "
-                    "them (the authors' code does); it is an ablation for --eps inf only"
-                )
-            median = data.uncharged(
-                "the authors' median-heuristic length scale",
-                lambda rows: median_distance(space.encode(rows.x)[:, space.numerical], context.rng("length scale")),
-            )
-            length_scales = np.full(len(space.numerical), median)
-        elif p.length_scale_rule == "dp-median" and len(space.numerical):
-            diameter = float(np.linalg.norm(space.coordinate_ranges()))
-            length_scales = np.full(
-                len(space.numerical),
-                dp_median_distance(
-                    data,
-                    lambda rows: space.encode(rows.x)[:, space.numerical],
-                    diameter,
-                    sigma_length,
-                    context.rng("length scale"),
-                ),
-            )
-        else:
-            context.ledger.use_public_fact(
-                "length_scale",
-                p.length_scale if p.length_scale is not None else "√(d_num/6) × public ranges",
-                "a hyperparameter or a function of the schema's public bounds, never of the rows",
-            )
-        features = sum_kernel_features(
-            space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"), length_scales
+    compositions = 2 if proportions_released(data.schema, context) else 1
+    if p.length_scale_rule == "dp-median":
+        sigma_length, sigma = context.ledger.calibrate_shares(
+            [BudgetShare(DP_MEDIAN_SHARE, 1), BudgetShare(1 - DP_MEDIAN_SHARE, compositions)]
         )
-        features = features.to(device, torch.float64)
-        # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ B, so replacing one row moves the mean by at most 2B/m:
-        # 2/m with RFF only, 2√2/m with one-hot categoricals (DP-MERF (arXiv:2002.11603) App. F and G).
-        # The handle clips each h(x) to B itself and derives that sensitivity.
-        noisy_embedding = data.sum(
-            "labelled mean embedding (RFF sum kernel)",
-            lambda rows: features.rows(torch.as_tensor(space.encode(rows.x), device=device, dtype=torch.float64)),
-            norm_bound=features.norm_bound,
-            noise_multiplier=sigma,
-            rng=context.torch_rng("embedding-noise"),
-            mean=True,
-            by_label=True,
-            chunk_rows=max(1, RELEASE_CHUNK_ENTRIES // features.width),
+    else:
+        sigma = context.ledger.calibrate_gaussian(compositions=compositions)
+    proportions = release_proportions(data, context, sigma).to(device)
+
+    length_scales = None
+    if p.length_scale_rule == "median-heuristic":
+        if context.budget.is_private:
+            raise ValueError(
+                "dp-merf.length_scale_rule=median-heuristic reads the private rows without charging "
+                "them (the authors' code does); it is an ablation for --eps inf only"
+            )
+        median = data.uncharged(
+            "the authors' median-heuristic length scale",
+            lambda rows: median_distance(space.encode(rows.x)[:, space.numerical], context.rng("length scale")),
         )
-        target = (noisy_embedding / proportions[:, None]).float()
-        features = features.to(device, torch.float32)
-
-        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        columns = data.schema.n_features  # the unit of 'c' widths
-        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
-        batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
-        schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay, p.steps_per_epoch)
-        features = replace(
-            features, compiled=worth_compiling(batch, features), row_gradient=context.data_kind is DataKind.IMAGE
+        length_scales = np.full(len(space.numerical), median)
+    elif p.length_scale_rule == "dp-median" and len(space.numerical):
+        diameter = float(np.linalg.norm(space.coordinate_ranges()))
+        length_scales = np.full(
+            len(space.numerical),
+            dp_median_distance(
+                data,
+                lambda rows: space.encode(rows.x)[:, space.numerical],
+                diameter,
+                sigma_length,
+                context.rng("length scale"),
+            ),
         )
-        label_rng = context.torch_rng("generated-labels")
-        weights = proportions.float()
-        draw_labels = label_sampler(weights, batch, label_rng, device)
-        scale = batch * weights[:, None]
+    else:
+        context.ledger.use_public_fact(
+            "length_scale",
+            p.length_scale if p.length_scale is not None else "√(d_num/6) × public ranges",
+            "a hyperparameter or a function of the schema's public bounds, never of the rows",
+        )
+    features = sum_kernel_features(
+        space, p.n_features, p.length_scale, context.torch_rng("rff-frequencies"), length_scales
+    )
+    features = features.to(device, torch.float64)
+    # ‖h(x) onehot(y)ᵀ‖_F = ‖h(x)‖ ≤ B, so replacing one row moves the mean by at most 2B/m:
+    # 2/m with RFF only, 2√2/m with one-hot categoricals (DP-MERF (arXiv:2002.11603) App. F and G).
+    # The handle clips each h(x) to B itself and derives that sensitivity.
+    noisy_embedding = data.sum(
+        "labelled mean embedding (RFF sum kernel)",
+        lambda rows: features.rows(torch.as_tensor(space.encode(rows.x), device=device, dtype=torch.float64)),
+        norm_bound=features.norm_bound,
+        noise_multiplier=sigma,
+        rng=context.torch_rng("embedding-noise"),
+        mean=True,
+        by_label=True,
+        chunk_rows=max(1, RELEASE_CHUNK_ENTRIES // features.width),
+    )
+    target = (noisy_embedding / proportions[:, None]).float()
+    features = features.to(device, torch.float32)
 
-        def loss(epoch: int, step: int) -> torch.Tensor:
-            labels = draw_labels()
-            return ((target - features.class_sums(net(labels), labels, n_classes) / scale) ** 2).sum()
+    torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
+    columns = data.schema.n_features  # the unit of 'c' widths
+    net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
+    batch = batch_rows(m, p.batch_size, p.batch_fraction, real_rows=False)
+    schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay, p.steps_per_epoch)
+    features = replace(
+        features, compiled=worth_compiling(batch, features), row_gradient=context.data_kind is DataKind.IMAGE
+    )
+    label_rng = context.torch_rng("generated-labels")
+    weights = proportions.float()
+    draw_labels = label_sampler(weights, batch, label_rng, device)
+    scale = batch * weights[:, None]
 
-        train_generator(net, loss, schedule, context)
-        return TrainedConditionalGenerator(net, weights, space, device, label_rng)
+    def loss(epoch: int, step: int) -> torch.Tensor:
+        labels = draw_labels()
+        return ((target - features.class_sums(net(labels), labels, n_classes) / scale) ** 2).sum()
+
+    train_generator(net, loss, schedule, context)
+    return TrainedConditionalGenerator(net, weights, space, device, label_rng)

@@ -18,7 +18,7 @@ image settings for the same dataset (Table 9), so the two differ only in the los
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -26,6 +26,7 @@ from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting, batch_rows
 from bench.core.data import DataKind
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from methods.mean_embedding import TrainedConditionalGenerator
 from methods.nets import build_generator
 from methods.training import Schedule, train_generator
@@ -106,46 +107,45 @@ def labelled_gaussian_mmd2(
     )
 
 
-@dataclass(frozen=True)
-class FullMMD:
-    name: str = "full-mmd"
-    description: str = "non-private reference: generator trained with the exact mini-batch Gaussian-kernel MMD"
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.TWO_D, DataKind.TABULAR, DataKind.DISCRETE, DataKind.IMAGE})
-    private: bool = False
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+@method(
+    "full-mmd",
+    "non-private reference: generator trained with the exact mini-batch Gaussian-kernel MMD",
+    kinds=frozenset(DataKind),
+    private=False,
+    hyperparameters=HYPERPARAMETERS,
+)
+def full_mmd(data: PrivateData, context: FitContext[FullMMDParams]) -> TrainedConditionalGenerator:
+    train = data.rows(trusted="non-private: the full-MMD generator trains on the rows themselves")
+    p, device = context.params, context.device
+    m, n_classes = len(train), train.schema.n_classes
+    space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
+    if p.length_scale is not None:
+        length_scale = p.length_scale
+    else:  # one isotropic kernel: the mean public range stands for every coordinate's
+        length_scale = uniform_median_distance(space.width) * float(space.coordinate_spans().mean())
 
-    def fit(self, data: PrivateData, context: FitContext[FullMMDParams]) -> TrainedConditionalGenerator:
-        train = data.rows(trusted="non-private: the full-MMD generator trains on the rows themselves")
-        p, device = context.params, context.device
-        m, n_classes = len(train), train.schema.n_classes
-        space = ModelSpace.for_data(context.data_kind, train.schema, context.protocol)
-        if p.length_scale is not None:
-            length_scale = p.length_scale
-        else:  # one isotropic kernel: the mean public range stands for every coordinate's
-            length_scale = uniform_median_distance(space.width) * float(space.coordinate_spans().mean())
+    rows = torch.as_tensor(space.encode(train.x), device=device)
+    labels = torch.as_tensor(train.y, device=device)
+    proportions = torch.as_tensor(train.class_counts() / m, dtype=torch.float32)  # non-private: exact
 
-        rows = torch.as_tensor(space.encode(train.x), device=device)
-        labels = torch.as_tensor(train.y, device=device)
-        proportions = torch.as_tensor(train.class_counts() / m, dtype=torch.float32)  # non-private: exact
+    torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
+    columns = train.schema.n_features  # the unit of 'c' widths
+    net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
+    batch = batch_rows(m, p.batch_size, None, real_rows=True)
+    schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay)
+    order_rng = context.torch_rng("minibatches")
+    order = torch.empty(0, dtype=torch.long)
 
-        torch.manual_seed(context.stream_seed("torch-global"))  # network init and latents use the global generator
-        columns = train.schema.n_features  # the unit of 'c' widths
-        net = build_generator(p, n_classes, space.width, space.output_head(), space.image_shape, columns).to(device)
-        batch = batch_rows(m, p.batch_size, None, real_rows=True)
-        schedule = Schedule.passes(p.epochs, m, batch, p.lr, p.lr_decay)
-        order_rng = context.torch_rng("minibatches")
-        order = torch.empty(0, dtype=torch.long)
+    def shuffle(epoch: int) -> None:
+        nonlocal order
+        order = torch.randperm(m, generator=order_rng).to(device)
 
-        def shuffle(epoch: int) -> None:
-            nonlocal order
-            order = torch.randperm(m, generator=order_rng).to(device)
+    def loss(epoch: int, step: int) -> torch.Tensor | None:
+        index = order[step * batch : (step + 1) * batch]
+        if len(index) < 2:  # BatchNorm needs two rows; a last batch of one is skipped
+            return None
+        real, real_labels = rows[index], labels[index]
+        return labelled_gaussian_mmd2(real, real_labels, net(real_labels), real_labels, length_scale)
 
-        def loss(epoch: int, step: int) -> torch.Tensor | None:
-            index = order[step * batch : (step + 1) * batch]
-            if len(index) < 2:  # BatchNorm needs two rows; a last batch of one is skipped
-                return None
-            real, real_labels = rows[index], labels[index]
-            return labelled_gaussian_mmd2(real, real_labels, net(real_labels), real_labels, length_scale)
-
-        train_generator(net, loss, schedule, context, on_epoch=shuffle)
-        return TrainedConditionalGenerator(net, proportions, space, device, context.torch_rng("sampling-labels"))
+    train_generator(net, loss, schedule, context, on_epoch=shuffle)
+    return TrainedConditionalGenerator(net, proportions, space, device, context.torch_rng("sampling-labels"))

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from bench.privacy.private_data import PrivateData
 from bench.core.params import HyperParameters, Setting
-from bench.privacy.audit import AuditSpec
+from bench.api.contracts import AuditSpec
 from bench.core.data import DataKind
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, mbi
 
 
@@ -94,39 +95,36 @@ def independent_pair_tables(
     return {(a, b): np.outer(one_way[a], one_way[b]).reshape(-1) / total for a, b in pairs}
 
 
-@dataclass
-class MST:
-    name: str = "mst"
-    description: str = "MST (McKenna et al. 2021): private max spanning tree of 2-way marginals + Private-PGM"
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.DISCRETE})
-    private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
-    # audited: the 1-way marginals
-    audit: AuditSpec = field(default_factory=lambda: AuditSpec(stop_after_events=1))
+@method(
+    "mst",
+    "MST (McKenna et al. 2021): private max spanning tree of 2-way marginals + Private-PGM",
+    kinds={DataKind.DISCRETE},
+    hyperparameters=HYPERPARAMETERS,
+    audit=AuditSpec(stop_after_events=1),  # audited: the 1-way marginals
+)
+def mst(data: PrivateData, context: FitContext[MSTParams]) -> GraphicalModelSampler:
+    rng = context.rng("measurements-and-selection")
+    iterations = context.params.iterations
+    domain, index = domain_of(data.schema), column_index(data.schema)
+    attributes = list(domain.attributes)
+    d = len(attributes)
+    measurer = Measurer(data, domain, index, rng)
+    third = context.ledger.zcdp_budget() / 3
 
-    def fit(self, data: PrivateData, context: FitContext[MSTParams]) -> GraphicalModelSampler:
-        rng = context.rng("measurements-and-selection")
-        iterations = context.params.iterations
-        domain, index = domain_of(data.schema), column_index(data.schema)
-        attributes = list(domain.attributes)
-        d = len(attributes)
-        measurer = Measurer(data, domain, index, rng)
-        third = context.ledger.zcdp_budget() / 3
+    def gaussian_multiplier(count: int) -> float:  # count marginals sharing ρ/3: count/(2σ²) = ρ/3
+        return 0.0 if math.isinf(third) else math.sqrt(count / (2 * third))
 
-        def gaussian_multiplier(count: int) -> float:  # count marginals sharing ρ/3: count/(2σ²) = ρ/3
-            return 0.0 if math.isinf(third) else math.sqrt(count / (2 * third))
+    one_way = measurer.measure([(a,) for a in attributes], gaussian_multiplier(d), "1-way marginals")
+    model = estimate(domain, one_way, iterations)
+    context.progress(1, 3)
 
-        one_way = measurer.measure([(a,) for a in attributes], gaussian_multiplier(d), "1-way marginals")
-        model = estimate(domain, one_way, iterations)
-        context.progress(1, 3)
+    pairs = list(itertools.combinations(attributes, 2))
+    estimated = independent_pair_tables(model, pairs)
+    edge_epsilon = math.inf if math.isinf(third) else math.sqrt(8 * third / (d - 1))
+    tree = spanning_tree(data, measurer, estimated, attributes, edge_epsilon, rng)
+    context.progress(2, 3)
 
-        pairs = list(itertools.combinations(attributes, 2))
-        estimated = independent_pair_tables(model, pairs)
-        edge_epsilon = math.inf if math.isinf(third) else math.sqrt(8 * third / (d - 1))
-        tree = spanning_tree(data, measurer, estimated, attributes, edge_epsilon, rng)
-        context.progress(2, 3)
-
-        two_way = measurer.measure(tree, gaussian_multiplier(d - 1), "2-way marginals of the tree")
-        model = estimate(domain, one_way + two_way, iterations)
-        context.progress(3, 3)
-        return GraphicalModelSampler(model, data.schema, context.stream_seed("synthetic-rows"))
+    two_way = measurer.measure(tree, gaussian_multiplier(d - 1), "2-way marginals of the tree")
+    model = estimate(domain, one_way + two_way, iterations)
+    context.progress(3, 3)
+    return GraphicalModelSampler(model, data.schema, context.stream_seed("synthetic-rows"))

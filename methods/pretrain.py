@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.core.data import row_fingerprints
+from bench.core.data import DataKind, row_fingerprints
 
 CROP = 28
 # the training recipe, hashed into every checkpoint's key: change it and old checkpoints no longer match
@@ -328,6 +328,11 @@ class EncoderPretrainer:
     """The ``bench pretrain-encoder --arch resnet18-cifar`` entry (registry ``PRETRAINERS``)."""
 
     name: str = "resnet18-cifar"
+    description: str = (
+        "ResNet18 (CIFAR variant) trained by the harness on a declared public colour image dataset; "
+        "DP-MEPF's encoder for FashionMNIST (arXiv:2205.12900 Sec. 5)"
+    )
+    data_kinds: frozenset[DataKind] = frozenset({DataKind.IMAGE})
 
     def pretrain(
         self,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from bench.privacy.private_data import CountQuery, PrivateData
 from bench.core.params import HyperParameters, Setting
 from bench.core.data import DataKind, LabelledData, Schema
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 
 
 @dataclass(frozen=True)
@@ -82,63 +83,58 @@ class BayesianNetworkSampler:
         return LabelledData(x.astype(np.float32), np.zeros(n, dtype=np.int64), self.schema)
 
 
-@dataclass
-class PrivBayes:
-    name: str = "privbayes"
-    description: str = "PrivBayes (Zhang et al. 2017): private Bayesian network, pure ε-DP (seeds' Table 1 baseline)"
-    data_kinds: frozenset[DataKind] = frozenset({DataKind.DISCRETE})
-    private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HYPERPARAMETERS)
+@method(
+    "privbayes",
+    "PrivBayes (Zhang et al. 2017): private Bayesian network, pure ε-DP (seeds' Table 1 baseline)",
+    kinds={DataKind.DISCRETE},
+    hyperparameters=HYPERPARAMETERS,
+)
+def privbayes(data: PrivateData, context: FitContext[PrivBayesParams]) -> BayesianNetworkSampler:
+    p = context.params
+    rng = context.rng("network-and-counts")  # the first attribute, the selections, the counts' noise
+    schema = data.schema
+    sizes = np.array([len(c.categories) for c in schema.columns], dtype=np.int64)
+    n, d = data.n_rows, len(sizes)
+    context.ledger.use_public_fact("n_train", n, "the dataset's published row count (schema fact published_rows)")
+    epsilon = context.budget.epsilon
+    structure_epsilon = p.structure_share * epsilon
+    parameter_epsilon = epsilon - structure_epsilon if context.budget.is_private else math.inf
+    useful_cells = math.inf if math.isinf(epsilon) else n * parameter_epsilon / (2 * d * p.theta)
 
-    def fit(self, data: PrivateData, context: FitContext[PrivBayesParams]) -> BayesianNetworkSampler:
-        p = context.params
-        rng = context.rng("network-and-counts")  # the first attribute, the selections, the counts' noise
-        schema = data.schema
-        sizes = np.array([len(c.categories) for c in schema.columns], dtype=np.int64)
-        n, d = data.n_rows, len(sizes)
-        context.ledger.use_public_fact("n_train", n, "the dataset's published row count (schema fact published_rows)")
-        epsilon = context.budget.epsilon
-        structure_epsilon = p.structure_share * epsilon
-        parameter_epsilon = epsilon - structure_epsilon if context.budget.is_private else math.inf
-        useful_cells = math.inf if math.isinf(epsilon) else n * parameter_epsilon / (2 * d * p.theta)
-
-        first = int(rng.integers(d))
-        order: list[tuple[int, tuple[int, ...]]] = [(first, ())]
-        chosen = [first]
-        step_epsilon = structure_epsilon / max(d - 1, 1)
-        for step in range(d - 1):
-            candidates = []
-            for attribute in (a for a in range(d) if a not in chosen):
-                for size in range(min(p.max_parents, len(chosen)) + 1):
-                    for parents in itertools.combinations(sorted(chosen), size):
-                        if sizes[attribute] * np.prod(sizes[list(parents)]) > useful_cells and parents:
-                            continue
-                        candidates.append((attribute, parents))
-            pick = data.select_by_mutual_information(
-                "network structure step (exponential mechanism on mutual information)",
-                [
-                    (joint_query(sizes, (attribute, *parents)), int(sizes[attribute]))
-                    for attribute, parents in candidates
-                ],
-                epsilon=step_epsilon,
-                rng=rng,
-            )
-            order.append(candidates[pick])
-            chosen.append(candidates[pick][0])
-            context.progress(step + 1, d)
-        flat_counts = data.laplace_counts(
-            [joint_query(sizes, (*parents, attribute)) for attribute, parents in order],
-            epsilon=parameter_epsilon / d,
+    first = int(rng.integers(d))
+    order: list[tuple[int, tuple[int, ...]]] = [(first, ())]
+    chosen = [first]
+    step_epsilon = structure_epsilon / max(d - 1, 1)
+    for step in range(d - 1):
+        candidates = []
+        for attribute in (a for a in range(d) if a not in chosen):
+            for size in range(min(p.max_parents, len(chosen)) + 1):
+                for parents in itertools.combinations(sorted(chosen), size):
+                    if sizes[attribute] * np.prod(sizes[list(parents)]) > useful_cells and parents:
+                        continue
+                    candidates.append((attribute, parents))
+        pick = data.select_by_mutual_information(
+            "network structure step (exponential mechanism on mutual information)",
+            [(joint_query(sizes, (attribute, *parents)), int(sizes[attribute])) for attribute, parents in candidates],
+            epsilon=step_epsilon,
             rng=rng,
-            what="joint counts of each attribute with its parents",
         )
-        noisy_counts = [
-            counts.reshape(tuple(int(sizes[j]) for j in (*parents, attribute)))
-            for (attribute, parents), counts in zip(order, flat_counts)
-        ]
-        conditionals = {}
-        for (attribute, parents), counts in zip(order, noisy_counts):
-            counts = np.clip(counts, 0, None)
-            mass = counts.sum(axis=-1, keepdims=True)
-            conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])
-        return BayesianNetworkSampler(order, conditionals, schema, context.stream_seed("synthetic-rows"))
+        order.append(candidates[pick])
+        chosen.append(candidates[pick][0])
+        context.progress(step + 1, d)
+    flat_counts = data.laplace_counts(
+        [joint_query(sizes, (*parents, attribute)) for attribute, parents in order],
+        epsilon=parameter_epsilon / d,
+        rng=rng,
+        what="joint counts of each attribute with its parents",
+    )
+    noisy_counts = [
+        counts.reshape(tuple(int(sizes[j]) for j in (*parents, attribute)))
+        for (attribute, parents), counts in zip(order, flat_counts)
+    ]
+    conditionals = {}
+    for (attribute, parents), counts in zip(order, noisy_counts):
+        counts = np.clip(counts, 0, None)
+        mass = counts.sum(axis=-1, keepdims=True)
+        conditionals[attribute] = np.where(mass > 0, counts / np.where(mass > 0, mass, 1), 1.0 / counts.shape[-1])
+    return BayesianNetworkSampler(order, conditionals, schema, context.stream_seed("synthetic-rows"))

@@ -5,14 +5,15 @@ It fills the "Real" column of the seeds' tables: train-on-real, test-on-real.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from bench.privacy.private_data import PrivateData
-from bench.core.params import HyperParameters, NoParameters
+from bench.core.params import NoParameters
 from bench.core.data import DataKind, LabelledData
 from bench.api.contracts import FitContext
+from bench.api.declare import method
 
 
 @dataclass
@@ -39,14 +40,7 @@ class RealData:
         return LabelledData(self.train.x[index], self.train.y[index], self.train.schema)
 
 
-@dataclass(frozen=True)
-class Real:
-    name: str = "real"
-    description: str = "Non-private upper bound: returns the real training data"
-    data_kinds: frozenset[DataKind] = frozenset(DataKind)
-    private: bool = False
-    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
-
-    def fit(self, data: PrivateData, context: FitContext[NoParameters]) -> RealData:
-        train = data.rows(trusted="non-private: the baseline returns the training rows")
-        return RealData(train, context.rng("synthetic-rows"))
+@method("real", "Non-private upper bound: returns the real training data", kinds=frozenset(DataKind), private=False)
+def real(data: PrivateData, context: FitContext[NoParameters]) -> RealData:
+    train = data.rows(trusted="non-private: the baseline returns the training rows")
+    return RealData(train, context.rng("synthetic-rows"))

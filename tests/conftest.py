@@ -22,75 +22,51 @@ PLUGIN_SOURCE = textwrap.dedent(
     """
     import os, time
     from dataclasses import dataclass, field
-    from bench.core.params import HyperParameters, NoParameters
-    from bench.core.data import DataKind
-    from bench.api.registry import METHODS
-    from methods.real import Real
+    from bench.api import DataKind, method
+    from methods.real import real
 
 
-    @dataclass(frozen=True)
-    class Raising(Real):
-        name: str = "test-raising"
-        description: str = "raises during fit"
-
-        def fit(self, train, context):
-            raise RuntimeError("deliberate failure for the test")
+    def like_real(name, description, private=False):  # real's kinds, privacy and (no) hyperparameters
+        return method(name, description, kinds=frozenset(DataKind), private=private)
 
 
-    @dataclass(frozen=True)
-    class Sleeping(Real):
-        name: str = "test-sleeping"
-        description: str = "sleeps during fit"
+    @like_real("test-raising", "raises during fit")
+    def raising(data, context):
+        raise RuntimeError("deliberate failure for the test")
 
-        def fit(self, train, context):
+
+    @like_real("test-sleeping", "sleeps during fit")
+    def sleeping(data, context):
+        time.sleep(600)
+
+
+    @like_real("test-flaky", "fails while the file named by FLAKY_MARKER exists")
+    def flaky(data, context):
+        if os.path.exists(os.environ.get("FLAKY_MARKER", "/nonexistent")):
+            raise RuntimeError("flaky failure")
+        return real.fit(data, context)
+
+
+    @like_real("test-overspending", "releases more than its budget", private=True)
+    def overspending(data, context):
+        from bench.privacy.ledger import GaussianRelease
+        sigma = context.ledger.calibrate_gaussian(1)
+        context.ledger.record(GaussianRelease("first", 1.0, sigma))
+        context.ledger.record(GaussianRelease("second", 1.0, sigma))
+        return real.fit(data, context)
+
+
+    @like_real("test-slow-while-marked", "sleeps 600 s while the file named by SLOW_MARKER exists, else real")
+    def slow_while_marked(data, context):
+        if os.path.exists(os.environ.get("SLOW_MARKER", "/nonexistent")):
             time.sleep(600)
+        return real.fit(data, context)
 
 
-    @dataclass(frozen=True)
-    class Flaky(Real):
-        name: str = "test-flaky"
-        description: str = "fails while the file named by FLAKY_MARKER exists"
-
-        def fit(self, train, context):
-            if os.path.exists(os.environ.get("FLAKY_MARKER", "/nonexistent")):
-                raise RuntimeError("flaky failure")
-            return super().fit(train, context)
-
-
-    @dataclass(frozen=True)
-    class Overspending(Real):
-        name: str = "test-overspending"
-        description: str = "releases more than its budget"
-        private: bool = True
-        hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
-
-        def fit(self, train, context):
-            from bench.privacy.ledger import GaussianRelease
-            sigma = context.ledger.calibrate_gaussian(1)
-            context.ledger.record(GaussianRelease("first", 1.0, sigma))
-            context.ledger.record(GaussianRelease("second", 1.0, sigma))
-            return super().fit(train, context)
-
-
-    @dataclass(frozen=True)
-    class SlowWhileMarked(Real):
-        name: str = "test-slow-while-marked"
-        description: str = "sleeps 600 s while the file named by SLOW_MARKER exists, else real"
-
-        def fit(self, train, context):
-            if os.path.exists(os.environ.get("SLOW_MARKER", "/nonexistent")):
-                time.sleep(600)
-            return super().fit(train, context)
-
-
-    @dataclass(frozen=True)
-    class Pausing(Real):
-        name: str = "test-pausing"
-        description: str = "sleeps PAUSE_S seconds (default 15), then real"
-
-        def fit(self, train, context):
-            time.sleep(float(os.environ.get("PAUSE_S", "15")))
-            return super().fit(train, context)
+    @like_real("test-pausing", "sleeps PAUSE_S seconds (default 15), then real")
+    def pausing(data, context):
+        time.sleep(float(os.environ.get("PAUSE_S", "15")))
+        return real.fit(data, context)
 
 
     class _NaNSampler:
@@ -104,13 +80,9 @@ PLUGIN_SOURCE = textwrap.dedent(
             return LabelledData(x, self.train.y[:n], self.train.schema)
 
 
-    @dataclass(frozen=True)
-    class NaNSamples(Real):
-        name: str = "test-nan-samples"
-        description: str = "a diverged generator: samples are NaN"
-
-        def fit(self, data, context):
-            return _NaNSampler(data.rows(trusted="a test plugin that returns NaN rows"))
+    @like_real("test-nan-samples", "a diverged generator: samples are NaN")
+    def nan_samples(data, context):
+        return _NaNSampler(data.rows(trusted="a test plugin that returns NaN rows"))
 
 
     class _OtherSchema:
@@ -124,26 +96,18 @@ PLUGIN_SOURCE = textwrap.dedent(
             return LabelledData(self.train.x[:n], self.train.y[:n], schema)
 
 
-    @dataclass(frozen=True)
-    class WrongSchema(Real):
-        name: str = "test-wrong-schema"
-        description: str = "samples in another schema"
-
-        def fit(self, data, context):
-            return _OtherSchema(data.rows(trusted="a test plugin that returns another schema"))
+    @like_real("test-wrong-schema", "samples in another schema")
+    def wrong_schema(data, context):
+        return _OtherSchema(data.rows(trusted="a test plugin that returns another schema"))
 
 
-    @dataclass(frozen=True)
-    class FullDisk(Real):
-        name: str = "test-full-disk"
-        description: str = "its process may write at most FULL_DISK_BYTES (RLIMIT_FSIZE): a full disk"
-
-        def fit(self, train, context):
-            import resource, signal
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
-            limit = int(os.environ.get("FULL_DISK_BYTES", "2000"))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-            return super().fit(train, context)
+    @like_real("test-full-disk", "its process may write at most FULL_DISK_BYTES (RLIMIT_FSIZE): a full disk")
+    def full_disk(data, context):
+        import resource, signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+        limit = int(os.environ.get("FULL_DISK_BYTES", "2000"))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return real.fit(data, context)
 
 
     @dataclass(frozen=True)
@@ -175,10 +139,6 @@ PLUGIN_SOURCE = textwrap.dedent(
             return Evaluation({})
 
 
-    for adapter in (
-        Raising(), Sleeping(), Flaky(), Overspending(), SlowWhileMarked(), Pausing(), NaNSamples(), WrongSchema(), FullDisk()
-    ):
-        METHODS.register(adapter)
     from bench.api.registry import EVALUATORS
     EVALUATORS.register(CrashingEvaluator())
     EVALUATORS.register(PoolThreads())

@@ -172,25 +172,6 @@ def test_listing_names_everything_without_loading_it():
     assert "torch" not in heavy_modules_after("from bench.api.registry import METHODS\nMETHODS.cards()")
 
 
-def _privacy_tag(method) -> str:
-    if getattr(method, "data_independent", False):
-        return "data-independent"
-    return "private" if method.private else "non-private"
-
-
-@pytest.mark.parametrize("registry", [METHODS, DATASETS, EVALUATORS], ids=lambda r: r.kind)
-def test_every_card_matches_the_object_it_names(registry):
-    for card in registry.cards():
-        made = registry.get(card.name)
-        kinds = getattr(made, "data_kinds", None) or {made.kind}
-        assert card.kinds == tuple(sorted(k.value for k in kinds)), card.name
-        assert getattr(made, "description", card.description) == card.description, card.name
-        if registry is METHODS:
-            assert _privacy_tag(made) in card.tags, card.name
-        if registry is EVALUATORS:
-            assert ("named-only" in card.tags) == (not getattr(made, "run_by_default", True)), card.name
-
-
 @pytest.mark.parametrize(
     "registry,name",
     [(METHODS, "dp-merf"), (METHODS, "real"), (METHODS, "uniform"), (EVALUATORS, "prdc"), (EVALUATORS, "downstream")],
@@ -204,7 +185,7 @@ def test_an_object_registered_directly_gets_the_card_its_builtin_declares(regist
 
 def test_a_card_that_names_the_wrong_object_is_refused():
     registry: Registry = Registry("method", "dpbench.test-none")
-    registry.register(Plugin("not-real", "methods.real:Real", "a card whose object is named 'real'"))
+    registry.register(Plugin("not-real", "methods.real:real", "a card whose object is named 'real'"))
     with pytest.raises(RegistryError, match="named 'real', but its card says 'not-real'"):
         registry.get("not-real")
     registry.register(Plugin("missing", "methods.no_such_module:X", "a card naming nothing"))

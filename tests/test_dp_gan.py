@@ -26,7 +26,7 @@ from bench.privacy.releases import GaussianRelease
 from datasets.gmm2d import draw_split
 from methods.dp_gan import (
     HYPERPARAMETERS,
-    DPGan,
+    dp_gan,
     Generator,
     discriminator,
     discriminator_step,
@@ -70,7 +70,7 @@ def fit(method, calibrator="tight", epsilon=1.0, **overrides):
 
 @pytest.mark.parametrize("calibrator", ["paper", "tight"])
 def test_dp_sgd_is_accounted_under_replace_one_by_an_independent_accountant(calibrator):
-    model, ledger = fit(DPGan(), calibrator, epochs=2, batch_size=150)
+    model, ledger = fit(dp_gan, calibrator, epochs=2, batch_size=150)
     (phase,) = [r for r in ledger.releases if r.subsampled]
     assert phase.compositions == 2 * math.ceil(3000 / 150)
     assert phase.sampling_rate == pytest.approx(1 / math.ceil(3000 / 150))
@@ -124,7 +124,7 @@ def test_add_remove_calibration_labelled_replace_one_is_caught():
 
 
 def test_cgan_charges_class_proportions_only_when_not_public():
-    _, ledger = fit(dp_cgan(), epochs=1, batch_size=300)
+    _, ledger = fit(dp_cgan, epochs=1, batch_size=300)
     assert [r.what for r in ledger.releases if not r.subsampled] == []  # gmm2d: public proportions
     assert any(f.name == "class_proportions" for f in ledger.public_facts)
 
@@ -211,7 +211,7 @@ def test_the_dp_sgd_query_takes_exactly_one_private_gradient_a_step_and_every_ch
 
 
 def test_dp_gan_reads_no_row_outside_the_handle_queries():
-    _, ledger = fit(DPGan(), epochs=1, batch_size=300)
+    _, ledger = fit(dp_gan, epochs=1, batch_size=300)
     assert ledger.trusted_reads == []
     assert [r.what for r in ledger.releases if r.subsampled][0].startswith("discriminator DP-SGD")
 
@@ -242,10 +242,10 @@ def test_generator_gradient_depends_on_the_discriminator_parameters_only():
 
 
 def test_unconditional_gan_refuses_requested_labels():
-    model, _ = fit(DPGan(), epochs=1, batch_size=300)
+    model, _ = fit(dp_gan, epochs=1, batch_size=300)
     with pytest.raises(ValueError, match="unconditional"):
         model.sample(3, labels=np.zeros(3, dtype=np.int64))
-    conditional, _ = fit(dp_cgan(), epochs=1, batch_size=300)
+    conditional, _ = fit(dp_cgan, epochs=1, batch_size=300)
     assert (conditional.sample(4, labels=np.array([0, 1, 2, 3])).y == [0, 1, 2, 3]).all()
 
 
@@ -268,7 +268,7 @@ def _batches_of_a_fit(monkeypatch, secure: bool) -> list[list[int]]:
     params = HYPERPARAMETERS.resolve("gmm2d", "smoke", {"epochs": "1", "batch_size": "100"}).params
     budget = PrivacyBudget(1.0, 1e-5)
     ledger = PrivacyLedger(budget, secure_noise=secure)
-    DPGan().fit(
+    dp_gan.fit(
         PrivateData(small_gmm2d(every=90), ledger),
         FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
     )

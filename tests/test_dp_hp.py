@@ -18,7 +18,7 @@ from bench.core.data import DataKind, LabelledData
 from bench.api.contracts import FitContext
 from bench.privacy.ledger import BudgetShare, PrivacyLedger
 from datasets.gmm2d import draw_split
-from methods.dp_hp import HYPERPARAMETERS, DPHermite, HermiteProductKernel, HermiteSumKernel
+from methods.dp_hp import HYPERPARAMETERS, HermiteProductKernel, HermiteSumKernel, dp_hp
 from bench.privacy.kronecker import khatri_rao, product_class_sums
 from methods.hermite import hermite_features, rho_from_length_scale_sq
 
@@ -186,7 +186,7 @@ def _fit(epsilon=1.0, calibrator="tight", **overrides):
     budget = PrivacyBudget(epsilon, 1e-5) if math.isfinite(epsilon) else PrivacyBudget.non_private()
     ledger = PrivacyLedger(budget, calibrator)
     context = FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D)
-    return DPHermite().fit(PrivateData(train, context.ledger), context), ledger
+    return dp_hp.fit(PrivateData(train, context.ledger), context), ledger
 
 
 def test_product_embedding_is_rereleased_once_per_epoch_and_the_budget_is_met():
@@ -247,7 +247,7 @@ def test_the_seeds_median_heuristic_is_an_ablation_for_non_private_runs_only():
     ).params
     budget = PrivacyBudget(1.0, 1e-5)  # and by fit itself, for a caller that skips the grid
     with pytest.raises(ValueError, match="--eps inf only"):
-        DPHermite().fit(
+        dp_hp.fit(
             PrivateData(draw_split(seed=0).train, PrivacyLedger(budget)),
             FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
         )
@@ -267,7 +267,7 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
         ledger = PrivacyLedger(budget)
         seen = []
         ledger.observe(lambda event: seen.append(event))
-        DPHermite().fit(
+        dp_hp.fit(
             PrivateData(data, ledger),
             FitContext(budget, ledger, params, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
         )
@@ -284,7 +284,7 @@ def test_the_seeds_unconditional_product_target_is_an_ablation_for_non_private_r
     ).params
     budget = PrivacyBudget(1.0, 1e-5)
     with pytest.raises(ValueError, match="--eps inf only"):
-        DPHermite().fit(
+        dp_hp.fit(
             PrivateData(data, PrivacyLedger(budget)),
             FitContext(budget, PrivacyLedger(budget), private, 0, torch.device("cpu"), data_kind=DataKind.TWO_D),
         )

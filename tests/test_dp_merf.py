@@ -18,7 +18,7 @@ from datasets.gmm2d import SCHEMA, draw_split
 from methods.dp_merf import (
     COMPILE_MIN_STEP_ENTRIES,
     HYPERPARAMETERS,
-    DPMerf,
+    dp_merf,
     draw_frequencies,
     SumKernelFeatures,
     rff_class_sums,
@@ -245,7 +245,7 @@ def fit(train, epsilon, params=None, calibrator="tight"):
     ledger = PrivacyLedger(budget, calibrator)
     resolved = replace(HYPERPARAMETERS.resolve("gmm2d", "smoke").params, **{"epochs": 1, **(params or {})})
     context = FitContext(budget, ledger, resolved, seed=0, device=torch.device("cpu"), data_kind=DataKind.TWO_D)
-    return DPMerf().fit(PrivateData(train, context.ledger), context), ledger
+    return dp_merf.fit(PrivateData(train, context.ledger), context), ledger
 
 
 def small_split():

@@ -18,27 +18,19 @@ from tests.conftest import run_cli
 DATA_DIR = os.environ.get("DPBENCH_DATA_DIR")
 pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (cervical)")
 
-COUNTING_PLUGIN = '''
+COUNTING_PLUGIN = """
 import os
-from dataclasses import dataclass
-from bench.api.registry import METHODS
-from methods.baselines import Uniform
+from bench.api import DataKind, method
+from methods.baselines import uniform
 
 
-@dataclass(frozen=True)
-class CountingUniform(Uniform):
-    """uniform, counting its fits in the file $FIT_COUNTER."""
-
-    name: str = "counting-uniform"
-
-    def fit(self, train, context):
-        with open(os.environ["FIT_COUNTER"], "a") as counter:
-            counter.write("fit\\n")
-        return super().fit(train, context)
-
-
-METHODS.register(CountingUniform())
-'''
+@method("counting-uniform", "uniform, counting its fits in the file $FIT_COUNTER",
+        kinds={DataKind.TABULAR, DataKind.DISCRETE}, data_independent=True)
+def counting_uniform(data, context):
+    with open(os.environ["FIT_COUNTER"], "a") as counter:
+        counter.write("fit\\n")
+    return uniform.fit(data, context)
+"""
 
 
 def _runs(experiment: str):

@@ -16,11 +16,11 @@ from bench.api.contracts import FitContext
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
 from datasets.gmm2d import draw_split
-from methods.dp_hp import DPHermite
+from methods.dp_hp import dp_hp
 from methods.dp_hp import HYPERPARAMETERS as HP_PARAMS
-from methods.dp_merf import DPMerf
+from methods.dp_merf import dp_merf
 from methods.dp_merf import HYPERPARAMETERS as MERF_PARAMS
-from methods.full_mmd import FullMMD
+from methods.full_mmd import full_mmd
 from methods.full_mmd import HYPERPARAMETERS as MMD_PARAMS
 from tests.test_tabular_model_space import table
 
@@ -32,55 +32,55 @@ TABULAR = table(300)
 # (method, hyperparameters, data, kind, protocol) → [(what, sensitivity, σ, compositions, Σ clean)], ε spent
 CASES = {
     "dp-merf gmm2d, public proportions": (
-        DPMerf(),
+        dp_merf,
         MERF_PARAMS.resolve("gmm2d", "smoke").values | {"epochs": 1},
         GMM2D,
         DataKind.TWO_D,
         "sound",
     ),
     "dp-merf gmm2d, released proportions": (
-        DPMerf(),
+        dp_merf,
         MERF_PARAMS.resolve("gmm2d", "smoke").values | {"epochs": 1},
         GMM2D_PRIVATE,
         DataKind.TWO_D,
         "sound",
     ),
     "dp-merf tabular, sound": (
-        DPMerf(),
+        dp_merf,
         MERF_PARAMS.resolve("adult", "smoke").values | {"epochs": 2},
         TABULAR,
         DataKind.TABULAR,
         "sound",
     ),
     "dp-merf tabular, paper": (
-        DPMerf(),
+        dp_merf,
         MERF_PARAMS.resolve("adult", "smoke").values | {"epochs": 2},
         TABULAR,
         DataKind.TABULAR,
         "paper",
     ),
     "dp-hp gmm2d, product re-drawn each epoch": (
-        DPHermite(),
+        dp_hp,
         HP_PARAMS.resolve("gmm2d", "smoke", {"epochs": "3", "prod_dims": "1"}).values,
         GMM2D_PRIVATE,
         DataKind.TWO_D,
         "sound",
     ),
     "dp-hp gmm2d, product over all coordinates": (
-        DPHermite(),
+        dp_hp,
         HP_PARAMS.resolve("gmm2d", "smoke", {"epochs": "2"}).values,
         GMM2D,
         DataKind.TWO_D,
         "sound",
     ),
     "dp-hp tabular, sound": (
-        DPHermite(),
+        dp_hp,
         HP_PARAMS.resolve("adult", "smoke", {"epochs": "2"}).values,
         TABULAR,
         DataKind.TABULAR,
         "sound",
     ),
-    "full-mmd gmm2d": (FullMMD(), MMD_PARAMS.resolve("gmm2d", "smoke").values, GMM2D, DataKind.TWO_D, "sound"),
+    "full-mmd gmm2d": (full_mmd, MMD_PARAMS.resolve("gmm2d", "smoke").values, GMM2D, DataKind.TWO_D, "sound"),
 }
 
 PINNED: dict[str, tuple[list[tuple[str, float, float, int, float]], float]] = {

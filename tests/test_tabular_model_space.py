@@ -15,7 +15,7 @@ from bench.core.encoding import SchemaError, TabularEncoder
 from bench.core.data import Column, ColumnKind, DataKind, LabelledData, Schema
 from bench.api.contracts import FitContext
 from bench.privacy.ledger import PrivacyLedger
-from methods.dp_merf import HYPERPARAMETERS, DPMerf, sum_kernel_features
+from methods.dp_merf import HYPERPARAMETERS, dp_merf, sum_kernel_features
 from methods.space import ModelSpace
 
 SCHEMA = Schema(
@@ -93,7 +93,7 @@ def test_dp_merf_on_tabular_data_charges_counts_and_embedding(protocol):
     ledger = PrivacyLedger(budget)
     params = dataclasses.replace(HYPERPARAMETERS.resolve("adult", "smoke").params, epochs=5)
     context = FitContext(budget, ledger, params, seed=0, device=torch.device("cpu"), protocol=protocol)
-    model = DPMerf().fit(PrivateData(data, context.ledger), context)
+    model = dp_merf.fit(PrivateData(data, context.ledger), context)
     releases = {r.what: r for r in ledger.releases}
     assert set(releases) == {"class counts", "labelled mean embedding (RFF sum kernel)"}
     bound = math.sqrt(2) if protocol == "sound" else math.sqrt(6)

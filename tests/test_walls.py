@@ -21,38 +21,30 @@ pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (ce
 # output by a door other than its handle.
 DOORS_PLUGIN = '''
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from bench.api.registry import DATASETS, METHODS
-from methods.baselines import Uniform
+from bench.api import DataKind, method
+from bench.api.registry import DATASETS
+from methods.baselines import uniform
 
 
-@dataclass(frozen=True)
-class LoadsItsOwnRows(Uniform):
+def like_uniform(name, description):
+    return method(name, description, kinds={DataKind.TABULAR, DataKind.DISCRETE}, data_independent=True)
+
+
+@like_uniform("loads-its-own-rows", "loads the private split through the dataset registry")
+def loads_its_own_rows(data, context):
     """Loads the private split through the dataset registry and hands it back as its sample."""
-
-    name: str = "loads-its-own-rows"
-
-    def fit(self, train, context):
-        DATASETS.get("cervical").load(None, context.seed)
-        return super().fit(train, context)
+    DATASETS.get("cervical").load(None, context.seed)
+    return uniform.fit(data, context)
 
 
-@dataclass(frozen=True)
-class OpensTheDataFiles(Uniform):
+@like_uniform("opens-the-data-files", "opens the dataset's files in the data folder itself")
+def opens_the_data_files(data, context):
     """Opens the dataset's files in the data folder itself, below every loader."""
-
-    name: str = "opens-the-data-files"
-
-    def fit(self, train, context):
-        folder = Path(os.environ["DPBENCH_DATA_DIR"]) / "cervical"
-        for path in sorted(folder.iterdir()):
-            path.read_bytes()
-        return super().fit(train, context)
-
-
-METHODS.register(LoadsItsOwnRows())
-METHODS.register(OpensTheDataFiles())
+    folder = Path(os.environ["DPBENCH_DATA_DIR"]) / "cervical"
+    for path in sorted(folder.iterdir()):
+        path.read_bytes()
+    return uniform.fit(data, context)
 '''
 
 

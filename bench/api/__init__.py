@@ -10,12 +10,13 @@ registries) and ``blocks`` (1-way count queries, an independent-columns sampler)
 ``bench`` imports this package's names; they are the door for plugins."""
 
 from bench.api.blocks import ColumnSampler, one_way_queries
-from bench.api.contracts import Direction, EvalContext, Evaluation, FitContext, MetricKind, MetricSpec
+from bench.api.contracts import AuditSpec, Direction, EvalContext, Evaluation, FitContext, MetricKind, MetricSpec
 from bench.api.declare import dataset, evaluator, method
 from bench.core.data import Column, ColumnKind, DataKind, LabelledData, Schema
 from bench.privacy.private_data import CountQuery, PrivateData
 
 __all__ = [
+    "AuditSpec",
     "Column",
     "ColumnKind",
     "ColumnSampler",

@@ -18,7 +18,7 @@ import numpy as np
 from bench.core.data import PROTOCOLS, DataKind, LabelledData, Schema, Split, stream_seed_sequence
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.releases import NEIGHBOURING
-from bench.core.params import HyperParameters
+from bench.core.params import HyperParameters, NoParameters
 
 if TYPE_CHECKING:  # typing only: importing the contracts must not import torch or the accountants
     import torch
@@ -134,16 +134,30 @@ class FitContext(Generic[P]):
         return (int(state[0]) | int(state[1]) << 32) >> (64 - bits)
 
 
+@dataclass(frozen=True)
+class AuditSpec:
+    """How ``bench audit`` audits a method: ``params`` (``--set`` style overrides) that give a small
+    configuration whose releases all happen before training, and where to stop. A method with a
+    DP-SGD phase gives ``dp_sgd_gradients(train, context)``: the per-row gradients (one tensor per
+    parameter, rows × shape) of the real-data loss of the network the phase trains, as ``fit``
+    initialises it — the input of the step-level audit (``bench audit --level step``)."""
+
+    params: Mapping[str, str] = field(default_factory=dict)
+    stop_after_events: int | None = None  # None: at the fit's first progress report
+    dp_sgd_gradients: Callable[[LabelledData, FitContext], list[Any]] | None = None
+
+
 class MethodAdapter(Protocol):
+    """What a method is: any object with these attributes and ``fit``. The optional facts are
+    those of :class:`DeclaredMethod` (with its defaults); the registry and the kit read every
+    adapter through :meth:`DeclaredMethod.of`, so a class written by hand and a ``@method``
+    declaration are held in the same form."""
+
     name: str
     description: str
     data_kinds: frozenset[DataKind]
     private: bool
     hyperparameters: HyperParameters  # its parameter dataclass and their cited values
-    # optional: ``label_params`` (tuple of parameter names), shown beside the method in every table
-    # whatever their value (dp-mepf: its encoder); ``audit`` (an AuditSpec), ``data_independent``;
-    # ``thread_invariant_kinds`` (data kinds on which the fit gives the same bits at any torch
-    # thread count, so the runner may lend it idle cores; the kit's ``thread_invariance`` checks it)
 
     def fit(self, data: "PrivateData", context: FitContext) -> FittedModel:
         """``data``: the private training rows behind a metered handle
@@ -151,6 +165,60 @@ class MethodAdapter(Protocol):
         that release only noisy answers through ``context.ledger``); ``context.params`` is an
         instance of ``hyperparameters.params``."""
         ...
+
+
+FitFunction = Callable[[Any, FitContext], Any]
+
+
+@dataclass(frozen=True)
+class DeclaredMethod:
+    """A method adapter in the one form the harness holds: a ``fit(data, context)`` function and
+    the facts about it (``@method`` makes one; :meth:`of` reads any adapter into one).
+
+    ``audit``: how ``bench audit`` stops its fit after the releases. ``thread_invariant_kinds``:
+    data kinds on which the fit gives the same bits at any torch thread count, so the runner may
+    lend it idle cores (the kit's ``thread_invariance`` checks it). ``data_independent``: reads no
+    row, so it runs at every ε and spends none. ``label_params``: parameters shown beside the
+    method in every table whatever their value (dp-mepf: its encoder). ``declared_in``: the module
+    that declared it (a built-in's card names that module)."""
+
+    name: str
+    description: str
+    data_kinds: frozenset[DataKind]
+    fit_function: FitFunction = field(repr=False)
+    private: bool = True
+    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
+    audit: AuditSpec = field(default_factory=AuditSpec)
+    thread_invariant_kinds: frozenset[DataKind] = frozenset()
+    data_independent: bool = False
+    label_params: tuple[str, ...] = ()
+    declared_in: str = field(default="", compare=False, repr=False)
+
+    def fit(self, data: "PrivateData", context: FitContext) -> Any:
+        return self.fit_function(data, context)
+
+    @staticmethod
+    def of(adapter: Any) -> "DeclaredMethod":
+        """``adapter`` itself when declared, else its attributes (the optional ones at their
+        defaults where it has none) around its bound ``fit``; ``adapter`` must be complete
+        (:func:`method_problems`)."""
+        if isinstance(adapter, DeclaredMethod):
+            return adapter
+        optional = {
+            name: getattr(adapter, name)
+            for name in ("audit", "thread_invariant_kinds", "data_independent", "label_params")  # optional facts
+            if hasattr(adapter, name)
+        }
+        return DeclaredMethod(
+            adapter.name,
+            getattr(adapter, "description", ""),
+            frozenset(adapter.data_kinds),
+            adapter.fit,
+            adapter.private,
+            adapter.hyperparameters,
+            declared_in=type(adapter).__module__,
+            **optional,
+        )
 
 
 class Direction(str, enum.Enum):

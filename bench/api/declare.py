@@ -10,8 +10,9 @@ is declared — an incomplete declaration is refused with one line, not a failin
 ``laplace_marginals`` is then the adapter itself (``check_method(laplace_marginals)``, ``--methods
 laplace-marginals`` once its module is imported, e.g. through ``DPBENCH_PLUGINS``). A method with
 hyperparameters passes ``hyperparameters=HyperParameters(MyParams, defaults={...})``; one that
-releases nothing from its rows declares ``private=False``. Classes remain the way for adapters
-that need more (an ``audit`` spec, ``thread_invariant_kinds``); both meet the same contract.
+releases nothing from its rows declares ``private=False``; ``audit=``, ``thread_invariant_kinds=``,
+``data_independent=`` and ``label_params=`` carry the rest (:class:`DeclaredMethod`). Every
+built-in method is declared this way too (``methods/``).
 
     @evaluator("mean-gap", "largest gap between real and synthetic column means",
                kinds={DataKind.TABULAR}, metrics={"gap": MetricSpec.quality(Direction.LOWER, "…")})
@@ -37,34 +38,19 @@ import numpy as np
 
 from bench.core.data import DataKind, LabelledData, Schema, Split, stream_seed_sequence
 from bench.api.contracts import (
+    AuditSpec,
+    DeclaredMethod,
     EvalContext,
     Evaluation,
-    FitContext,
     MetricSpec,
     dataset_problems,
+    FitFunction,
     evaluator_problems,
     method_problems,
 )
 from bench.core.params import HyperParameters, NoParameters
 from bench.api.registry import DATASETS, EVALUATORS, METHODS, RegistryError
 from bench.core.walls import refuse_inside_fit
-
-FitFunction = Callable[[Any, FitContext], Any]
-
-
-@dataclass(frozen=True)
-class DeclaredMethod:
-    """A method adapter made from a ``fit`` function by :func:`method`."""
-
-    name: str
-    description: str
-    data_kinds: frozenset[DataKind]
-    fit_function: FitFunction = field(repr=False)
-    private: bool = True
-    hyperparameters: HyperParameters = field(default_factory=lambda: HyperParameters(NoParameters))
-
-    def fit(self, data: Any, context: FitContext) -> Any:
-        return self.fit_function(data, context)
 
 
 def _kinds(what: str, name: str, kinds: Iterable[DataKind | str]) -> frozenset[DataKind]:
@@ -89,10 +75,14 @@ def method(
     kinds: Iterable[DataKind | str],
     private: bool = True,
     hyperparameters: HyperParameters | None = None,
+    audit: AuditSpec | None = None,
+    thread_invariant_kinds: Iterable[DataKind | str] = (),
+    data_independent: bool = False,
+    label_params: tuple[str, ...] = (),
     register: bool = True,
 ) -> Callable[[FitFunction], DeclaredMethod]:
     """Declares (and, with ``register``, registers) the decorated ``fit(data, context)`` as the
-    method adapter ``name`` (module docstring)."""
+    method adapter ``name`` (module docstring; the optional facts: :class:`DeclaredMethod`)."""
 
     def declare(fit: FitFunction) -> DeclaredMethod:
         adapter = DeclaredMethod(
@@ -102,6 +92,11 @@ def method(
             fit,
             private,
             hyperparameters if hyperparameters is not None else HyperParameters(NoParameters),
+            audit if audit is not None else AuditSpec(),
+            _kinds("method", name, thread_invariant_kinds) if thread_invariant_kinds else frozenset(),
+            data_independent,
+            tuple(label_params),
+            declared_in=fit.__module__,
         )
         return _checked("method", adapter, method_problems(adapter), METHODS, register)
 
@@ -126,6 +121,7 @@ class DeclaredEvaluator:
     evaluate_function: EvaluateFunction = field(repr=False)
     schema_test: Callable[[Schema], bool] = field(default=_applies_everywhere, repr=False)
     run_by_default: bool = True
+    declared_in: str = field(default="", compare=False, repr=False)
 
     def applies_to(self, schema: Schema) -> bool:
         return self.schema_test(schema)
@@ -159,6 +155,7 @@ def evaluator(
             evaluate,
             applies_to or _applies_everywhere,
             run_by_default,
+            declared_in=evaluate.__module__,
         )
         return _checked("evaluator", declared, evaluator_problems(declared), EVALUATORS, register)
 
@@ -190,6 +187,7 @@ class DeclaredDataset:
     schema: Schema
     load_function: LoadFunction = field(repr=False)
     test_share: float = 0.2
+    declared_in: str = field(default="", compare=False, repr=False)
 
     def load(self, data_dir: Any, seed: int, protocol: str = "sound") -> Split:
         refuse_inside_fit(f"loading the dataset {self.name}")
@@ -218,7 +216,7 @@ def dataset(
         (data_kind,) = _kinds("dataset", name, [kind])
         if not 0 < test_share < 1:
             raise RegistryError(f"dataset {name!r}: test_share must lie in (0, 1), got {test_share}")
-        declared = DeclaredDataset(name, description, data_kind, schema, load, test_share)
+        declared = DeclaredDataset(name, description, data_kind, schema, load, test_share, declared_in=load.__module__)
         return _checked("dataset", declared, dataset_problems(declared), DATASETS, register)
 
     return declare

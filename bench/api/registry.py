@@ -22,7 +22,14 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from bench.core.errors import UsageError
-from bench.api.contracts import Dataset, Evaluator, MethodAdapter, dataset_problems, evaluator_problems, method_problems
+from bench.api.contracts import (
+    Dataset,
+    DeclaredMethod,
+    Evaluator,
+    dataset_problems,
+    evaluator_problems,
+    method_problems,
+)
 
 T = TypeVar("T")
 
@@ -60,9 +67,16 @@ class Plugin:
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, entry_point_group: str, problems: Callable[[Any], list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        entry_point_group: str,
+        problems: Callable[[Any], list[str]] | None = None,
+        held_as: Callable[[Any], T] | None = None,
+    ) -> None:
         self.kind = kind
         self.problems = problems  # what an entry lacks of its contract: refused at registration
+        self.held_as = held_as  # the one form every entry is held in (methods: DeclaredMethod.of)
         self.entry_point_group = entry_point_group
         self._plugins: dict[str, Plugin] = {}
         self._objects: dict[str, T] = {}
@@ -74,16 +88,27 @@ class Registry(Generic[T]):
         if not isinstance(name, str) or not name:
             raise RegistryError(f"a {self.kind} needs a non-empty string attribute 'name'")
         if name in self._plugins:
-            if entry == self._plugins[name] or entry is self._objects.get(name):
+            held = self._objects.get(name)
+            if entry == self._plugins[name] or entry is held:
                 return entry  # the same entry advertised again (entry points loaded twice)
+            # a declaration registers itself when its module is imported, before or after its card
+            if isinstance(entry, Plugin) and held is not None and _implements(entry, held):
+                self._plugins[name] = entry
+                return entry
+            if not isinstance(entry, Plugin) and held is None and _implements(self._plugins[name], entry):
+                self._hold(name, entry)
+                return entry
             raise RegistryError(f"{self.kind} {name!r} is already registered; choose another name")
         if isinstance(entry, Plugin):
             self._plugins[name] = entry
         else:
-            self._check_complete(entry)
-            self._plugins[name] = _card_of(entry)
-            self._objects[name] = entry
+            self._hold(name, entry)
+            self._plugins[name] = card_of(entry)
         return entry
+
+    def _hold(self, name: str, entry: Any) -> None:
+        self._check_complete(entry)
+        self._objects[name] = self.held_as(entry) if self.held_as else entry
 
     def get(self, name: str) -> T:
         self._discover()
@@ -96,8 +121,8 @@ class Registry(Generic[T]):
                 raise RegistryError(
                     f"{card.target} made a {self.kind} named {getattr(made, 'name', None)!r}, but its card says {name!r}"
                 )
-            self._check_complete(made)
-            self._objects[name] = made
+            if name not in self._objects:  # a declaration has registered itself while its module loaded
+                self._hold(name, made)
         return self._objects[name]
 
     def _check_complete(self, entry: Any) -> None:
@@ -154,7 +179,14 @@ class Registry(Generic[T]):
         _import_plugin_modules()
 
 
-def _card_of(entry: Any) -> Plugin:
+def _implements(card: Plugin, entry: Any) -> bool:
+    """Whether ``entry`` was declared in the module its card names (a built-in ``@method`` registers
+    itself when the card loads its module; any other object under a taken name is refused)."""
+    module = card.target.partition(":")[0]
+    return bool(module) and getattr(entry, "declared_in", None) == module
+
+
+def card_of(entry: Any) -> Plugin:
     """The card of an object registered directly (``DPBENCH_PLUGINS`` modules, tests)."""
     kinds = getattr(entry, "data_kinds", None) or (getattr(entry, "kind", None),)
     values = tuple(sorted(str(getattr(k, "value", k)) for k in kinds if k is not None))
@@ -198,9 +230,21 @@ def _import_plugin_modules() -> None:
             ) from None
 
 
-METHODS: Registry[MethodAdapter] = Registry("method", "dpbench.methods", method_problems)
+METHODS: Registry[DeclaredMethod] = Registry("method", "dpbench.methods", method_problems, DeclaredMethod.of)
 DATASETS: Registry[Dataset] = Registry("dataset", "dpbench.datasets", dataset_problems)
 EVALUATORS: Registry[Evaluator] = Registry("evaluator", "dpbench.evaluators", evaluator_problems)
-# Encoders the harness trains itself on a declared public dataset (``bench pretrain-encoder``):
-# objects with ``name`` and ``pretrain(public, data_dir, out, epochs, limit, device) -> accuracy``.
-PRETRAINERS: Registry[Any] = Registry("encoder architecture", "dpbench.pretrainers")
+
+
+def pretrainer_problems(entry: Any) -> list[str]:
+    """What an encoder pretrainer lacks: ``name``, ``description``, ``data_kinds`` and
+    ``pretrain(public, data_dir, out, epochs, limit, device) -> accuracy``."""
+    problems = [] if isinstance(getattr(entry, "name", None), str) and entry.name else ["needs a string 'name'"]
+    if not isinstance(getattr(entry, "description", None), str):
+        problems.append("needs a string 'description'")
+    if not callable(getattr(entry, "pretrain", None)):
+        problems.append("needs a method pretrain(public, data_dir, out, epochs, limit, device)")
+    return problems
+
+
+# Encoders the harness trains itself on a declared public dataset (``bench pretrain-encoder``).
+PRETRAINERS: Registry[Any] = Registry("encoder architecture", "dpbench.pretrainers", pretrainer_problems)

@@ -82,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "what", nargs="?", choices=("methods", "datasets", "evaluators", "presets"), help="only this kind"
     )
+    listing.add_argument(
+        "--write-cards",
+        metavar="PACKAGE[,PACKAGE]",
+        type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+        help="write each plugin package's cards.json (what listing reads without importing the plugins) from "
+        "the entries its modules declare, e.g. --write-cards methods,datasets,evaluators after changing a "
+        "built-in's name, description or kinds",
+    )
 
     table = commands.add_parser(
         "table",

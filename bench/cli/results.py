@@ -66,7 +66,14 @@ def _card_row(card) -> tuple[str, str]:
 
 def command_list(args: argparse.Namespace) -> int:
     """Names and descriptions come from the registries' cards, so listing imports no plugin code;
-    ``list evaluators`` also loads the evaluators to show their ``--eval-set`` settings."""
+    ``list evaluators`` also loads the evaluators to show their ``--eval-set`` settings;
+    ``--write-cards`` writes the packages' cards from their declarations instead."""
+    if args.write_cards:
+        from bench.api.cards import write_cards
+
+        for package in args.write_cards:
+            print(f"wrote {write_cards(package)}")
+        return 0
     sections = {
         "methods": [_card_row(card) for card in METHODS.cards()],
         "datasets": [_card_row(card) for card in DATASETS.cards()],

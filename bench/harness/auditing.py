@@ -13,7 +13,7 @@ import numpy as np
 
 from bench.core.errors import UsageError
 from bench.api.registry import DATASETS, METHODS
-from bench.privacy.audit import AuditResult, AuditSpec, StopAudit, audit_releases, capture_releases
+from bench.privacy.audit import AuditResult, StopAudit, audit_releases, capture_releases
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger
 
@@ -73,7 +73,7 @@ def audit_method(
         raise AuditError(f"{method_name} is not a private method; there is no privacy claim to audit")
     if not math.isfinite(epsilon):
         raise AuditError("--eps must be finite: a non-private run makes no claim to audit")
-    spec: AuditSpec = getattr(method, "audit", AuditSpec())
+    spec = method.audit
     full = dataset.load(data_dir, seed, "sound").train
     rows = min(rows, len(full))
     train = type(full)(full.x[:rows], full.y[:rows], full.schema)
@@ -156,7 +156,7 @@ def audit_dp_sgd(
     from bench.privacy.audit import audit_dp_sgd_step
 
     method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
-    if not hasattr(method, "real_gradients"):
+    if method.audit.dp_sgd_gradients is None:
         raise AuditError(f"{method_name} trains no DP-SGD phase; use the release-level audit (--level release)")
     full = dataset.load(data_dir, seed, "sound").train
     rows = min(rows, len(full))
@@ -165,12 +165,12 @@ def audit_dp_sgd(
     budget = PrivacyBudget(epsilon, delta)
     ledger = ledger_factory(budget, calibrator=calibrator)
     batch = batch_rows(rows, params.batch_size, None, real_rows=True)
-    sampling_rate = 1.0 / _math.ceil(rows / batch)  # as DPGan.fit: Opacus' Poisson rate
+    sampling_rate = 1.0 / _math.ceil(rows / batch)  # as dp-gan's fit: Opacus' Poisson rate
     steps = params.epochs * _math.ceil(rows / batch)
     clip = params.max_grad_norm
     phase = ledger.subsampled_phase("DP-SGD step (audited)", clip, sampling_rate, steps)
     context = FitContext.of(dataset, params, seed, ledger, data_dir=data_dir)
-    gradients = method.real_gradients(train, context)
+    gradients = method.audit.dp_sgd_gradients(train, context)
     result = audit_dp_sgd_step(gradients, phase.release, clip, budget, runs, seed, ledger_factory)
     return dataclasses.replace(
         result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)"

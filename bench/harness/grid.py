@@ -314,7 +314,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
                                 chosen_evaluators, evaluators, spec.profile, settings
                             ),
                             threads=spec.threads,
-                            lendable=dataset.kind in getattr(method, "thread_invariant_kinds", frozenset()),
+                            lendable=dataset.kind in method.thread_invariant_kinds,
                         )
                     )
     if not cells:

@@ -295,12 +295,7 @@ def execute(
             cores.stop()
         outcome.metrics["time.fit_s"] = time.perf_counter() - started
         outcome.tags["threads.fit_most"] = str(cores.most)
-        if (
-            method.private
-            and budget.is_private
-            and not ledger.releases
-            and not getattr(method, "data_independent", False)
-        ):
+        if method.private and budget.is_private and not ledger.releases and not method.data_independent:
             raise RuntimeError(
                 f"{method.name} is declared private but recorded no release in the ledger; "
                 "a private method must release through the ledger (or declare private = False)"

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -44,15 +44,6 @@ CONFIDENCE = 0.95
 
 class StopAudit(Exception):
     """Raised inside a fit once its releases are captured."""
-
-
-@dataclass(frozen=True)
-class AuditSpec:
-    """How a method is audited: ``params`` (``--set`` style overrides) that give a small
-    configuration whose releases all happen before training, and where to stop."""
-
-    params: Mapping[str, str] = field(default_factory=dict)
-    stop_after_events: int | None = None  # None: at the fit's first progress report
 
 
 @dataclass(frozen=True)

@@ -136,4 +136,4 @@ FILES_FOLDER = "report_files"
 def _data_independent_methods() -> set[str]:
     from bench.api.registry import METHODS
 
-    return {m.name for m in METHODS if getattr(m, "data_independent", False)}
+    return {m.name for m in METHODS if m.data_independent}

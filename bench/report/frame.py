@@ -151,7 +151,7 @@ def _method_label(cell: Cell) -> str:
     if cell.profile != "paper" and (as_run_profile is None or as_run_profile != as_paper):
         qualifiers.append(f"profile {cell.profile}")
     # what a method asks to be shown always (dp-mepf: its encoder, the public data it depends on)
-    always = tuple(getattr(adapter, "label_params", ()))
+    always = adapter.label_params if adapter is not None else ()
     qualifiers += [f"{key}={logged[key]}" for key in always if key in logged]
     if as_run_profile is not None:
         qualifiers += [

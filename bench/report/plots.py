@@ -30,7 +30,7 @@ def plot_experiment(experiment: str, metric: str, out_dir: Path, source: Any = N
     if metric not in frame.columns:
         known = sorted(c for c in frame.columns if "." in c)
         raise TableError(f"no metric {metric!r} in these runs; available: {', '.join(known)}")
-    independent_of_data = {m.name for m in METHODS if getattr(m, "data_independent", False)}
+    independent_of_data = {m.name for m in METHODS if m.data_independent}
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for dataset, rows in frame.dropna(subset=[metric]).groupby("dataset"):

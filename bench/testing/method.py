@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from bench.core.data import DataError, DataKind, LabelledData, Split
-from bench.api.contracts import FitContext, method_problems
+from bench.api.contracts import DeclaredMethod, FitContext, method_problems
 from bench.api.registry import DATASETS, METHODS
 from bench.harness.api import run_cell
 from bench.core.walls import fit_wall
@@ -80,7 +80,7 @@ def _recorded(events: list[ReleaseEvent]) -> Callable[[ReleaseEvent], None]:
 class Subject:
     """One method on one test dataset, with the fits the checks share (each made at most once)."""
 
-    adapter: Any
+    adapter: DeclaredMethod
     dataset: str
     split: Split
     overrides: Mapping[str, str] | None
@@ -94,7 +94,7 @@ class Subject:
 
     @property
     def data_independent(self) -> bool:
-        return bool(getattr(self.adapter, "data_independent", False))
+        return self.adapter.data_independent
 
     def fit(
         self,
@@ -282,7 +282,7 @@ def _applicable(subject: Subject) -> list[tuple[str, Callable[[Subject, list[str
         ("sample_schema", lambda s, notes: check_sample_schema(s)),
         ("global_seed_independence", lambda s, notes: check_global_seed_independence(s)),
     ]
-    if DATASETS.get(subject.dataset).kind in getattr(subject.adapter, "thread_invariant_kinds", frozenset()):
+    if DATASETS.get(subject.dataset).kind in subject.adapter.thread_invariant_kinds:
         checks.append(("thread_invariance", lambda s, notes: check_thread_invariance(s)))
     if not subject.private:
         return checks
@@ -346,6 +346,7 @@ def check_method(
     declaration = method_problems(adapter)
     if declaration:
         raise ConformanceError(f"{getattr(adapter, 'name', adapter)!r}: [declaration] " + "; ".join(declaration))
+    adapter = DeclaredMethod.of(adapter)  # a class written by hand is checked in the form the registry holds
     report = ConformanceReport()
     failures: list[str] = []
     outcomes: dict[str, bool] = {}
@@ -370,7 +371,7 @@ def check_method(
         }
         smallest = min(fulls, key=lambda name: len(fulls[name].train))
         record(smallest, "grid_cell", _cell_problems(adapter, smallest, data_dir, overrides))
-        if audit_runs and adapter.private and not getattr(adapter, "data_independent", False):
+        if audit_runs and adapter.private and not adapter.data_independent:
             record(smallest, "audit", _audit_problems(adapter, smallest, data_dir, overrides, audit_runs))
         for dataset, split in splits.items():
             subject = Subject(adapter, dataset, split, overrides)
