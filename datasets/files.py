@@ -94,6 +94,12 @@ def fetch(data_file: DataFile, data_dir: Path | str | None) -> Path:
     is used unverified, with a warning, and never downloaded."""
     refuse_inside_fit(f"reading the dataset file {data_file.filename}")
     target = data_folder(data_dir) / data_file.folder / data_file.filename
+    if target.exists() and not target.is_file():  # reading a FIFO blocks; a device may never end
+        linked = f" (a link to {target.resolve()})" if target.is_symlink() else ""
+        raise DataFileError(
+            f"{target}{linked} is not a regular file (a folder, FIFO, device or socket); "
+            f"replace it with {data_file.filename} from {data_file.source}"
+        )
     if target.exists():
         if data_file.sha256 is None:
             warnings.warn(

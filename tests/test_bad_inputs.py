@@ -160,6 +160,16 @@ ROWS = [
         "is corrupt or not the original file",
     ),
     Row(
+        "data file is a FIFO",
+        [*RUN, "--methods", "real", "--datasets", "cervical", "--data-dir", "{data}/fifo"],
+        "is not a regular file",
+    ),
+    Row(
+        "data file links to an endless device",
+        [*RUN, "--methods", "real", "--datasets", "cervical", "--data-dir", "{data}/endless"],
+        "is not a regular file",
+    ),
+    Row(
         "gzip data file truncated",
         [*RUN, "--methods", "real", "--datasets", "mnist", "--data-dir", "{data}/mnist-truncated"],
         "cannot be read",
@@ -639,6 +649,10 @@ def bad_data(tmp_path_factory, data_dir) -> Path:
     for name, content in {"corrupt": b"\x00garbage\xff" * 100, "truncated": original[: len(original) // 2]}.items():
         (root / name / "cervical").mkdir(parents=True)
         (root / name / CERVICAL).write_bytes(content)
+    for name in ("fifo", "endless"):  # reading either never ends: refused before any read
+        (root / name / "cervical").mkdir(parents=True)
+    os.mkfifo(root / "fifo" / CERVICAL)
+    (root / "endless" / CERVICAL).symlink_to("/dev/zero")
     mnist = root / "mnist-truncated" / "mnist"
     shutil.copytree(data_dir / "mnist", mnist)
     for path in mnist.glob("train-images*"):

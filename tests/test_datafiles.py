@@ -55,6 +55,29 @@ def test_a_corrupted_copy_is_refused_with_a_clear_error(tmp_path):
         fetch(data_file(), tmp_path)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "link-to-an-endless-device", "folder", "link-to-a-fifo"])
+def test_a_data_file_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path, kind):
+    """Issue 61: a FIFO blocked the loader forever, and a link to /dev/zero hashed forever; a
+    pinned and an unpinned file alike are refused in one line before any read."""
+    import os
+
+    (tmp_path / "toy").mkdir()
+    target = tmp_path / "toy" / "toy.data.gz"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "link-to-an-endless-device":
+        target.symlink_to("/dev/zero")
+    elif kind == "folder":
+        target.mkdir()
+    else:
+        os.mkfifo(tmp_path / "pipe")
+        target.symlink_to(tmp_path / "pipe")
+    for pinned in (data_file(), DataFile("toy", "toy.data.gz", None, None, "the toy archive")):
+        with pytest.raises(DataFileError, match="is not a regular file") as refused:
+            fetch(pinned, tmp_path)
+        assert "\n" not in str(refused.value)
+
+
 def test_a_truncated_gzip_is_refused(tmp_path):
     (tmp_path / "toy").mkdir()
     (tmp_path / "toy" / "toy.data.gz").write_bytes(gzip.compress(CONTENT)[:20])
