@@ -16,6 +16,7 @@ from bench.harness import provenance
 from bench.harness.record import (
     LEGACY_LEDGER,
     Record,
+    RecordError,
     export_store,
     import_records,
     ledger_problem,
@@ -191,6 +192,64 @@ def test_record_folder_keeps_the_later_run_of_a_cell_and_bad_input_is_one_line(t
     (tmp_path / record.experiment / "broken.json").write_text("{")
     broken = run_cli("table", "--records", str(tmp_path), "--experiment", record.experiment)
     assert broken.returncode == 2 and "not a readable run record" in broken.stderr
+
+
+def _damaged(record_json: dict, damage: str) -> str:
+    data = json.loads(json.dumps(record_json))
+    where, _, value = damage.partition("=")
+    if where == "whole":
+        return value
+    target = data
+    *path, last = where.split(".")
+    for part in path:
+        target = target[part]
+    if value == "<deleted>":
+        del target[last]
+    else:
+        target[last] = json.loads(value)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "whole=[1, 2]",
+        'whole="a string"',
+        "metrics=[1, 2]",
+        'metrics.x="high"',
+        "metrics.x=[1]",
+        "params.epsilon=1.0",
+        'start_time="yesterday"',
+        "start_time=true",
+        'kind="dataset"',
+        'code="abc"',
+        "cell=[1]",
+        'cell.epsilon="one"',
+        'cell.calibrator="loose"',
+        "cell.seed=<deleted>",
+        'cell.colour="red"',
+        "ledger=5",
+        "tags=<deleted>",
+    ],
+)
+def test_a_record_of_the_wrong_shape_is_one_line(tmp_path, damage):
+    """Issue 61: a record with a field of the wrong type or shape (edited or damaged by hand, not
+    only cut short) was an 'unexpected' crash, or read silently and failed later in a table."""
+    record = next(r for r in load_records(COMMITTED) if r.kind == "cell")
+    text = _damaged(json.loads(record.to_json()), damage)
+    with pytest.raises(RecordError, match="broken.json is not a") as refused:
+        Record.from_json(text, "broken.json")
+    assert "\n" not in str(refused.value)
+
+
+def test_a_damaged_record_in_a_folder_stops_the_command_in_one_line(tmp_path):
+    record = next(r for r in load_records(COMMITTED) if r.kind == "cell")
+    folder = tmp_path / record.experiment
+    folder.mkdir()
+    (folder / "damaged.json").write_text(_damaged(json.loads(record.to_json()), 'metrics.x="high"'))
+    result = run_cli("table", "--records", str(tmp_path), "--experiment", record.experiment)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "damaged.json is not a readable run record: metrics holds a value that is not a number" in result.stderr
 
 
 def test_a_record_survives_json_with_infinite_values():

@@ -121,6 +121,8 @@ class Cell:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Cell":
+        if not isinstance(data, dict):
+            raise CellCodecError(f"not a stored cell: a JSON {type(data).__name__}, not an object")
         version = data.get("key_version")
         if version != KEY_VERSION:
             raise CellCodecError(
@@ -130,7 +132,7 @@ class Cell:
         fields = {name: value for name, value in data.items() if name != "key_version"}
         try:
             return Cell(**fields)
-        except TypeError as error:
+        except (TypeError, ValueError) as error:  # a missing or unknown field; a value of the wrong kind
             raise CellCodecError(f"not a stored cell: {error}") from None
 
     def mlflow_params(self) -> dict[str, str]:
