@@ -43,6 +43,12 @@ def test_grid_logs_failures_without_stopping_and_resumes(workdir):
     assert "nll.mean" in merf.data.metrics and "nll.paper_sum" in merf.data.metrics
     assert merf.data.params["hp.n_features"] == "500" and merf.data.params["epsilon"] == "1.0"
     assert runs["real"][0].data.params["epsilon"] == "inf"
+    # ε as a number too, so that an MLflow filter finds the run (the param is the key's text '1.0')
+    found = tracking.client().search_runs(
+        [merf.info.experiment_id], filter_string="metrics.`privacy.epsilon_target` = 1"
+    )
+    assert merf.info.run_id in {r.info.run_id for r in found}  # with test-overspending's failed run
+    assert {r.data.params["epsilon"] for r in found} == {"1.0"}
     assert {"git_commit", "version.torch", "device", "cell_key"} <= set(merf.data.tags)
     assert merf.data.tags["cpu"].strip()  # the processor: float results may differ between machines
     artifacts = {a.path for a in tracking.client().list_artifacts(merf.info.run_id)}

@@ -344,6 +344,9 @@ def execute(
             extra = {"independent": dataclasses.asdict(independent)} if independent is not None else {}
             (out / "ledger.json").write_text(ledger.to_json(extra))
             if ledger.budget.is_private:  # a non-private run is logged with param epsilon = inf
+                # numeric, so that an MLflow filter finds it (metrics.`privacy.epsilon_target` = 1); the
+                # param is the text of the cell key ('1.0')
+                outcome.metrics["privacy.epsilon_target"] = ledger.budget.epsilon
                 outcome.metrics["privacy.epsilon_spent"] = ledger.epsilon_spent
                 outcome.metrics["privacy.delta_target"] = ledger.budget.delta
                 outcome.metrics["privacy.delta_spent"] = ledger.delta_spent
