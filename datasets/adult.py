@@ -60,7 +60,7 @@ import numpy as np
 
 from datasets.files import DataFile, fetch
 from bench.core.data import PublicFact, Schema
-from datasets.tabular import Table, TabularDataset, Undersampling
+from datasets.tabular import Table, TabularDataset, Undersampling, recode
 from datasets.tabular_io import (
     MISSING,
     categorical,
@@ -302,17 +302,6 @@ def _sorted_codes(schema: Schema) -> Schema:
 
 
 SCHEMA_DPHP_SORTED = _sorted_codes(SCHEMA_DPHP)
-
-
-def recode(table: Table, source: Schema, target: Schema) -> Table:
-    """The same rows with every categorical code renumbered from ``source``'s category order to
-    ``target``'s (the same names in another order)."""
-    x = table.x.copy()
-    for j, (old, new) in enumerate(zip(source.columns, target.columns)):
-        if old.categories:
-            rank = {name: code for code, name in enumerate(new.categories)}
-            x[:, j] = np.asarray([rank[name] for name in old.categories])[table.x[:, j].astype(int)]
-    return Table(x, table.y)
 
 
 def read_sorted_codes(data_dir: Path | None) -> Table:

@@ -130,3 +130,14 @@ def paper_split(
         index = np.sort(np.concatenate([np.flatnonzero(table.y != undersampling.majority_class), kept]))
     train_index, test_index = train_test_split(index, test_size=test_fraction, random_state=seed)
     return _take(table, train_index), _take(table, test_index)
+
+
+def recode(table: Table, source: Schema, target: Schema) -> Table:
+    """The same rows with every categorical code renumbered from ``source``'s category order to
+    ``target``'s (the same names in another order)."""
+    x = table.x.copy()
+    for j, (old, new) in enumerate(zip(source.columns, target.columns)):
+        if old.categories:
+            rank = {name: code for code, name in enumerate(new.categories)}
+            x[:, j] = np.asarray([rank[name] for name in old.categories])[table.x[:, j].astype(int)]
+    return Table(x, table.y)

@@ -326,6 +326,8 @@ HYPERPARAMETERS = HyperParameters(
         "adult-dphp-logs": _table6(0.1, 5, 5, 100, 0.1, 20),  # the rows and codes of adult.p (DP-HP's logs)
         "adult-dphp-zscored": _table6(0.1, 5, 5, 100, 0.1, 20),  # adult.p z-scored, as the authors' file was
         "census": _table6(0.5, 5, 5, 100, 0.1, 50, "the code grid has batch rate 0.4"),
+        # the same table, with the codes DP-HP's code reads (SDGym)
+        "census-sdgym": _table6(0.5, 5, 5, 100, 0.1, 50, "the code grid has batch rate 0.4"),
         "cervical": _table6(0.5, 13, 5, 20, 1.0, 20, "the code grid has batch rate 0.1"),
         "cervical-dpmerf": _table6(0.5, 13, 5, 20, 1.0, 20, "the code grid has batch rate 0.1"),
         "credit": _table6(0.5, 7, 5, 20, 1.0, 200, "the code grid has gamma 1e-5"),

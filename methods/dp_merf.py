@@ -189,6 +189,7 @@ HYPERPARAMETERS = HyperParameters(
         "adult-dphp-logs": _table4(8000, 0.1, 1000),
         "adult-dphp-zscored": _table4(8000, 0.1, 1000),
         "census": _table4(2000, 0.5, 10000),
+        "census-sdgym": _table4(2000, 0.5, 10000),  # the same table, with the codes DP-MERF's code reads (SDGym)
         "cervical": _table4(200, 0.5, 2000),
         "cervical-dpmerf": _table4(200, 0.5, 2000),  # the same row, on the rows DP-MERF's code keeps
         "credit": _table4(4000, 0.5, 5000),

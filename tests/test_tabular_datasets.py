@@ -314,6 +314,31 @@ def test_adult_as_dpmerf_reads_it_is_sdgyms_train_part_with_its_frequency_codebo
     assert DATASETS.get("adult-sdgym") is adult.ADULT_SDGYM
 
 
+def test_census_with_sdgym_codes_is_census_renumbered_by_descending_frequency():
+    """Issue 58: the seeds' census arrays carry SDGym's frequency codes; under the paper protocol a
+    sigmoid head emits codes 0 and 1 only, which SDGym's codebook makes the most frequent values."""
+    from datasets import census_sdgym
+
+    need("census/census-income.data.gz")
+    ours = census.read_paper(DATA_DIR)
+    theirs = census_sdgym.read_paper(DATA_DIR)
+    assert theirs.x.shape == ours.x.shape == (199_523, 40) and np.array_equal(theirs.y, ours.y)
+    for j, (old, new) in enumerate(zip(census.SCHEMA.columns, census_sdgym.SCHEMA_SDGYM.columns)):
+        if old.categories is None:
+            assert np.array_equal(theirs.x[:, j], ours.x[:, j]), old.name
+            continue
+        names_ours = np.asarray(old.categories)[ours.x[:, j].astype(int)]
+        names_theirs = np.asarray(new.categories)[theirs.x[:, j].astype(int)]
+        assert np.array_equal(names_ours, names_theirs), old.name  # the same values, renumbered
+        counts = np.bincount(theirs.x[:, j].astype(int), minlength=len(new.categories))
+        assert np.all(np.diff(counts) <= 0), old.name  # code 0 the most frequent, and so on
+    mother = [c.name for c in census.COLUMNS].index("country of birth mother")
+    share_01 = {name: float(np.mean(t.x[:, mother] <= 1)) for name, t in (("ours", ours), ("sdgym", theirs))}
+    assert share_01["sdgym"] > 0.8 > 0.1 > share_01["ours"]
+    assert DATASETS.get("census-sdgym") is census_sdgym.CENSUS_SDGYM
+    assert any("frequency" in c for c in census_sdgym.CENSUS_SDGYM.load(DATA_DIR, 0, "paper").caveats)
+
+
 def test_adult_as_dphps_logs_evidence_it_is_adult_data_with_sorted_codes():
     """DP-HP's adult.p (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py) is not
     retrievable; the weights its run log prints (mvinaroz/dp-hp d562cb6

@@ -109,6 +109,7 @@ PAPER_DATASET = {
     "adult-dphp-logs": "adult",
     "adult-dphp-zscored": "adult",
     "cervical-dpmerf": "cervical",
+    "census-sdgym": "census",
 }
 
 
