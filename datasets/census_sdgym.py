@@ -10,7 +10,7 @@ birth mother: 85% of rows), under census-income.names' order often rare ones (5%
 tests that difference (issue 58); rows, columns, bounds and protocols are ``census``'s.
 
 ``SDGYM_ORDER`` below was counted from ``census-income.data`` by
-``benchmarks/census_sdgym_codebook.py`` (ties by first appearance; values absent from the file
+``benchmarks/sdgym_codebooks.py`` (ties by first appearance; values absent from the file
 last, in names order), since SDGym's ``census.json`` is not in the mirror: a statistic of the
 private rows, used uncharged as the authors' pipeline used it — an ablation, labelled so.
 """

@@ -335,6 +335,7 @@ HYPERPARAMETERS = HyperParameters(
         "isolet": _table6(0.5, 13, 5, 150, 1.0, 20, "the code grid has order hermite 10"),
         "covtype": _table6(0.01, 7, 2, 10, 1.0, 200),
         "intrusion": _table6(0.01, 5, 5, 7, 1.0, 200),
+        "intrusion-sdgym": _table6(0.01, 5, 5, 7, 1.0, 200),  # the same table, with the codes DP-HP's code reads
         # Table 4's ε = 0.3 row; its ε = 0.1 row is --set dp-hp.prod_order=5 --set dp-hp.prod_dims=7
         "adult-discrete": _table4(0.1, 10, 5, 1.0, 15, "Adult, ε = 0.3"),
         "census-discrete": _table4(0.01, 5, 7, 0.1, 41, "Census, ε = 0.3 and 0.1"),

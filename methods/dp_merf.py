@@ -197,6 +197,7 @@ HYPERPARAMETERS = HyperParameters(
         "isolet": _table4(4000, 0.5, 500),
         "covtype": _table4(6000, 0.05, 1000),
         "intrusion": _table4(10000, 0.03, 2000),
+        "intrusion-sdgym": _table4(10000, 0.03, 2000),  # the same table, with the codes DP-MERF's code reads
         # The discretized runs (Table 1) use the rebuttal model
         # (github.com/mvinaroz/dp-hp history, code_tab/rebuttal_adult_model.py):
         # unconditional 10 → 4D → 2D MLP, one release; its steps and features are not public, so

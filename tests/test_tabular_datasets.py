@@ -339,6 +339,30 @@ def test_census_with_sdgym_codes_is_census_renumbered_by_descending_frequency():
     assert any("frequency" in c for c in census_sdgym.CENSUS_SDGYM.load(DATA_DIR, 0, "paper").caveats)
 
 
+def test_intrusion_with_sdgym_codes_holds_protocol_service_and_flag_as_frequency_ranks():
+    """Issue 58: the seeds' code feeds SDGym's frequency codes of protocol, service and flag as
+    numbers; ours are categorical in alphabetical order, whose codes 0/1 are rare values."""
+    from datasets import intrusion_sdgym
+
+    need("intrusion/kddcup.data_10_percent.gz")
+    ours = intrusion.read(DATA_DIR)
+    theirs = intrusion_sdgym.read(DATA_DIR)
+    assert theirs.x.shape == ours.x.shape == (494_021, 40) and np.array_equal(theirs.y, ours.y)
+    for j, (old, new) in enumerate(zip(intrusion.COLUMNS, intrusion_sdgym.COLUMNS)):
+        if old.name not in intrusion_sdgym.SDGYM_ORDER:
+            assert new == old and np.array_equal(theirs.x[:, j], ours.x[:, j]), old.name
+            continue
+        assert new.kind == ColumnKind.NUMERICAL and new.public_bounds() == (0, len(old.categories) - 1)
+        order = intrusion_sdgym.SDGYM_ORDER[old.name]
+        names = np.asarray(old.categories)[ours.x[:, j].astype(int)]
+        assert np.array_equal(np.asarray(order)[theirs.x[:, j].astype(int)], names), old.name
+        counts = np.bincount(theirs.x[:, j].astype(int), minlength=len(order))
+        assert np.all(np.diff(counts) <= 0), old.name
+    service = [c.name for c in intrusion.COLUMNS].index("service")
+    assert np.mean(theirs.x[:, service] <= 1) > 0.75 > 0.01 > np.mean(ours.x[:, service] <= 1)
+    assert DATASETS.get("intrusion-sdgym") is intrusion_sdgym.INTRUSION_SDGYM
+
+
 def test_adult_as_dphps_logs_evidence_it_is_adult_data_with_sorted_codes():
     """DP-HP's adult.p (github.com/ParkLabML/DP-HP dp_mehp/all_aux_files_tab_data.py) is not
     retrievable; the weights its run log prints (mvinaroz/dp-hp d562cb6

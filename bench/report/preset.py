@@ -110,6 +110,7 @@ PAPER_DATASET = {
     "adult-dphp-zscored": "adult",
     "cervical-dpmerf": "cervical",
     "census-sdgym": "census",
+    "intrusion-sdgym": "intrusion",
 }
 
 
