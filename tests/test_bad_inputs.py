@@ -626,6 +626,21 @@ ROWS = [
         ["report", "--records", "{data}/empty", "--out", "out"],
         "holds no run record (experiment folders of *.json)",
     ),
+    Row(
+        "table --out a folder",
+        ["table", "--records", "{records}", "--experiment", "table2", "--out", "{data}"],
+        "is a folder; name the file to write",
+    ),
+    Row(
+        "table --out a full device",
+        ["table", "--records", "{records}", "--experiment", "table2", "--out", "/dev/full"],
+        "cannot write",  # root: the write fails (No space left on device); else /dev is not writable
+    ),
+    Row(
+        "audit of a method that reads no row",
+        ["audit", "--method", "uniform", "--dataset", "cervical", "--eps", "1"],
+        "reads no row (data-independent, ε spent 0): it makes no release to audit",
+    ),
 ]
 
 
@@ -712,7 +727,8 @@ def prepare(row: Row, bad_data: Path, tmp_path: Path, monkeypatch) -> list[str]:
         from bench.harness import tracking
 
         tracking.experiment_id(tracking.client(), tracking.DEFAULT_EXPERIMENT)
-    return [part.replace("{data}", str(bad_data)) for part in row.argv]
+    records = str(Path(__file__).resolve().parents[1] / "results" / "runs")
+    return [part.replace("{data}", str(bad_data)).replace("{records}", records) for part in row.argv]
 
 
 # The real command line, as a user types it. Each row starts a Python process that imports torch

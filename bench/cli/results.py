@@ -12,7 +12,7 @@ from typing import Any
 # pandas or matplotlib (each command imports what it needs).
 from bench.api.registry import DATASETS, EVALUATORS, METHODS
 from bench.harness import tracking
-from bench.harness.grid import settable_fields
+from bench.harness.grid import GridError, settable_fields
 from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Python API of a command line)
     GRID_OPTIONS,
     add_run_options,
@@ -127,11 +127,18 @@ def command_table(args: argparse.Namespace) -> int:
 
     source = run_source(args)
     if args.out:
+        if args.out.is_dir():
+            raise GridError(f"--out {args.out} is a folder; name the file to write, e.g. --out {args.out / 'table.md'}")
         writable(args.out.parent)
     text = render_all(args.experiment, args.metric, args.format, args.combine, args.layout, source)
     print(text)
     if args.out:
-        args.out.write_text(text)
+        try:
+            args.out.write_text(text)
+        except OSError as error:  # a full device, a file that turned read-only meanwhile
+            raise GridError(
+                f"cannot write --out {args.out}: {error.strerror or error}; the table is printed above"
+            ) from None
         print(f"written to {args.out}", file=sys.stderr)
     return 0
 

@@ -71,6 +71,8 @@ def audit_method(
     method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
     if not method.private:
         raise AuditError(f"{method_name} is not a private method; there is no privacy claim to audit")
+    if method.data_independent:
+        raise AuditError(f"{method_name} reads no row (data-independent, ε spent 0): it makes no release to audit")
     if not math.isfinite(epsilon):
         raise AuditError("--eps must be finite: a non-private run makes no claim to audit")
     spec = method.audit

@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats
 
+from bench.core.errors import UsageError
 from bench.privacy.private_data import PrivateData
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.ledger import PrivacyLedger, ReleaseEvent
@@ -44,6 +45,11 @@ CONFIDENCE = 0.95
 
 class StopAudit(Exception):
     """Raised inside a fit once its releases are captured."""
+
+
+class NothingToAudit(UsageError, RuntimeError):
+    """The audited fit released nothing before its first training step: a usage error (the
+    release-level audit has nothing to test), not a crash."""
 
 
 @dataclass(frozen=True)
@@ -236,7 +242,10 @@ def capture_releases(
     except StopAudit:
         pass
     if not events:
-        raise RuntimeError(f"{method.name} made no release before its first training step; nothing to audit")
+        raise NothingToAudit(
+            f"{method.name} made no release before its first training step, so the release-level audit has "
+            "nothing to test; a method whose DP-SGD phase is its release takes --level step"
+        )
     return events, ledger
 
 
