@@ -157,3 +157,47 @@ def test_cell_keys_are_stable_and_sensitive_to_what_matters():
     assert all(math.isinf(c.epsilon) for c in real)
     moved, _ = expand(GridSpec(["dp-merf"], ["gmm2d"], [0.5], [0], device="cuda", data_dir="/elsewhere"))
     assert moved[0].key == cells[0].key  # where it runs does not change what it computes
+
+
+OPEN_THE_STORE = """
+import os, sys
+from pathlib import Path
+from bench.harness import tracking
+import mlflow.tracking  # imported before the start line: the processes open the store together
+folder = Path(sys.argv[1])
+(folder / f"ready-{os.getpid()}").touch()
+while not (folder / "go").exists():
+    pass
+print(tracking.experiment_id(tracking.client(), "dpbench"))
+"""
+
+
+def test_processes_opening_a_new_store_at_once_all_open_it(tmp_path):
+    """Issue 61: MLflow migrates a new SQLite store's schema as a client opens it; processes doing
+    so at once raced ("duplicate column name", alembic errors; 3 of 3 tries here failed). The store
+    is now opened under a lock on its folder: every process gets the same experiment."""
+    import subprocess
+    import sys
+    import time
+
+    for attempt in range(2):
+        folder = tmp_path / f"attempt-{attempt}"
+        folder.mkdir()
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}"}
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_THE_STORE, str(folder)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            for _ in range(3)
+        ]
+        deadline = time.monotonic() + 300
+        while len(list(folder.glob("ready-*"))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (folder / "go").touch()
+        answers = [process.communicate(timeout=300) for process in processes]
+        assert [process.returncode for process in processes] == [0, 0, 0], [err[-500:] for _, err in answers]
+        assert len({out.strip() for out, _ in answers}) == 1

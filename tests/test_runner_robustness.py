@@ -154,6 +154,27 @@ def test_a_second_runner_leaves_cells_held_by_a_live_runner_alone(workdir):
     assert statuses() == ["FINISHED"]  # one run: the second runner did not compute it too
 
 
+def test_two_runners_started_together_on_a_new_store_both_finish(workdir):
+    """Issue 61: the second of two runners started at once on a new SQLite store died at once
+    (exit 3, "duplicate column name: deleted_time": MLflow's schema migration raced on the new file)."""
+    assert not (workdir / "mlflow.db").exists()
+    env = {**os.environ}
+    runners = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench", "run", "--methods", "real", *SMOKE, "--seeds", str(seed)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for seed in (0, 1)
+    ]
+    for runner in runners:
+        out, err = runner.communicate(timeout=600)
+        assert runner.returncode == 0 and "1 finished" in out and "Traceback" not in err, out + err
+    assert statuses() == ["FINISHED", "FINISHED"]
+
+
 def test_a_live_runner_takes_over_the_cell_of_a_runner_killed_during_its_run(workdir):
     """Issue 31: B found A's cell claimed, A was killed while B ran, and B exited 0 with the cell
     never run ("claimed by a live runner (pid dead for 70 s)"). Now B adopts it at its end."""

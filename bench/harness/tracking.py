@@ -6,6 +6,8 @@ in the working directory; ``MLFLOW_TRACKING_URI`` points it at a tracking server
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import importlib.util
@@ -163,7 +165,27 @@ def client():
 
     for noisy in ("alembic", "mlflow.store.db.utils"):  # schema migrations of a new store
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    return MlflowClient(tracking_uri=tracking_uri())
+    with _sqlite_store_lock():  # the client opens the store, and migrates a new one, as it is made
+        return MlflowClient(tracking_uri=tracking_uri())
+
+
+@contextlib.contextmanager
+def _sqlite_store_lock() -> Iterator[None]:
+    """Held while an SQLite store is opened: MLflow migrates a new store's schema when it is first
+    opened, and two runners started together on a new file raced there (one died with "duplicate
+    column name" or an alembic error). An exclusive ``flock`` on the store's folder lets one
+    process create and migrate the file; the other then opens a finished store."""
+    uri = tracking_uri()
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    folder = Path(uri[len("sqlite:///") :]).parent
+    descriptor = os.open(folder if folder.is_dir() else Path.cwd(), os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def experiment_id(mlflow_client, name: str, create: bool = True) -> str | None:
@@ -175,7 +197,15 @@ def experiment_id(mlflow_client, name: str, create: bool = True) -> str | None:
     artifact_location = None
     if tracking_uri().startswith("sqlite:"):
         artifact_location = (Path.cwd() / "mlartifacts").as_uri()
-    return mlflow_client.create_experiment(name, artifact_location=artifact_location)
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return mlflow_client.create_experiment(name, artifact_location=artifact_location)
+    except MlflowException:  # another runner created it meanwhile: use theirs
+        experiment = mlflow_client.get_experiment_by_name(name)
+        if experiment is None:
+            raise
+        return experiment.experiment_id
 
 
 def iter_runs(mlflow_client, experiment: str, filter_string: str = "") -> Iterator[Any]:
