@@ -117,3 +117,44 @@ def test_a_server_that_dies_mid_run_loses_nothing(workdir, server):
     )
     (run,) = server.runs()
     assert run.info.status == "FINISHED" and "lease.pid" in run.data.tags
+
+
+@pytest.fixture
+def silent_server():
+    """An address that accepts connections and never answers (a hung proxy, a wrong port)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
+def test_a_server_that_never_answers_is_found_out_in_seconds(workdir, silent_server):
+    """Issue 61: a run against a tracking address that accepts and never answers spent 100 s in
+    MLflow's retries before its first cell (the one-fit-per-setup query); reading commands stop in
+    one line, a run goes to the outbox at once."""
+    env = {"MLFLOW_TRACKING_URI": silent_server}
+    started = time.monotonic()
+    listed = run_cli("runs", env=env, timeout=120)
+    assert listed.returncode == 2 and listed.stderr.count("\n") == 1 and "unreachable (timed out)" in listed.stderr
+    assert time.monotonic() - started < 60
+    started = time.monotonic()
+    ran = run_cli("run", "--methods", "real", *SMOKE, env=env, timeout=300)
+    assert ran.returncode == 0 and "results go to the outbox" in ran.stderr, ran.stdout + ran.stderr
+    assert len(outbox_entries(workdir)) == 1
+    assert time.monotonic() - started < 60, "the probe's 5 s, twice, and the cell; not MLflow's retries"

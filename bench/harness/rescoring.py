@@ -224,6 +224,8 @@ def score_fitted_setups(
     without a stored sample) and what was scored. A store that cannot be read leaves every cell
     to the runner, which says why."""
     try:
+        if tracking.is_remote():  # a silent server: the 5-s probe, not MLflow's minutes of retries
+            tracking.check_tracking(for_writing=False)
         client = tracking.client()
         experiment_id = tracking.experiment_id(client, experiment, create=False)
         if experiment_id is None:
