@@ -12,6 +12,7 @@ from bench.core.data import LabelledData
 from bench.api.contracts import EvalContext
 from bench.api.registry import DATASETS, EVALUATORS
 from bench.testing import check_evaluator, redrawn_from_public_domain
+from datasets.cervical import LABEL as CERVICAL_LABEL
 from evaluators.rows import class_matched, distance_features
 
 DATA_DIR = os.environ.get("DPBENCH_DATA_DIR")
@@ -53,6 +54,23 @@ def test_data_that_never_saw_the_rows_gives_the_attacks_nothing(split):
     found = evaluate("privacy", redrawn_from_public_domain(split.train, np.random.default_rng(1)), split)
     assert found["mia_auc_low"] <= 0.5 <= found["mia_auc_high"], found
     assert abs(found["dcr_share"] - 0.5) < 0.05 and found["dcr_copies"] == 0
+
+
+def test_the_dcr_share_is_a_mean_over_draws_with_its_spread(split):
+    """Issue 61: one draw of members and holdout made dcr_share one noisy number (cervical: one
+    sample anywhere in 0.03–0.93); now it is the mean of 20 draws, logged with their sd, so its
+    spread over evaluation seeds is about 1/√20 of one draw's."""
+    if split.train.schema.label != CERVICAL_LABEL:
+        pytest.skip("cervical only: adult's 6 evaluations take a minute")
+    synthetic = redrawn_from_public_domain(split.train, np.random.default_rng(1))
+    found = [evaluate_seed("privacy", synthetic, split, seed) for seed in range(6)]
+    one_draw = float(np.mean([f["dcr_share_sd"] for f in found]))
+    assert one_draw > 0.02  # a draw moves the share: the spread is real
+    assert float(np.std([f["dcr_share"] for f in found], ddof=1)) < 0.5 * one_draw
+
+
+def evaluate_seed(name: str, synthetic: LabelledData, split, seed: int) -> dict:
+    return dict(EVALUATORS.get(name).evaluate(synthetic, split.train, split.test, EvalContext(seed=seed)).metrics)
 
 
 def test_fidelity_tells_a_copy_from_noise(split):

@@ -97,12 +97,20 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
                 format_number(audited) if audited is not None else "not audited",
                 f"{_mean_sd(group['privacy.mia_auc'])} [{format_number(low)}, {format_number(high)}]",
                 *([_with_interval(group, "shadow-mia.shadow_auc")] if shadows else []),
-                _mean_sd(group.get("privacy.dcr_share", pd.Series(dtype=float))),
+                _dcr_share(group),
                 _mean_sd(group.get("fidelity.detection_auc", pd.Series(dtype=float))),
                 f"{utility.split('.', 1)[1]} {_mean_sd(group[utility])}" if utility else "—",
             ]
         )
     return header, rows
+
+
+def _dcr_share(group: pd.DataFrame) -> str:
+    """mean ± sd over seeds, and where logged the mean spread of one run's draws of members and
+    holdout (runs before issue 61 logged one draw, without it)."""
+    text = _mean_sd(group.get("privacy.dcr_share", pd.Series(dtype=float)))
+    draws = group.get("privacy.dcr_share_sd", pd.Series(dtype=float)).dropna()
+    return f"{text} (draw sd {format_number(draws.mean())})" if len(draws) else text
 
 
 def _with_interval(group: pd.DataFrame, metric: str) -> str:
