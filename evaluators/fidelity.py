@@ -8,7 +8,12 @@ generator was asked to match), label included as a categorical column:
   variation distance (categorical, ordinal, binary) — SDMetrics' KSComplement / TVComplement.
 * ``column_pairs``: the mean over column pairs of 1 − |ρ_real − ρ_syn| / 2 (Pearson, both
   numerical: SDMetrics' CorrelationSimilarity) or 1 − TV of the 2-way contingency table
-  (otherwise; a numerical column binned at the real column's deciles: ContingencySimilarity).
+  (otherwise: SDMetrics' ContingencySimilarity, except that a numerical column is binned at the
+  real column's deciles where SDMetrics takes 10 equal-width bins — deciles keep every bin
+  populated on skewed columns such as capital gains, whose equal-width bins leave all but one
+  nearly empty).
+  Both sides are scored on the same rows where their sizes agree (a sample of the training rows
+  themselves scores 1 on both), else on one draw of at most ``4·max_rows`` each.
   At most ``max_pairs`` pairs, drawn with the evaluation's seed, when a table has more.
 * ``detection_auc``: a classifier-two-sample test (Lopez-Paz & Oquab, ICLR 2017): gradient-boosted
   trees told real from synthetic rows on the mixed-type encoding, 5-fold cross-validated ROC AUC on
@@ -92,8 +97,8 @@ class Fidelity:
     ) -> Evaluation:
         started = time.perf_counter()
         rng = np.random.default_rng([context.seed, 0xF1D])
-        real = _columns(subset(real_train, rng.permutation(len(real_train))[: 4 * self.max_rows]))
-        syn = _columns(subset(synthetic, rng.permutation(len(synthetic))[: 4 * self.max_rows]))
+        real_rows, syn_rows = same_rows(rng, len(real_train), len(synthetic), 4 * self.max_rows)
+        real, syn = _columns(subset(real_train, real_rows)), _columns(subset(synthetic, syn_rows))
         kinds = [c.kind for c in real_train.schema.columns] + [ColumnKind.CATEGORICAL]
         sizes = [len(c.categories) if c.categories else 2 for c in real_train.schema.columns] + [
             real_train.schema.n_classes
@@ -115,23 +120,26 @@ class Fidelity:
                     self.max_rows,
                     rng,
                 ),
-                **dict(
-                    zip(
-                        ("alpha_precision", "beta_recall"),
-                        alpha_precision_beta_recall(
-                            distance_features(
-                                subset(real_train, rng.permutation(len(real_train))[: self.max_rows]), real_train
-                            ),
-                            distance_features(
-                                subset(synthetic, rng.permutation(len(synthetic))[: self.max_rows]), real_train
-                            ),
-                        ),
-                    )
-                ),
+                **dict(zip(("alpha_precision", "beta_recall"), self._alpha_beta(synthetic, real_train, rng))),
                 "pairs_scored": float(len(pair_scores)),
                 "time_s": time.perf_counter() - started,
             }
         )
+
+    def _alpha_beta(self, synthetic: LabelledData, real_train: LabelledData, rng) -> tuple[float, float]:
+        real_rows, syn_rows = same_rows(rng, len(real_train), len(synthetic), self.max_rows)
+        return alpha_precision_beta_recall(
+            distance_features(subset(real_train, real_rows), real_train),
+            distance_features(subset(synthetic, syn_rows), real_train),
+        )
+
+
+def same_rows(rng: np.random.Generator, n_real: int, n_synthetic: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows each side is scored on, at most ``cap``: one draw for both when the sizes agree,
+    so that a sample which is the training rows themselves (``real``) is scored on the same rows
+    (drawn apart, adult's column scores were 0.9976, not 1); else one draw each."""
+    real_rows = rng.permutation(n_real)[:cap]
+    return real_rows, real_rows if n_synthetic == n_real else rng.permutation(n_synthetic)[:cap]
 
 
 def _columns(data: LabelledData) -> np.ndarray:
