@@ -450,3 +450,28 @@ def test_every_marked_number_of_the_results_narrative_is_the_record_s(tmp_path):
     edited = text[: first.start("text")] + "0.999" + text[first.end("text") :]
     again, changed = rendered(edited, source)
     assert again == text and len(changed) == 1 and "0.999 →" in changed[0]
+
+
+def test_the_cost_table_gives_medians_of_what_the_runs_logged():
+    """Issue 59: runtime and peak memory were in every record and in no table."""
+    from bench.report.costs import measured_cost_rows
+    from bench.report.frame import runs_frame
+    from tests.conftest import cell_record, plain_cell
+
+    def run(method, seed, fit, downstream, marginals, peak):
+        metrics = {"time.fit_s": fit, "time.eval_downstream_s": downstream, "peak_memory_mib": peak}
+        if marginals is not None:
+            metrics["time.eval_marginals_s"] = marginals
+        return cell_record(plain_cell(method, "cervical", 1.0 if method != "real" else math.inf, seed), metrics)
+
+    frame = runs_frame(
+        [
+            run("independent", 0, 1.0, 10.0, 2.0, 300.0),
+            run("independent", 1, 3.0, 20.0, None, 500.0),
+            run("independent", 2, 2.0, 30.0, 4.0, 400.0),
+            run("real", 0, 0.5, 7.0, None, 200.0),
+        ]
+    )
+    rows = {row[1]: row for row in measured_cost_rows(frame)}
+    assert rows["independent"][2:] == ["2.00", "20.0", "400", "3"]  # evaluation: the median of 12, 20 and 34
+    assert rows["real"][2:] == ["0.500", "7.00", "200", "1"]

@@ -5,9 +5,14 @@ a documented CPU measurement, never a guess."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
+from bench.report.blocks import Block
+from bench.report.tables import format_number
 
 from bench.report.preset import MEASUREMENTS, Preset, grid_cells
 
@@ -155,3 +160,37 @@ def estimate_cost(
         float(sum(on_gpu)),
         len(on_gpu),
     )
+
+
+COST_LEGEND = (
+    "What the runs here cost, per dataset and method (all ε together): the median over finished runs of "
+    "the fit's wall seconds (`time.fit_s`), the evaluation's (the sum of the evaluators' `time.eval_*_s`) and "
+    "the cell process's peak memory (`peak_memory_mib`), as each run logged it — on 2-core machines shared "
+    "with other jobs, so an upper bound on an idle machine's time."
+)
+
+
+def measured_cost_rows(runs: pd.DataFrame) -> list[list[str]]:
+    """One row per (dataset, method) label of ``runs``: median fit s, evaluation s, peak MiB, runs."""
+    if runs.empty or "time.fit_s" not in runs.columns:
+        return []
+    evaluation = [c for c in runs.columns if c.startswith("time.eval_") and c.endswith("_s")]
+    frame = runs.assign(evaluation_s=runs[evaluation].sum(axis=1, min_count=1) if evaluation else math.nan)
+    if "peak_memory_mib" not in frame.columns:
+        frame = frame.assign(peak_memory_mib=math.nan)
+    rows = []
+    for (dataset, method), group in frame.groupby(["dataset", "method"], sort=True):
+        medians = [group[c].median() for c in ("time.fit_s", "evaluation_s", "peak_memory_mib")]
+        rows.append([dataset, method, *("—" if pd.isna(m) else format_number(m) for m in medians), str(len(group))])
+    return rows
+
+
+def measured_cost_blocks(runs: pd.DataFrame) -> list[Block]:
+    rows = measured_cost_rows(runs)
+    if not rows:
+        return []
+    return [
+        Block("h3", "Cost of the runs here"),
+        Block("p", COST_LEGEND),
+        Block("table", header=["dataset", "method", "fit s", "evaluation s", "peak memory MiB", "runs"], rows=rows),
+    ]

@@ -19,7 +19,15 @@ import pandas as pd
 
 from bench.harness import provenance
 from bench.report.presets import PRESETS
-from bench.report.costs import CostKey, approximately, cost_key, duration, logged_seconds, seconds_for
+from bench.report.costs import (
+    CostKey,
+    approximately,
+    cost_key,
+    duration,
+    logged_seconds,
+    measured_cost_blocks,
+    seconds_for,
+)
 from bench.report.preset import NOT_IN_MIRROR, Preset, grid_cells, measured_references
 from bench.report.coverage import (
     EVIDENCE_SEEDS,
@@ -202,6 +210,7 @@ def preset_blocks(
     blocks += plot_blocks(preset, runs)
     if preset.sample_grids:
         blocks += sample_blocks(preset, runs, earlier_report, source or MlflowSource())
+    blocks += measured_cost_blocks(runs)
     blocks.append(Block("h3", f"Not run here ({status.to_run} of {status.total} cells)"))
     if status.missing:
         blocks.append(
