@@ -1,6 +1,7 @@
 """`bench audit`: an empirical lower bound on ε, from a canary attack on a method's releases.
 
-For a method M and a dataset D, D′ is D with its first row replaced by a canary (the candidate
+For a method M and a dataset D, D′ is D with one row replaced by a canary (the row taken across
+the table — first, last, random — by ``bench.harness.auditing.neighbours``; the candidate
 row whose clean releases move furthest, in units of their noise). The method's real ``fit`` runs
 on D and on D′ many times, with the method's seed fixed (same features, same coordinates) and
 FRESH noise each run: the ledger's ``noise_source`` replaces the seeded generators. The ledger's
