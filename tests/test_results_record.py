@@ -151,6 +151,18 @@ def test_export_then_import_keeps_every_number_ledger_and_provenance(workdir, gr
     assert "imported 0 run(s)" in again.stdout and "4 already there" in again.stdout
     table = run_cli("table", "--experiment", "rec", env={"MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'imported.db'}"})
     assert table.returncode == 0 and table.stdout.strip() == from_store.strip()
+    # issue 61: evaluate called imported runs "fitted before samples were kept": a record holds no sample
+    evaluated = run_cli(
+        "evaluate",
+        "--experiment",
+        "rec",
+        "--evaluators",
+        "nll",
+        "--rerun",
+        env={"MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'imported.db'}"},
+    )
+    assert "4 without a stored sample" in evaluated.stdout, evaluated.stdout + evaluated.stderr
+    assert evaluated.stdout.count("imported from a record, which holds no synthetic rows") == 4
     # into the store it came from (issue 61: every run was duplicated): nothing is added
     assert import_records(client, out) == (0, 4)
     assert len(list(tracking.iter_runs(client, tracking.experiment_id(client, "rec", create=False)))) == 4

@@ -24,7 +24,7 @@ from bench.core.errors import UsageError
 from bench.harness import tracking
 from bench.harness import provenance
 from bench.harness.cpuload import ForeignLoad
-from bench.harness.record import SplitFacts
+from bench.harness.record import IMPORTED_TAG, SplitFacts
 from bench.harness.runner import available_cores
 from bench.harness.samples import SAMPLE_FILE
 
@@ -170,11 +170,13 @@ def rescore(
             try:
                 sample = client.download_artifacts(run.info.run_id, SAMPLE_FILE, work)
             except Exception:  # noqa: BLE001 - MLflow raises several types for a missing artifact
-                done.append(
-                    Rescored(
-                        run.info.run_id, label, "no stored sample (fitted before samples were kept: rerun the cell)"
-                    )
+                why = (
+                    "no stored sample: imported from a record, which holds no synthetic rows; evaluate it in the "
+                    "store it was fitted in, or refit it here with `python -m bench run … --rerun`"
+                    if IMPORTED_TAG in tags
+                    else "no stored sample (fitted before samples were kept): refit it with `python -m bench run … --rerun`"
                 )
+                done.append(Rescored(run.info.run_id, label, why))
                 report(done[-1])
                 continue
             out = Path(work) / "out"
