@@ -25,7 +25,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.harness.legacy import cell_from_v1, v1_key
-from bench.harness.record import SCHEMA, Code, Record, SplitFacts, _loose, rekeyed_tags
+from bench.harness.record import SCHEMA, Code, Record, SplitFacts, rekeyed_tags
+from bench.harness.record_json import loose
 
 SCHEMA_1 = "dpbench.run-record/1"
 
@@ -41,7 +42,7 @@ def rekeyed(data: dict) -> Record:
             "not the cell the run was keyed by; nothing written for it"
         )
     cell = cell_from_v1(config, params, tags, ledger)
-    plain = _loose({name: value for name, value in data.items() if name not in ("config", "schema")})
+    plain = loose({name: value for name, value in data.items() if name not in ("config", "schema")})
     plain.update(
         schema=SCHEMA,
         key=cell.key,

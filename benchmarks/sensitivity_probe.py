@@ -15,7 +15,8 @@ from __future__ import annotations
 import sys
 
 from bench.api.registry import DATASETS, METHODS
-from bench.testing.method import ROWS, TEST_DATASETS, Subject, head_rows
+from bench.testing.kit import ROWS, TEST_DATASETS, head_rows
+from bench.testing.method import Subject
 from bench.testing.neighbours import clean_distance
 
 FAST = {

@@ -243,3 +243,13 @@ def test_no_method_draws_noise_outside_the_ledger_or_from_numpy_s_global_generat
     unexpected = {where: lines for where, lines in found.items() if where not in PUBLIC_DRAWS}
     assert not unexpected, f"noise drawn outside the ledger (route it through data/ledger queries): {unexpected}"
     assert set(found) == set(PUBLIC_DRAWS), "a listed public draw is gone: drop it from PUBLIC_DRAWS"
+
+
+def test_no_file_in_bench_is_over_450_lines():
+    """Issue 57: 13 files had grown past 450 lines; the redesign split them, and this keeps it so."""
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in sorted((REPO / "bench").rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > 450
+    }
+    assert long == {}

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from bench.core.errors import UsageError
 from bench.harness.cell import CELL_FILE, Cell
+from bench.harness.record_json import loose, shape_problems, strict
 
 SCHEMA = "dpbench.run-record/2"  # /1: before key version 2 (benchmarks/rekey_records.py reads it)
 DEFAULT_FOLDER = Path("results") / "runs"
@@ -107,8 +108,7 @@ class Record:
             "split": asdict(self.split) if self.split else None,
         }
         return (
-            json.dumps(_strict(plain), indent=1, sort_keys=True, ensure_ascii=False, default=str, allow_nan=False)
-            + "\n"
+            json.dumps(strict(plain), indent=1, sort_keys=True, ensure_ascii=False, default=str, allow_nan=False) + "\n"
         )
 
     @staticmethod
@@ -118,10 +118,10 @@ class Record:
             if not isinstance(data, dict) or data.get("schema") != SCHEMA:
                 schema = data.get("schema") if isinstance(data, dict) else f"a JSON {type(data).__name__}"
                 raise RecordError(f"{where} is not a {SCHEMA} record (schema {schema!r})")
-            problems = _shape_problems(data)
+            problems = shape_problems(data)
             if problems:
                 raise RecordError(f"{where} is not a readable run record: {'; '.join(problems)}")
-            data = _loose(data)
+            data = loose(data)
             data["code"] = Code(**data["code"])
             data["cell"] = Cell.from_json(data["cell"]) if data["cell"] is not None else None
             data["split"] = SplitFacts(**data["split"]) if data["split"] is not None else None
@@ -133,84 +133,6 @@ class Record:
 
     def all_metrics(self) -> dict[str, float]:
         return {**self.metrics, **self.timings}
-
-
-_NONE = type(None)
-# each field's JSON type (a record may be edited or damaged by hand: each is checked before it is read)
-_SHAPES: dict[str, tuple[type, ...]] = {
-    "experiment": (str,),
-    "run_id": (str,),
-    "key": (str,),
-    "kind": (str,),
-    "label": (str,),
-    "status": (str,),
-    "start_time": (int,),
-    "end_time": (int, _NONE),
-    "cell": (dict, _NONE),
-    "split": (dict, _NONE),
-    "params": (dict,),
-    "metrics": (dict,),
-    "timings": (dict,),
-    "tags": (dict,),
-    "code": (dict,),
-    "machine": (dict,),
-    "ledger": (dict, _NONE),
-    "ledger_missing": (str, _NONE),
-}
-_TEXT_MAPS = ("params", "tags")  # text as MLflow logs it
-_NUMBER_MAPS = ("metrics", "timings")  # numbers, or "inf"/"-inf"/"nan"
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _shape_problems(data: dict[str, Any]) -> list[str]:
-    """What in a record's JSON object is missing or of the wrong type (empty: readable)."""
-    problems = [f"{name} is missing" for name in _SHAPES if name not in data and name != "ledger_missing"]
-    for name, types in _SHAPES.items():
-        value = data.get(name)
-        if name in data and (not isinstance(value, types) or isinstance(value, bool)):
-            wanted = " or ".join(
-                "null" if t is _NONE else {dict: "object", str: "text"}.get(t, t.__name__) for t in types
-            )
-            problems.append(f"{name} is {json.dumps(value)[:40]}, not {wanted}")
-    if isinstance(data.get("kind"), str) and data["kind"] not in ("cell", "audit"):
-        problems.append(f"kind is {data['kind']!r}, not 'cell' or 'audit'")
-    for name in _TEXT_MAPS:
-        if isinstance(data.get(name), dict) and not all(isinstance(v, str) for v in data[name].values()):
-            problems.append(f"{name} holds a value that is not text")
-    for name in _NUMBER_MAPS:
-        values = data.get(name).values() if isinstance(data.get(name), dict) else ()
-        if not all(_is_number(v) or isinstance(v, str) and v in _NON_FINITE for v in values):
-            problems.append(f"{name} holds a value that is not a number")
-    return problems
-
-
-_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-
-
-def _strict(value: Any) -> Any:
-    """JSON has no inf or nan: they are written as the strings "inf", "-inf", "nan"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
-    return value
-
-
-def _loose(value: Any) -> Any:
-    """The inverse of :func:`_strict` (params stay strings: they are logged as text; the cell
-    has its own codec)."""
-    if isinstance(value, str) and value in _NON_FINITE:
-        return _NON_FINITE[value]
-    if isinstance(value, dict):
-        return {k: (v if k in ("params", "tags", "cell") else _loose(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_loose(v) for v in value]
-    return value
 
 
 def _is_timing(name: str) -> bool:

@@ -26,25 +26,19 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
 * :meth:`PrivateData.dp_sgd`: a charged DP-SGD phase whose batches, per-sample clipping and noise the
   handle runs (:mod:`bench.privacy.dp_sgd`): a replaced row moves one step's clipped sum by at
   most 2 · the clipping norm, amplified by the phase's Poisson sampling (DP-GAN, DP-CGAN).
-* :meth:`PrivateData.uncharged`: an exact statistic of the rows at ε = ∞ only (the seeds' uncharged
-  heuristics, as labelled ablations), recorded as a trusted read; the method never holds the rows.
-* :meth:`PrivateData.check_disjoint`: refuses a public input (a pretrained encoder) whose training
-  rows, by content fingerprint, include a private row; releases nothing (the run stops before
-  any release, or goes on), recorded in the ledger as a public fact.
-* :meth:`PrivateData.rows`: the rows themselves, for what the queries cannot express yet; the reason
-  is recorded in the ledger (``trusted_reads``) and the conformance kit's named check
-  ``queries_only`` fails a private method that asks.
+* Releasing nothing, each recorded in the ledger: :meth:`PrivateData.uncharged`, an exact statistic
+  at ε = ∞ only (the seeds' uncharged heuristics, as labelled ablations); :meth:`PrivateData.check_disjoint`,
+  which refuses a public input (a pretrained encoder) trained on a private row, by content; and
+  :meth:`PrivateData.rows`, the rows themselves, with the reason (the kit's ``queries_only`` fails a
+  private method that asks).
 
-Both ``sum`` and ``pair_distance_counts`` rest on ``features`` mapping each row on its own; the
-handle checks it on every call (:mod:`bench.privacy.row_wise`).
-
-The row count, the schema and the data kind are public (the split's size is a public fact of the
-benchmark; the datasets' caveats say where it is not).
+Every ``features`` map and count query must map each row on its own; the handle checks it on each
+call (:mod:`bench.privacy.row_wise`). The row count, the schema and the data kind are public (the
+split's size is a public fact of the benchmark; the datasets' caveats say where it is not).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
@@ -59,31 +53,23 @@ from bench.privacy.releases import (
     replace_one_l2,
     replace_one_nonnegative_l2,
 )
-from bench.privacy.row_wise import (
+from bench.privacy.row_wise import (  # CountQuery: the handle's histogram queries, defined beside their check
+    CountQuery,
     as_numpy,
-    check_codes_row_wise,
     check_row_wise,
+    clean_histogram,
     checked_structured_sums,
     clamp_negative,
     clip_rows,
     flat_rows,
     label_sums,
+    paired_distances,
 )
 
 if TYPE_CHECKING:
     from bench.privacy.dp_sgd import DPSGDTraining
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class CountQuery:
-    """The histogram of ``codes(rows)`` (one integer per row; values outside [0, size) are clipped
-    to its ends) over ``size`` bins, released as ``what``."""
-
-    what: str
-    codes: Callable[[LabelledData], np.ndarray]
-    size: int
 
 
 class PublicInputError(UsageError, ValueError):
@@ -373,13 +359,7 @@ class PrivateData:
         (order[2], order[3]), … (``order``: a public permutation of the rows) have their ``features``
         at most that far apart (Euclidean), plus Gaussian noise. A replaced row sits in at most one
         pair and moves each count by at most 1: the L2 change is √(number of thresholds)."""
-        if sorted(np.asarray(order).tolist()) != list(range(self.n_rows)):
-            raise ValueError(f"{what}: order must be a permutation of the {self.n_rows} rows")
-        z = features(self.__rows)
-        check_row_wise(what, features, self.__rows, z)
-        z = np.asarray(z, dtype=float)
-        paired = np.asarray(order)[: self.n_rows // 2 * 2]
-        distances = np.sort(np.linalg.norm(z[paired[0::2]] - z[paired[1::2]], axis=1))
+        distances = paired_distances(what, features, self.__rows, order)
         closer = np.searchsorted(distances, thresholds, side="right").astype(float)
         return self._ledger.gaussian(
             closer, sensitivity=float(np.sqrt(len(thresholds))), noise_multiplier=noise_multiplier, what=what, rng=rng
@@ -410,28 +390,16 @@ class PrivateData:
         phase = self._ledger.subsampled_phase(what, clipping_norm, 1.0 / steps_per_epoch, epochs * steps_per_epoch)
         tensors = tuple(encode(self.__rows))
         check_row_wise(what, lambda rows: flat_rows(encode(rows)), self.__rows, flat_rows(tensors))
-        return DPSGDTraining(
-            phase,
-            module,
-            optimiser,
-            tensors,
-            epochs=epochs,
-            steps_per_epoch=steps_per_epoch,
-            expected_batch=expected_batch,
-            noise_rng=noise_rng,
-            batch_rng=batch_rng,
-            device=device,
-        )
+        loop = {"epochs": epochs, "steps_per_epoch": steps_per_epoch, "expected_batch": expected_batch}
+        draws = {"noise_rng": noise_rng, "batch_rng": batch_rng, "device": device}
+        return DPSGDTraining(phase, module, optimiser, tensors, **loop, **draws)
 
     def _histogram(self, query: CountQuery, keep: bool = True) -> np.ndarray:
         """A query's clean histogram (the query's codes clipped to its bins), computed once when
         ``keep`` (queries asked again, as MST's and AIM's are)."""
         if query in self.__histograms:
             return self.__histograms[query]
-        given = np.asarray(query.codes(self.__rows))
-        check_codes_row_wise(query, self.__rows, given)
-        codes = np.clip(given, 0, query.size - 1).astype(np.int64)
-        histogram = np.bincount(codes, minlength=query.size).astype(np.float64)
+        histogram = clean_histogram(query, self.__rows)
         if keep:
             self.__histograms[query] = histogram
         return histogram

@@ -17,7 +17,8 @@ could, but a mistaken one cannot.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -25,11 +26,14 @@ from bench.core.data import LabelledData
 from bench.core.threads import one_torch_thread
 
 
-class CodesQuery(Protocol):
-    """What the codes check reads of a count query (``PrivateData``'s ``CountQuery``)."""
+@dataclass(frozen=True)
+class CountQuery:
+    """The histogram of ``codes(rows)`` (one integer per row; values outside [0, size) are clipped
+    to its ends) over ``size`` bins, released as ``what`` (by ``PrivateData.counts`` and its kin)."""
 
     what: str
     codes: Callable[[LabelledData], np.ndarray]
+    size: int
 
 
 def label_sums(vectors: Any, labels: np.ndarray, n_classes: int) -> Any:
@@ -97,7 +101,7 @@ def _subset(rows: LabelledData, index: np.ndarray) -> LabelledData:
     return LabelledData(rows.x[index], rows.y[index], rows.schema)
 
 
-def check_codes_row_wise(query: CodesQuery, rows: LabelledData, codes: np.ndarray) -> None:
+def check_codes_row_wise(query: CountQuery, rows: LabelledData, codes: np.ndarray) -> None:
     """Refuses a count query unless it gives one code per row and the probed rows
     (:func:`probe_rows`), given on their own, get the codes they got among all rows: a code
     computed from a statistic of the rows (a mean, a quantile) moves many bins when one row is
@@ -112,6 +116,26 @@ def check_codes_row_wise(query: CodesQuery, rows: LabelledData, codes: np.ndarra
                 "codes than among all rows): a count's sensitivity holds only for a per-row code, so release any "
                 "statistic of the rows through its own query first"
             )
+
+
+def clean_histogram(query: CountQuery, rows: LabelledData) -> np.ndarray:
+    """The query's clean histogram: its codes (checked row-wise) clipped to its bins, counted."""
+    given = np.asarray(query.codes(rows))
+    check_codes_row_wise(query, rows, given)
+    codes = np.clip(given, 0, query.size - 1).astype(np.int64)
+    return np.bincount(codes, minlength=query.size).astype(np.float64)
+
+
+def paired_distances(what: str, features: Callable[[LabelledData], Any], rows: LabelledData, order: Any) -> np.ndarray:
+    """The sorted Euclidean distances between the ``features`` (checked row-wise) of the disjoint
+    row pairs (order[0], order[1]), (order[2], order[3]), … of a public permutation ``order``."""
+    if sorted(np.asarray(order).tolist()) != list(range(len(rows))):
+        raise ValueError(f"{what}: order must be a permutation of the {len(rows)} rows")
+    z = features(rows)
+    check_row_wise(what, features, rows, z)
+    z = np.asarray(z, dtype=float)
+    paired = np.asarray(order)[: len(rows) // 2 * 2]
+    return np.sort(np.linalg.norm(z[paired[0::2]] - z[paired[1::2]], axis=1))
 
 
 def _describe_probe(index: np.ndarray) -> str:

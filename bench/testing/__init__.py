@@ -52,7 +52,8 @@ named in the returned report (the registry-wide test allows none: every kind has
 images on 300 MNIST rows).
 """
 
-from bench.testing.method import CHECKS, TEST_DATASETS, ConformanceError, ConformanceReport, check_method
+from bench.testing.kit import TEST_DATASETS, ConformanceError, ConformanceReport
+from bench.testing.method import CHECKS, check_method
 from bench.testing.neighbours import adversarial_neighbour, redrawn_from_public_domain
 from bench.testing.others import check_dataset, check_evaluator
 

@@ -10,10 +10,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from bench.core.data import DataError, DataKind, LabelledData, Split
+from bench.core.data import DataKind, LabelledData, Split
 from bench.api.contracts import DeclaredMethod, FitContext, method_problems
 from bench.api.registry import DATASETS, METHODS
-from bench.harness.api import run_cell
 from bench.core.walls import fit_wall
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.copies import training_copies
@@ -22,6 +21,19 @@ from bench.privacy.replay import ReplayDiverged
 from bench.privacy.replay import ReleaseReplay
 from bench.privacy.replay import snapshot
 from bench.privacy.private_data import PrivateData
+from bench.testing.kit import (
+    EPSILON,
+    IMAGE_ROWS,
+    ROWS,
+    SAMPLE,
+    ConformanceError,
+    ConformanceReport,
+    audit_problems,
+    cell_problems,
+    dataset_kind,
+    head_rows,
+    test_splits,
+)
 from bench.testing.neighbours import (
     adversarial_neighbour,
     clean_distance,
@@ -32,34 +44,11 @@ from bench.testing.neighbours import (
 )
 
 
-# A small dataset of each kind (their rows cap the cost: the checks fit each method several times).
-TEST_DATASETS: dict[DataKind, str] = {
-    DataKind.TWO_D: "gmm2d",
-    DataKind.TABULAR: "cervical",
-    DataKind.DISCRETE: "adult-discrete",
-    DataKind.IMAGE: "mnist",
-}
-ROWS = 3000
-IMAGE_ROWS = 300  # images cost the most a fit; enough for every class and the probes
-SAMPLE = 200
-EPSILON = 1.0
 # Further budgets at which the release checks run again, so that a method that misbehaves only at
 # a small or a large ε is tried there.
 OTHER_EPSILONS = (0.1, 8.0)
 GLOBAL_SEEDS = (0, 918_273)  # two global seeds under one run seed
 SENSITIVITY_SLACK = 1e-3  # relative: float32 sums of thousands of rows round
-
-
-class ConformanceError(AssertionError):
-    pass
-
-
-@dataclass
-class ConformanceReport:
-    passed: list[str] = field(default_factory=list)  # datasets on which every check passed
-    skipped: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    checks: dict[str, list[str]] = field(default_factory=dict)  # dataset → the checks it passed
 
 
 @dataclass
@@ -364,15 +353,15 @@ def check_method(
     if registered:
         METHODS.register(adapter)
     try:
-        fulls = _test_splits(adapter, data_dir, datasets, report)
+        fulls = test_splits(adapter, data_dir, datasets, report)
         splits = {
-            name: head_rows(full, min(rows, IMAGE_ROWS) if _kind(name) == DataKind.IMAGE else rows)
+            name: head_rows(full, min(rows, IMAGE_ROWS) if dataset_kind(name) == DataKind.IMAGE else rows)
             for name, full in fulls.items()
         }
         smallest = min(fulls, key=lambda name: len(fulls[name].train))
-        record(smallest, "grid_cell", _cell_problems(adapter, smallest, data_dir, overrides))
+        record(smallest, "grid_cell", cell_problems(adapter, smallest, data_dir, overrides))
         if audit_runs and adapter.private and not adapter.data_independent:
-            record(smallest, "audit", _audit_problems(adapter, smallest, data_dir, overrides, audit_runs))
+            record(smallest, "audit", audit_problems(adapter, smallest, data_dir, overrides, audit_runs))
         for dataset, split in splits.items():
             subject = Subject(adapter, dataset, split, overrides)
             before = len(failures)
@@ -414,62 +403,3 @@ def _other_settings(subject: Subject, whole: Split | None, profiles: tuple[str, 
             for p in profiles
         ]
     return others
-
-
-def _test_splits(adapter, data_dir, datasets, report: ConformanceReport) -> dict[str, Split]:
-    """The whole split of the test dataset of each kind the method declares."""
-    splits = {}
-    for kind in sorted(adapter.data_kinds, key=lambda k: k.value):
-        dataset = (datasets or TEST_DATASETS).get(kind)
-        if dataset is None:
-            report.skipped.append(f"{kind.value}: no test dataset (pass datasets={{DataKind.{kind.name}: NAME}})")
-            continue
-        try:
-            splits[dataset] = DATASETS.get(dataset).load(Path(data_dir) if data_dir else None, 0)
-        except DataError as error:
-            report.skipped.append(f"{kind.value} ({dataset}): {error}")
-    if not splits:
-        raise ConformanceError(f"{adapter.name!r}: no test dataset could be loaded: {'; '.join(report.skipped)}")
-    return splits
-
-
-def _kind(dataset: str) -> DataKind:
-    return DATASETS.get(dataset).kind
-
-
-def head_rows(split: Split, rows: int) -> Split:
-    head = slice(0, rows)
-    return Split(
-        LabelledData(split.train.x[head], split.train.y[head], split.train.schema),
-        LabelledData(split.test.x[head], split.test.y[head], split.test.schema),
-        split.caveats,
-    )
-
-
-def _cell_problems(adapter: Any, dataset: str, data_dir, overrides) -> list[str]:
-    result = run_cell(
-        adapter.name, dataset, epsilon=EPSILON, evaluators=(), profile="smoke", overrides=overrides, data_dir=data_dir
-    )
-    if not result.ok:
-        return [f"the grid's worker failed the cell: {result.error}"]
-    spent = (result.ledger or {}).get("spent", {}).get("epsilon", math.inf)
-    if adapter.private and spent > EPSILON * (1 + 1e-9):
-        return [f"spent ε = {spent:.4g} > the target {EPSILON}"]
-    return []
-
-
-def _audit_problems(adapter: Any, dataset: str, data_dir, overrides, runs: int) -> list[str]:
-    from bench.harness.auditing import audit_method
-
-    result = audit_method(
-        adapter.name,
-        dataset,
-        4.0,
-        0.05,
-        runs=runs,
-        rows=100,
-        data_dir=Path(data_dir) if data_dir else None,
-        overrides=overrides,
-        candidates=4,
-    )
-    return [result.summary()] if result.violated else []

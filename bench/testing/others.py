@@ -10,7 +10,7 @@ import numpy as np
 from bench.core.data import DataError, DataKind, LabelledData
 from bench.api.contracts import dataset_problems, evaluator_problems
 from bench.api.registry import DATASETS
-from bench.testing.method import TEST_DATASETS, ConformanceError, ConformanceReport, head_rows
+from bench.testing.kit import TEST_DATASETS, ConformanceError, ConformanceReport, head_rows
 from bench.testing.neighbours import column_codes, same_rows
 
 
