@@ -43,6 +43,8 @@ DATASETS_ADDED_SINCE_THE_SNAPSHOT = {
     "adult-dphp-logs": "adult",
     "adult-dphp-zscored": "adult",
     "cervical-dpmerf": "cervical",
+    "census-sdgym": "census",
+    "intrusion-sdgym": "intrusion",
 }
 
 
