@@ -201,3 +201,26 @@ def test_processes_opening_a_new_store_at_once_all_open_it(tmp_path):
         answers = [process.communicate(timeout=300) for process in processes]
         assert [process.returncode for process in processes] == [0, 0, 0], [err[-500:] for _, err in answers]
         assert len({out.strip() for out, _ in answers}) == 1
+
+
+def test_a_store_that_cannot_be_written_is_one_line_before_any_cell(workdir, capsys):
+    """Issue 61: a read-only SQLite store sent every cell to the outbox with SQLAlchemy tracebacks,
+    the words "the tracking server was unreachable" and exit 0. (An immutable file: root ignores
+    file modes, so the test needs chattr, as a read-only mount would.)"""
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None:
+        pytest.skip("needs chattr to make a file immutable")
+    tracking.experiment_id(tracking.client(), "dpbench")
+    store = workdir / "mlflow.db"
+    if subprocess.run(["chattr", "+i", str(store)], capture_output=True).returncode != 0:
+        pytest.skip("this file system or user cannot make a file immutable")
+    try:
+        assert main(["run", "--methods", "real", *SMOKE]) == 2
+        err = capsys.readouterr().err
+        assert f"the MLflow store {store} cannot be written (Operation not permitted)" in err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert main(["table"]) == 2 and "has no finished runs yet" in capsys.readouterr().err  # reading still works
+    finally:
+        subprocess.run(["chattr", "-i", str(store)], check=True)

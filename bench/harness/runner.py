@@ -78,8 +78,8 @@ class GridReport:
         ]
         if self.outboxed:
             lines.append(
-                f"{self.outboxed} result(s) are in the outbox {outbox.outbox_dir()} (the tracking server was "
-                "unreachable); `python -m bench sync` logs them once it is back"
+                f"{self.outboxed} result(s) are in the outbox {outbox.outbox_dir()} (the tracking store could not "
+                "be reached or written); `python -m bench sync` logs them once it can"
             )
         return "\n".join(lines)
 
@@ -306,7 +306,7 @@ class GridRun:
                 except Exception as error:
                     self.online, why = False, ""
                     self.bar.write(
-                        f"warning: the tracking store stopped answering ({type(error).__name__}); "
+                        f"warning: the tracking store stopped answering ({tracking.short_reason(error)}); "
                         f"results go to the outbox {outbox.outbox_dir()}"
                     )
                 if self.online and run_id is None:

@@ -63,7 +63,19 @@ def check_writable_folder(folder: Path, what: str) -> None:
         ) from None
 
 
-def _short(error: BaseException) -> str:
+def check_writable_store(path: Path, what: str) -> None:
+    """Refuse an SQLite store file that cannot be written (a read-only mount, an immutable file):
+    opening it to append writes nothing, and fails where a run's first write would."""
+    try:
+        open(path, "ab").close()
+    except OSError as error:
+        raise TrackingError(
+            f"{what} cannot be written ({error.strerror or error}); point MLFLOW_TRACKING_URI at a writable store, "
+            "or read this one with table/report/export"
+        ) from None
+
+
+def short_reason(error: BaseException) -> str:
     text = " ".join(str(error).split())
     for marker in ("Connection refused", "timed out", "Name or service not known", "No route to host"):
         if marker in text:
@@ -80,6 +92,8 @@ def check_tracking(for_writing: bool) -> None:
         database = Path.cwd() / "mlflow.db"
         if for_writing:
             check_writable_folder(Path.cwd(), "the MLflow store mlflow.db")
+            if database.exists():
+                check_writable_store(database, f"the MLflow store {database}")
         elif not database.exists():
             raise TrackingError(
                 f"no MLflow store at {database}; run `python -m bench run` first here, or set MLFLOW_TRACKING_URI"
@@ -94,7 +108,7 @@ def check_tracking(for_writing: bool) -> None:
         client().search_experiments(max_results=1)
     except Exception as error:  # requests' and MLflow's errors alike: the server did not answer
         raise TrackingError(
-            f"the MLflow tracking server at {tracking_uri()} is unreachable ({_short(error)}); "
+            f"the MLflow tracking server at {tracking_uri()} is unreachable ({short_reason(error)}); "
             "start it, or unset MLFLOW_TRACKING_URI to use ./mlflow.db"
         ) from None
     finally:
@@ -141,6 +155,8 @@ def check_store_uri(uri: str, for_writing: bool) -> None:
         raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: write an SQLite store as sqlite:///PATH (three slashes)")
     if path.is_dir():
         raise TrackingError(f"MLFLOW_TRACKING_URI={uri}: {path} is a folder, not an SQLite file")
+    if path.exists() and for_writing:
+        check_writable_store(path, f"MLFLOW_TRACKING_URI={uri}: {path}")
     if path.exists():
         with open(path, "rb") as handle:
             header = handle.read(len(SQLITE_HEADER))
@@ -163,8 +179,9 @@ def client():
         os.environ.setdefault(name, value)
     from mlflow.tracking import MlflowClient
 
-    for noisy in ("alembic", "mlflow.store.db.utils"):  # schema migrations of a new store
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # schema migrations of a new store
+    # it logs every database error with its traceback before raising; the runner reports it in one line
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     with _sqlite_store_lock():  # the client opens the store, and migrates a new one, as it is made
         return MlflowClient(tracking_uri=tracking_uri())
 
