@@ -7,7 +7,8 @@ itself (``my_pkg.my_method:ADAPTER``). A card carries what listing needs (name, 
 kinds, tags) and names its implementation as ``"module:attribute"``; the implementation module is
 imported only when the entry is first used by name, so ``python -m bench list`` and ``--help``
 import neither torch nor jax. The built-ins advertise their cards from ``methods/__init__.py``
-(and the other packages' ``__init__``) through this project's own ``pyproject.toml``. Modules
+(and the other packages' ``__init__``) through this project's own ``pyproject.toml``; the cards
+are generated from the declarations into each package's ``cards.json`` (``bench.api.cards``). Modules
 named in ``DPBENCH_PLUGINS`` (comma-separated) are imported too and call :meth:`Registry.register`
 themselves. No edit in ``bench/`` is needed to add an entry, and nothing here names a plugin
 package.
