@@ -139,9 +139,28 @@ PLUGIN_SOURCE = textwrap.dedent(
             return Evaluation({})
 
 
+    class SleepingClassifier:  # fitted in a fitpool worker: sleeps as a slow classifier would
+        def fit(self, x, y):
+            time.sleep(600)
+            return self
+
+
+    @dataclass(frozen=True)
+    class PooledSleep(CrashingEvaluator):
+        name: str = "test-pooled-sleep"
+        description: str = "two 600-s fits in the evaluators' worker pool (the 12 classifiers' way of running)"
+
+        def evaluate(self, synthetic, real_train, real_test, context):
+            from evaluators import fitpool
+            tasks = [fitpool.Task(i, SleepingClassifier(), False) for i in range(2)]
+            fitpool.run_tasks(tasks, real_train.x, real_train.y, real_test.x, n_jobs=2, timeout_s=None)
+            raise AssertionError("the fits sleep until the runner is stopped")
+
+
     from bench.api.registry import EVALUATORS
     EVALUATORS.register(CrashingEvaluator())
     EVALUATORS.register(PoolThreads())
+    EVALUATORS.register(PooledSleep())
     """
 )
 
@@ -297,3 +316,28 @@ def plain_cell(
         param_sources={},
         **fields,
     )
+
+
+@pytest.fixture
+def silent_address():
+    """``host:port`` that accepts connections and never answers (a hung proxy, a wrong port)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+    for connection in held:
+        connection.close()

@@ -825,3 +825,19 @@ def test_a_plugin_module_that_fails_while_importing_is_one_line_even_for_list(tm
     result = run_cli("list", env=env, timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "DPBENCH_PLUGINS module 'failing_plugin' failed while importing (RuntimeError: boom)" in result.stderr
+
+
+def test_a_ray_address_that_accepts_and_never_answers_is_one_line_in_seconds(workdir, silent_address, capsys):
+    """Issue 61: `ray.init` on an address that accepts connections and never answers waits for
+    ever; the pre-flight check now asks for the gRPC server's first frame, for 5 s. (A real
+    cluster's head passes the same check: tests/test_ray_executor.py, slow.)"""
+    import time
+
+    from bench.cli import main
+
+    started = time.monotonic()
+    code = main([*RUN, *GMM, "--executor", "ray", "--ray-address", silent_address])
+    err = capsys.readouterr().err
+    assert code == 2 and time.monotonic() - started < 30, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"error: --ray-address {silent_address}: it accepts connections but does not answer as a Ray cluster" in err

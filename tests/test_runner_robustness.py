@@ -111,6 +111,46 @@ def test_a_signal_stops_workers_marks_cells_and_prints_the_resume_command(workdi
     assert not [w for w in workers if Path(f"/proc/{w}").exists()], "worker processes survived"
 
 
+def descendants(pid: int) -> dict[int, bytes]:
+    """Every live process below ``pid``, with its command line."""
+    parent_of, commands = {}, {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                commands[int(entry.name)] = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parent_of[int(entry.name)] = int(fields[1])
+    found, frontier = {}, {pid}
+    while frontier:
+        frontier = {child for child, parent in parent_of.items() if parent in frontier and child not in found}
+        found.update({child: commands.get(child, b"") for child in frontier})
+    return found
+
+
+def test_sigterm_during_evaluation_stops_the_classifier_pool_without_a_traceback(workdir):
+    """Issue 61: SIGTERM while the 12 classifiers ran printed 4 BrokenPipeError tracebacks from
+    evaluators/fitpool.py, three after the runner's "interrupted" line, and a child outlived the
+    runner. Here the cell is inside its evaluation, both pool workers fitting, when it comes."""
+    runner = start_cli("run", "--methods", "real", *SMOKE, "--evaluators", "test-pooled-sleep")
+    pool = lambda: [pid for pid, command in descendants(runner.pid).items() if b"fitpool" in command]  # noqa: E731
+    wait_for(lambda: len(pool()) == 2, what="the evaluation's two pool workers")
+    workers = pool()
+    os.kill(runner.pid, signal.SIGTERM)
+    out, err = runner.communicate(timeout=120)
+    assert runner.returncode == 143, out + err
+    assert "Traceback" not in out + err and "BrokenPipeError" not in out + err, out + err
+    assert err.count("interrupted by SIGTERM") == 1 and err.rstrip().splitlines()[-1].startswith(
+        "interrupted by SIGTERM"
+    )
+    assert statuses() == ["FAILED"]
+    wait_for(
+        lambda: not [w for w in workers if Path(f"/proc/{w}").exists()], timeout=10, what="the pool workers to exit"
+    )
+
+
 def test_kill_9_loses_nothing_and_the_next_run_completes_the_grid(workdir):
     marker = workdir / "slow-marker"
     marker.touch()
@@ -248,3 +288,51 @@ def test_broken_cells_fail_with_one_line_and_the_grid_goes_on(workdir):
     assert "1 finished, 3 failed" in result.stdout
     assert "deliberate evaluator crash" in crash.stdout and "0 finished, 1 failed" in crash.stdout
     assert statuses("real") == ["FINISHED"]
+
+
+@pytest.fixture
+def full_artifact_folder(workdir):
+    """``mlartifacts/`` on a 64 KiB tmpfs that a file then fills: the store answers, its artifact
+    folder takes nothing (a real ENOSPC, not a mock)."""
+    folder = workdir / "mlartifacts"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("needs to mount a small tmpfs (root, or a user namespace)")
+    try:
+        filler = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(filler, b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(filler)
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_full_artifact_folder_keeps_every_result_in_the_outbox_and_exits_5(workdir, full_artifact_folder):
+    """Issue 61: with the artifact folder full, every result reached the outbox, but the run exited
+    0 and left its claimed runs RUNNING. Now: exit 5 (not everything reached the store), the runs
+    FAILED saying their results wait in the outbox, and `sync` fills those same runs once there is
+    room: one run per cell, FINISHED."""
+    ran = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0-1")
+    assert ran.returncode == 5, ran.stdout + ran.stderr
+    assert "Traceback" not in ran.stdout + ran.stderr
+    assert "2 result(s) are in the outbox" in ran.stdout and "No space left on device" in ran.stdout
+    waiting = runs()
+    assert [r.info.status for r in waiting] == ["FAILED", "FAILED"]
+    assert all(
+        "waits in the outbox: `python -m bench sync` logs it into this run" in r.data.tags["error"] for r in waiting
+    )
+
+    subprocess.run(["umount", "-l", str(full_artifact_folder)], check=True)
+    synced = run_cli("sync")
+    assert synced.returncode == 0 and "logged 2 of 2" in synced.stdout, synced.stdout + synced.stderr
+    after = runs()
+    assert sorted(r.info.run_id for r in after) == sorted(r.info.run_id for r in waiting)  # the same runs, filled
+    assert [r.info.status for r in after] == ["FINISHED", "FINISHED"]
+    assert all("error" not in r.data.tags and "nll.mean" in r.data.metrics for r in after)
+    again = run_cli("run", "--methods", "real", *SMOKE, "--seeds", "0-1")
+    assert again.returncode == 0 and "0 finished, 0 failed, 2 skipped" in again.stdout, again.stdout + again.stderr

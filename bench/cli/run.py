@@ -111,7 +111,7 @@ def command_run(args: argparse.Namespace) -> int:
     jobs = args.jobs or default_jobs(every_cell, args.threads)
     if deadline is not None:
         print(f"--deadline: no cell starts after {deadline:%Y-%m-%d %H:%M:%S}", file=sys.stderr)
-    ok, left = True, 0
+    worst, left = 0, 0  # the grids' worst exit code (1 before 5 before 0) and the cells left at --deadline
     for experiment, cells, notes in grids:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
@@ -148,13 +148,10 @@ def command_run(args: argparse.Namespace) -> int:
             )
             return stop.exit_code
         print(report.summary())
-        ok, left = ok and report.ok, left + len(report.not_started)
-    if not ok:
-        return 1
+        worst, left = max(worst, report.exit_code, key=(0, 5, 1).index), left + len(report.not_started)
     if left:
         print(f"--deadline passed: {left} cell(s) not started; run the same command again to run them", file=sys.stderr)
-        return 4
-    return 0
+    return 4 if worst == 0 and left else worst
 
 
 def command_evaluate(args: argparse.Namespace) -> int:

@@ -138,13 +138,13 @@ def sync(mlflow_client) -> tuple[int, list[str]]:
                 experiments[entry.experiment] = tracking.experiment_id(mlflow_client, entry.experiment)
             experiment = experiments[entry.experiment]
             run_id = entry.logged_run_id
-            if run_id is not None and mlflow_client.get_run(run_id).info.status != "RUNNING":
+            if run_id is not None and not _open_for_sync(mlflow_client, run_id):
                 shutil.rmtree(entry.folder)  # logged before; the deletion was what was missing
                 logged += 1
                 continue
             if run_id is None:
                 claim = entry.claim_run_id
-                if claim is not None and _is_running(mlflow_client, claim):
+                if claim is not None and _claim_open_for_sync(mlflow_client, claim):
                     run_id = claim
                 else:
                     tags = tracking.cell_tags(entry.cell, entry.common_tags)
@@ -152,6 +152,7 @@ def sync(mlflow_client) -> tuple[int, list[str]]:
                 entry.logged_run_id = run_id
                 entry.write()
             tracking.fill_cell_run(mlflow_client, run_id, entry.cell, entry.outcome, entry.folder / "artifacts")
+            _unmark_waiting(mlflow_client, run_id, entry.outcome.error)
             shutil.rmtree(entry.folder)
             logged += 1
         except Exception as error:  # the server went away again: keep this and the rest
@@ -160,10 +161,46 @@ def sync(mlflow_client) -> tuple[int, list[str]]:
     return logged, errors
 
 
-def _is_running(mlflow_client, run_id: str) -> bool:
+WAITING_TAG = "outbox.waiting"
+
+
+def mark_waiting(run_ids: list[str], why: str) -> None:
+    """End the claimed runs whose results went to the outbox (an artifact folder full, the store
+    gone) as FAILED, saying that each result waits there; ``sync`` fills these same runs, so a
+    cell never ends with a second run. Only if the store answers a 5-s probe: a store that is
+    gone leaves them RUNNING, and sync fills them all the same."""
     try:
-        return mlflow_client.get_run(run_id).info.status == "RUNNING"
-    except Exception:
+        tracking.check_tracking(for_writing=False)
+        mlflow_client = tracking.client()
+        for run_id in run_ids:
+            mlflow_client.set_tag(run_id, WAITING_TAG, "1")
+            mlflow_client.set_tag(
+                run_id, "error", f"{why}; it waits in the outbox: `python -m bench sync` logs it into this run"
+            )
+            mlflow_client.set_terminated(run_id, status="FAILED")
+    except Exception:  # noqa: BLE001 — the store does not answer: the runs stay RUNNING, sync still finds them
+        pass
+
+
+def _unmark_waiting(mlflow_client, run_id: str, own_error: str | None) -> None:
+    tags = mlflow_client.get_run(run_id).data.tags
+    if WAITING_TAG in tags:
+        mlflow_client.delete_tag(run_id, WAITING_TAG)
+        if not own_error:  # the 'not logged' note is the run's error no more
+            mlflow_client.delete_tag(run_id, "error")
+
+
+def _open_for_sync(mlflow_client, run_id: str) -> bool:
+    """The run is still this entry's to fill: RUNNING (its runner lost the store), or ended as
+    waiting for this entry (:func:`mark_waiting`). Raises when the store does not answer."""
+    run = mlflow_client.get_run(run_id)
+    return run.info.status == "RUNNING" or run.data.tags.get(WAITING_TAG) == "1"
+
+
+def _claim_open_for_sync(mlflow_client, run_id: str) -> bool:
+    try:
+        return _open_for_sync(mlflow_client, run_id)
+    except Exception:  # noqa: BLE001 — deleted, or unreadable: the entry gets a run of its own
         return False
 
 

@@ -40,12 +40,18 @@ def _run_cell(cell_json: dict[str, Any]) -> tuple[dict[str, Any], dict[str, byte
 
 
 REACH_TIMEOUT_S = 5.0
+# A Ray cluster's address (its GCS, or the Ray Client server for ray://) is a gRPC server, which
+# answers an HTTP/2 client preface with a SETTINGS frame (RFC 9113 §3.4); sending one and waiting
+# for that frame tells an address that accepts connections and never answers from a cluster.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # + an empty SETTINGS
+HTTP2_SETTINGS = 4
 
 
 def check_reachable(address: str | None) -> None:
-    """A cluster address (``host:port`` or ``ray://host:port``) must answer a TCP connect within
-    seconds: ``ray.init`` on a dead address retries for many minutes (827 s measured) and prints
-    pages of warnings. ``local``, ``auto`` and no address are Ray's to resolve."""
+    """A cluster address (``host:port`` or ``ray://host:port``) must accept a TCP connection and
+    answer as a gRPC server within seconds: ``ray.init`` on a dead address retries for many
+    minutes (827 s measured), and on one that accepts and never answers it waits for ever.
+    ``local``, ``auto`` and no address are Ray's to resolve."""
     if not address or address in ("local", "auto"):
         return
     target = address.split("://", 1)[-1]
@@ -53,13 +59,25 @@ def check_reachable(address: str | None) -> None:
     if not host or not port.isdigit():
         raise GridError(f"--ray-address {address!r}: expected host:port or ray://host:port (or local, auto)")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+        connection = socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S)
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise GridError(
             f"--ray-address {address}: nothing answers there ({reason}); start the cluster "
             "(`ray start --head`) or drop --ray-address for a local instance"
         ) from None
+    with connection:
+        try:
+            connection.sendall(HTTP2_PREFACE)
+            first_frame = connection.recv(9)
+        except OSError:  # a timeout, or reset: no gRPC server there
+            first_frame = b""
+    if len(first_frame) < 4 or first_frame[3] != HTTP2_SETTINGS:
+        raise GridError(
+            f"--ray-address {address}: it accepts connections but does not answer as a Ray cluster "
+            f"within {REACH_TIMEOUT_S:.0f} s (no gRPC server there); check the host and port "
+            "(`ray status` on the head node prints the address)"
+        )
 
 
 class RayExecutor:

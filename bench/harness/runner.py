@@ -58,6 +58,12 @@ class GridReport:
     def ok(self) -> bool:
         return not self.failed and not self.interrupted and not self.unsaved
 
+    @property
+    def exit_code(self) -> int:
+        """1 a cell failed or was not saved, 5 every cell ran but some results wait in the outbox
+        (not in the store yet: `bench sync`), else 0 (4, the deadline's code, is the caller's)."""
+        return 1 if not self.ok else 5 if self.outboxed else 0
+
     def summary(self) -> str:
         first = (
             f"{len(self.finished)} finished, {len(self.failed)} failed, "
@@ -155,6 +161,7 @@ class GridRun:
         self.pending: list[Cell] = []
         self.running: dict[str, Job] = {}
         self.mine: set[str] = set()  # run ids this runner claimed
+        self.waiting_claims: list[str] = []  # claimed runs whose results went to the outbox
         self.queue_index = 0
         self.shown_status = ""
         self.last_beat = time.monotonic()
@@ -236,17 +243,21 @@ class GridRun:
         return True
 
     def finish(self, job: Job, outcome: Outcome) -> None:
-        saved = True
+        saved = outboxed = True
         if self.online:
             try:
                 self.report.run_ids[job.cell.key] = tracking.log_cell(
                     self.client, self.experiment_id, job.cell, outcome, job.folder, self.common_tags, job.run_id
                 )
+                outboxed = False
             except Exception as error:  # server gone, artifact store full: keep the result on disk
-                saved = self.to_outbox(job, outcome, f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
+                why = f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+                saved = self.to_outbox(job, outcome, why)
                 self.online = False  # later cells go straight to the outbox; `sync` catches up
         else:
             saved = self.to_outbox(job, outcome, "tracking unreachable")
+        if saved and outboxed and job.run_id:
+            self.waiting_claims.append(job.run_id)
         if outcome.status == "FINISHED":
             self.report.finished.append(job.cell)
         else:
@@ -373,6 +384,8 @@ class GridRun:
                     pass  # left RUNNING; the next start reaps it (its pid is gone by then)
         self.executor.close()
         self.bar.close()
+        if self.waiting_claims:
+            outbox.mark_waiting(self.waiting_claims, "the tracking store did not take the result")
         if not any(Path(place).is_relative_to(self.scratch) for _, place in self.report.unsaved):
             shutil.rmtree(self.scratch, ignore_errors=True)
 
