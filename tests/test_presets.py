@@ -206,14 +206,17 @@ def test_every_transcribed_number_lives_in_the_published_files():
     import ast
 
     from bench.api.registry import METHODS
-    from bench.report.published import FOLDER, published, source_of, table_names
+    from bench.report.published import FOLDER, published, published_settings, registered_method, source_of, table_names
 
     assert len(table_names()) >= 12
     for name in table_names():
         assert "arXiv:" in source_of(name), name
         for dataset, setups in published(name).items():
             for (method, epsilon), columns in setups.items():
-                assert method in METHODS.names() or method == "gs-wgan", (name, method)  # GS-WGAN: shown, no adapter
+                # GS-WGAN: shown, no adapter; a variant row (dp-hp [gamma=0.1]) is its method's with settings
+                assert registered_method(method) in METHODS.names() or method == "gs-wgan", (name, method)
+                if method != registered_method(method):
+                    assert published_settings(name)[dataset][(method, epsilon)], (name, method)
                 assert epsilon > 0 and columns, (name, dataset, method)
                 for value in columns.values():
                     # a spread comes with the paper's run count: (mean, sd, runs)
@@ -233,3 +236,58 @@ def test_every_transcribed_number_lives_in_the_published_files():
     }
     assert literals - epsilons - {0.0} == set()
     assert FOLDER == REPO / "bench" / "report" / "published"
+
+
+def test_a_published_ablation_row_is_matched_only_by_runs_with_its_settings():
+    """Issue 59: DP-HP Tables 5 (γ) and 8 (D_prod) publish several rows of one method at one ε;
+    each row is a variant named by its settings, its preset runs one grid per variant, and in the
+    table ours sits beside a row only where its runs used that row's settings."""
+    import json
+
+    import pandas as pd
+
+    from bench.report.published import published_settings, registered_method, variant_label
+    from bench.report.versus import versus_seeds_rows
+
+    assert variant_label("dp-hp", ("dp-hp.gamma=0.1",)) == "dp-hp [gamma=0.1]"
+    assert registered_method("dp-hp [gamma=0.1]") == "dp-hp"
+    with pytest.raises(ValueError, match="must each read 'dp-hp.param=value'"):
+        variant_label("dp-hp", ("dp-merf.gamma=0.1",))
+    table5 = PRESETS["dphp-table5"]
+    settings = published_settings("dphp-table5")["adult-discrete"]
+    assert len(settings) == 7 and all("dp-hp.epochs=8" in items for items in settings.values())
+    assert sorted(grid.set_items() for grid in table5.grids) == sorted(settings.values())
+
+    def run(gamma: str, seed: int, tv: float) -> dict:
+        hp = {
+            "hp.batch_fraction": "0.1",
+            "hp.prod_order": "10",
+            "hp.prod_dims": "5",
+            "hp.epochs": "8",
+            "hp.gamma": gamma,
+        }
+        return {
+            "dataset": "adult-discrete",
+            "method": f"dp-hp [epochs=8, gamma={gamma}]",
+            "method_name": "dp-hp",
+            "epsilon": 0.3,
+            "seed": seed,
+            "settings": json.dumps(hp),
+            "marginals.paper.tv_3": tv,
+        }
+
+    frame = pd.DataFrame([run("10.0", s, 0.58 + s / 100) for s in range(3)] + [run("0.5", s, 0.5) for s in range(3)])
+    rows = versus_seeds_rows(
+        frame,
+        [("3-way (seeds' code)", "marginals.paper.tv_3")],
+        table5.published,
+        "paper",
+        ".3f",
+        paper_settings=table5.paper_settings,
+    )
+    names = [(row[1], row[2]) for row in rows]
+    at = names.index(("dp-hp [gamma=10] ε=0.3", "paper")) if ("dp-hp [gamma=10] ε=0.3", "paper") in names else None
+    assert at is not None, names
+    assert names[at - 1] == ("dp-hp [epochs=8, gamma=10.0] ε=0.3", "ours")  # 10.0 logged is the row's 10
+    assert ("dp-hp [epochs=8, gamma=0.5] ε=0.3", "ours") in names  # no published twin: listed after
+    assert names.index(("dp-hp [epochs=8, gamma=0.5] ε=0.3", "ours")) > at

@@ -30,6 +30,7 @@ from bench.harness.tracking import has_evaluator_metrics
 from bench.privacy.budget import epsilon_text
 from bench.report.costs import CostKey, approximately, cost_key, duration, seconds_for
 from bench.report.preset import NOT_IN_MIRROR, Preset, grid_cells
+from bench.report.published import registered_method
 
 RUN, NOT_IMPLEMENTED, NO_DATA, NEEDS_GPU, NOT_RUN = "run", "not implemented", "no data", "needs a GPU", "not run"
 EVIDENCE_SEEDS = 5  # the papers average 5 runs; a setup counts as reproduced at this many seeds
@@ -123,21 +124,23 @@ def setup_coverage(
             mine = [
                 (grid, cell)
                 for grid, cell in cells
-                if cell.method == method and cell.dataset == dataset and cell.epsilon == setup.epsilon
+                if cell.method == registered_method(method)
+                and cell.dataset == dataset
+                and cell.epsilon == setup.epsilon
             ]
             paper = [(grid, cell) for grid, cell in mine if grid.protocol == "paper"]
             mine = paper or mine
             required = preset.paper_settings.get(dataset, {}).get((method, setup.epsilon), ())
             if required:
-                mine = [(grid, cell) for grid, cell in mine if set(required) <= set(grid.set_items())]
+                mine = [(grid, cell) for grid, cell in mine if _uses(grid, required)]
             done = sum(cell.key in finished_keys for _, cell in mine)
             profile = mine[0][0].profile if mine else "paper"
-            if not mine and _registered(METHODS, method):
+            if not mine and _registered(METHODS, registered_method(method)):
                 continue  # printed beside the table for comparison: counted where its own table is
             status = None
             if done:
                 status = RUN
-            elif not _registered(METHODS, method):
+            elif not _registered(METHODS, registered_method(method)):
                 status = NOT_IMPLEMENTED
             elif dataset in NOT_IN_MIRROR:
                 status = NO_DATA
@@ -146,6 +149,19 @@ def setup_coverage(
                 status = NEEDS_GPU if seconds is not None and seconds > GPU_SECONDS else NOT_RUN
             result.append(Coverage(setup, status, done, profile, seconds))
     return result
+
+
+def _uses(grid: Any, required: tuple[str, ...]) -> bool:
+    """The grid sets every one of the ``method.param=value`` settings (a number as a number)."""
+
+    def same(a: str, b: str) -> bool:
+        (key_a, value_a), (key_b, value_b) = a.split("=", 1), b.split("=", 1)
+        try:
+            return key_a == key_b and (value_a == value_b or float(value_a) == float(value_b))
+        except ValueError:
+            return False
+
+    return all(any(same(item, given) for given in grid.set_items()) for item in required)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from bench.harness.grid import GridSpec
-from bench.report.published import merged, published
+from bench.report.published import merged, published, published_settings, registered_method
 from bench.report.versus import FIG3_SIZES, FIG6_CLASSIFIERS
 
 from bench.report.preset import (
@@ -99,6 +99,19 @@ _SUPP_TABLE8_COLUMNS = tuple(
 _TABLE1_COLUMNS = tuple((f"{alpha}-way (seeds' code)", f"marginals.paper.tv_{alpha}") for alpha in (2, 3, 4)) + tuple(
     (f"{alpha}-way (all subsets)", f"marginals.tv_{alpha}") for alpha in (2, 3, 4)
 )
+
+
+def _variant_grids(table: str) -> tuple[GridSpec, ...]:
+    """One grid per setting of a published ablation (its rows' ``settings``), 5 seeds, paper protocol."""
+    return tuple(
+        GridSpec(
+            (registered_method(method),), (dataset,), [eps], FIVE_SEEDS, protocol="paper", overrides=overrides_of(items)
+        )
+        for dataset, setups in published_settings(table).items()
+        for (method, eps), items in setups.items()
+    )
+
+
 _FIG6_COLUMNS = tuple((name, f"image-downstream.{name}.accuracy") for name in FIG6_CLASSIFIERS) + (
     ("MEAN", "image-downstream.accuracy"),
     ("FID", "fid.fid"),
@@ -161,6 +174,29 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         "DP-HP (arXiv:2106.05042) Table 1",
         plot_metrics=("marginals.tv_3",),
         paper_settings=TABLE1_SETTINGS,
+    ),
+    Preset(
+        "dphp-table5",
+        "DP-HP Table 5",
+        "DP-HP's γ ablation: the sum kernel's weight γ from 0.001 to 1000, discretized Adult, ε = 0.3, Table 5's "
+        "fixed settings (8 epochs)",
+        "table5",
+        _variant_grids("dphp-table5"),
+        _TABLE1_COLUMNS,
+        published("dphp-table5"),
+        "DP-HP (arXiv:2106.05042) Table 5",
+        paper_settings=published_settings("dphp-table5"),
+    ),
+    Preset(
+        "dphp-table8",
+        "DP-HP Table 8",
+        "DP-HP's product-kernel dimension D_prod ∈ {2, 5, 7}, discretized Adult, ε = 1, Table 4's other settings",
+        "table8",
+        _variant_grids("dphp-table8"),
+        _TABLE1_COLUMNS,
+        published("dphp-table8"),
+        "DP-HP (arXiv:2106.05042) Table 8",
+        paper_settings=published_settings("dphp-table8"),
     ),
     Preset(
         "dphp-table2",

@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from bench.report.published import Value, published
+from bench.report.published import Value, published, registered_method
 from bench.report.stats import (
     EQUIVALENCE_MARGIN,
     Equivalence,
@@ -189,7 +189,10 @@ def versus_seeds_rows(
                 [
                     (label, eps)
                     for label, name, eps in ours_setups
-                    if (name, eps) == setup and not mismatch[(label, eps)]
+                    if (name, eps) == (registered_method(setup[0]), setup[1])
+                    and not _setting_mismatch(
+                        ours[(ours["method"] == label) & (ours["epsilon"] == eps)], required.get(setup, ())
+                    )
                 ],
             )
             for setup in published
@@ -331,9 +334,19 @@ def _setting_mismatch(runs: pd.DataFrame, required: tuple[str, ...]) -> str:
     for item in required:
         key, value = item.split("=", 1)
         param = key.split(".", 1)[1]
-        if logged.get(f"hp.{param}") != value:
+        if not _same_value(logged.get(f"hp.{param}"), value):
             differ.append(f"{param}={logged.get(f'hp.{param}', 'default')} ≠ {value}")
     return ", ".join(differ)
+
+
+def _same_value(logged: str | None, wanted: str) -> bool:
+    """A logged setting equals a wanted one as text, or as numbers (``1.0`` is ``1``)."""
+    if logged == wanted:
+        return True
+    try:
+        return logged is not None and float(logged) == float(wanted)
+    except ValueError:
+        return False
 
 
 def render_versus_seeds(
