@@ -180,7 +180,8 @@ class DeclaredMethod:
     lend it idle cores (the kit's ``thread_invariance`` checks it). ``data_independent``: reads no
     row, so it runs at every ε and spends none. ``label_params``: parameters shown beside the
     method in every table whatever their value (dp-mepf: its encoder). ``declared_in``: the module
-    that declared it (a built-in's card names that module)."""
+    that declared it (a built-in's card names that module). ``external``: an outside library's
+    synthesizer (``bench.api.external``), whose privacy is that library's claim."""
 
     name: str
     description: str
@@ -193,6 +194,7 @@ class DeclaredMethod:
     data_independent: bool = False
     label_params: tuple[str, ...] = ()
     declared_in: str = field(default="", compare=False, repr=False)
+    external: str = ""  # the outside library (name and version) whose own claim is the run's (ε, δ)
 
     def fit(self, data: "PrivateData", context: FitContext) -> Any:
         return self.fit_function(data, context)

@@ -79,6 +79,7 @@ def method(
     thread_invariant_kinds: Iterable[DataKind | str] = (),
     data_independent: bool = False,
     label_params: tuple[str, ...] = (),
+    external: str = "",
     register: bool = True,
 ) -> Callable[[FitFunction], DeclaredMethod]:
     """Declares (and, with ``register``, registers) the decorated ``fit(data, context)`` as the
@@ -97,6 +98,7 @@ def method(
             data_independent,
             tuple(label_params),
             declared_in=fit.__module__,
+            external=external,
         )
         return _checked("method", adapter, method_problems(adapter), METHODS, register)
 

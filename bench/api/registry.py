@@ -200,6 +200,8 @@ def _tags_of(entry: Any) -> tuple[str, ...]:
     """The tags a built-in card declares, read off the object: a method's privacy (as ``bench list``
     shows it) and an evaluator that runs only when named."""
     tags: list[str] = []
+    if getattr(entry, "external", ""):
+        tags.append("external")
     if getattr(entry, "data_independent", False):
         tags.append("data-independent")
     elif hasattr(entry, "private"):

@@ -60,7 +60,7 @@ def command_pretrain_encoder(args: argparse.Namespace) -> int:
 
 
 def command_audit(args: argparse.Namespace) -> int:
-    from bench.harness.auditing import audit_dp_sgd, audit_method
+    from bench.harness.auditing import audit_black_box, audit_dp_sgd, audit_method
 
     (epsilon,) = parse_epsilons(args.eps) if "," not in args.eps else (None,)
     if epsilon is None:
@@ -80,6 +80,8 @@ def command_audit(args: argparse.Namespace) -> int:
             f"{method.name} does not fit {dataset.name}: it takes {', '.join(sorted(k.value for k in method.data_kinds))} "
             f"data, {dataset.name} is {dataset.kind.value}"
         )
+    if args.level is None:  # an outside library records no releases: only its output can be audited
+        args.level = "black-box" if method.external else "release"
     overrides = parse_overrides(args.overrides, [args.method]).get(args.method, {})
     settings = dict(
         method=args.method,
@@ -93,7 +95,19 @@ def command_audit(args: argparse.Namespace) -> int:
         profile=args.profile,
         calibrator=args.calibrator,
     )
-    if args.level == "step":
+    if args.level == "black-box":
+        result = audit_black_box(
+            args.method,
+            args.dataset,
+            epsilon,
+            delta,
+            args.runs,
+            args.rows,
+            data_dir=settings["data_dir"],
+            overrides=overrides,
+            profile=args.profile,
+        )
+    elif args.level == "step":
         result = audit_dp_sgd(
             args.method,
             args.dataset,

@@ -274,7 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the method's private releases (its real fit, stopped after them) on D and on D′ = D with "
         "row 0 replaced by a canary, many times with fresh noise; score each output with the likelihood-ratio "
         "statistic; report the Clopper–Pearson 95%% lower bound on ε beside the claimed ε of the audited releases. "
-        "--level step audits one DP-SGD step with a gradient canary (methods with a DP-SGD phase).",
+        "--level step audits one DP-SGD step with a gradient canary (methods with a DP-SGD phase); --black-box "
+        "(--level black-box) audits from the synthetic output alone: whole fits on D and D′ with a canary row, each "
+        "sample scored by how much of it looks like the canary — the default for an outside library's synthesizer, "
+        "which records no releases. A lower bound below the claim proves nothing.",
     )
     audit.add_argument("--method", required=True, help="a private method (`list methods`)")
     audit.add_argument("--dataset", required=True, help="a dataset (`list datasets`)")
@@ -284,9 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--rows", type=int, default=500, help="D = the first ROWS training rows of seed 0's split")
     audit.add_argument(
         "--level",
-        default="release",
-        choices=("release", "step"),
-        help="release: the method's releases; step: one DP-SGD step",
+        choices=("release", "step", "black-box"),
+        default=None,
+        help="release: the method's releases (default); step: one DP-SGD step; black-box: the output only "
+        "(the default for an outside library's synthesizer)",
+    )
+    audit.add_argument(
+        "--black-box", dest="level", action="store_const", const="black-box", help="the same as --level black-box"
     )
     audit.add_argument("--profile", default="smoke", choices=PROFILES, help="hyperparameter profile of the audited fit")
     audit.add_argument("--calibrator", default="tight", choices=CALIBRATORS)

@@ -54,6 +54,8 @@ def _preset_rows() -> list[tuple[str, str]]:
 TAG_TEXT = {
     "data-independent": "data-independent (ε spent 0)",  # reads no row, so it spends ε = 0 at every target
     "named-only": "[named only: run when --evaluators names it]",
+    # an outside library's synthesizer in its own environment: the run's ε is that library's claim
+    "external": "external, claimed ε (the library's own accounting, not verified here)",
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -176,4 +177,123 @@ def audit_dp_sgd(
     result = audit_dp_sgd_step(gradients, phase.release, clip, budget, runs, seed, ledger_factory)
     return dataclasses.replace(
         result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)"
+    )
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A row unlike the others (:func:`canary_of`) and the columns where it is rarest in D."""
+
+    row: np.ndarray
+    label: int
+    telling: tuple[int, ...]  # columns whose canary value D never takes (else its rarest one)
+
+
+def canary_of(train: Any) -> Canary:
+    """Every coded column at its least frequent code in ``train``, every numerical column at the
+    end of its public range farthest from the column's mean, the label at its least frequent
+    class; ``telling``: the columns where no row of D takes the canary's value (else the column
+    where fewest do). (The audit is an experiment, not a release: choosing the canary from the
+    rows spends nothing of any run's budget.)"""
+    from bench.core.data import ColumnKind
+
+    row = np.empty(train.schema.n_features, dtype=np.float32)
+    for j, column in enumerate(train.schema.columns):
+        if column.kind == ColumnKind.NUMERICAL:
+            lower, upper = column.public_bounds()
+            row[j] = lower if abs(train.x[:, j].mean() - lower) > abs(train.x[:, j].mean() - upper) else upper
+        else:
+            counts = np.bincount(train.x[:, j].astype(np.int64), minlength=column.domain_size())
+            row[j] = float(np.argmin(counts))
+    shares = _matches(train, row).mean(axis=0)
+    telling = tuple(int(j) for j in np.flatnonzero(shares == 0)) or (int(np.argmin(shares)),)
+    return Canary(row, int(np.argmin(np.bincount(train.y, minlength=train.schema.n_classes))), telling)
+
+
+def _matches(data: Any, row: np.ndarray) -> np.ndarray:
+    """rows × columns: does each row take the canary's value (numerical: within a tenth of the
+    column's public range)?"""
+    from bench.core.data import ColumnKind
+
+    out = np.empty(data.x.shape, dtype=bool)
+    for j, column in enumerate(data.schema.columns):
+        if column.kind == ColumnKind.NUMERICAL:
+            lower, upper = column.public_bounds()
+            out[:, j] = np.abs(data.x[:, j] - row[j]) <= (upper - lower) / 10
+        else:
+            out[:, j] = data.x[:, j] == row[j]
+    return out
+
+
+def canary_statistic(sample: Any, canary: Canary) -> float:
+    """How much of the output looks like the canary: the synthetic rows that take its value in
+    each telling column (summed over those columns), plus the rows equal to it everywhere (label
+    included). A marginal-based generator moves the first, a generator that copies rows the
+    second; both are near 0 on D for an honest generator, where the canary's values are rare."""
+    matches = _matches(sample, canary.row)
+    everywhere = matches.all(axis=1) & (sample.y == canary.label)
+    return float(matches[:, list(canary.telling)].sum() + everywhere.sum())
+
+
+def audit_black_box(
+    method_name: str,
+    dataset_name: str,
+    epsilon: float,
+    delta: float,
+    runs: int,
+    rows: int,
+    seed: int = 0,
+    data_dir: Path | None = None,
+    overrides: Mapping[str, str] | None = None,
+    profile: str = "smoke",
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> AuditResult:
+    """The output-only audit (issue 60): ``runs`` whole fits on D (the first ``rows`` training
+    rows) and on D′ (row 0 replaced by :func:`canary_of`'s canary), each with its own seed; each
+    fit's sample of ``rows`` rows scored by :func:`canary_statistic`; the ε lower bound of
+    :func:`bench.privacy.audit.epsilon_lower_bound`. It needs no ledger, so it audits an outside
+    library as it audits a built-in; a bound below the claim proves nothing (a weak statistic
+    gives a low bound for any generator)."""
+    import time
+
+    from bench.api.contracts import FitContext
+    from bench.privacy.audit import epsilon_lower_bound
+    from bench.privacy.private_data import PrivateData
+
+    method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
+    if not method.private or method.data_independent:
+        raise AuditError(f"{method_name} makes no privacy claim from its rows to audit")
+    if not math.isfinite(epsilon):
+        raise AuditError("--eps must be finite: a non-private run makes no claim to audit")
+    full = dataset.load(data_dir, seed, "sound").train
+    rows = min(rows, len(full))
+    train = type(full)(full.x[:rows], full.y[:rows], full.schema)
+    canary = canary_of(train)
+    x, y = train.x.copy(), train.y.copy()
+    x[0], y[0] = canary.row, canary.label
+    neighbour = type(full)(x, y, full.schema)
+    params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
+    budget = PrivacyBudget(epsilon, delta)
+    started, claimed = time.perf_counter(), math.nan
+    scores: dict[str, list[float]] = {"d": [], "d_prime": []}
+    for run in range(runs):
+        for side, data in (("d", train), ("d_prime", neighbour)):
+            ledger = PrivacyLedger(budget)
+            context = FitContext.of(dataset, params, seed + 1 + run, ledger, data_dir=data_dir)
+            sample = method.fit(PrivateData(data, ledger), context).sample(rows)
+            scores[side].append(canary_statistic(sample, canary))
+            claimed = ledger.epsilon_spent
+        progress(run + 1, runs)
+    bound = epsilon_lower_bound(np.array(scores["d"]), np.array(scores["d_prime"]), delta)
+    return AuditResult(
+        method_name,
+        f"{dataset_name} (first {rows} rows)",
+        runs,
+        claimed,
+        delta,
+        bound.epsilon,
+        mu_fitted=math.nan,
+        mu_claimed=None,
+        wall_s=time.perf_counter() - started,
+        releases=("black box: the synthetic output only (canary statistic)",),
     )

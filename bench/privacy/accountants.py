@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Literal, Protocol, Sequence
 
-from bench.privacy.releases import GaussianRelease, PureRelease, Release
+from bench.privacy.releases import ClaimedRelease, GaussianRelease, PureRelease, Release
 from bench.privacy.replace_one import ReplaceOneSubsampledGaussianPRV, prv_epsilon, rdp_epsilon
 
 Calibrator = Literal["tight", "paper"]
@@ -45,6 +45,8 @@ def gaussian_zcdp_rho(release: GaussianRelease) -> float:
 
 
 def zcdp_rho(releases: Sequence[Release]) -> float:
+    if _claim(releases):
+        raise ValueError("a library's claimed (ε, δ) has no zCDP ρ here")
     return sum(r.zcdp_rho if isinstance(r, PureRelease) else gaussian_zcdp_rho(r) for r in releases)
 
 
@@ -147,6 +149,8 @@ def compose_epsilon(
     Gaussian-only cases go to the calibrator's accountant object."""
     if not releases:
         return 0.0
+    if claimed := _claim(releases):
+        return claimed.epsilon
     pure = [r for r in releases if isinstance(r, PureRelease)]
     if any(math.isinf(r.epsilon) for r in pure):
         return math.inf
@@ -160,7 +164,17 @@ def compose_epsilon(
     return ACCOUNTANTS[calibrator].gaussian_epsilon(gaussian, delta)
 
 
+def _claim(releases: Sequence[Release]) -> ClaimedRelease | None:
+    """A library's claim, when that is what the releases are (then their only one)."""
+    claims = [r for r in releases if isinstance(r, ClaimedRelease)]
+    if claims and len(releases) > 1:
+        raise ValueError("a library's claimed release is a run's only release; it cannot be composed with others")
+    return claims[0] if claims else None
+
+
 def describe_accountant(releases: Sequence[Release], calibrator: Calibrator) -> str:
+    if claimed := _claim(releases):
+        return f"claimed by {claimed.library} (its own accounting; not independently verified)"
     pure = [r for r in releases if isinstance(r, PureRelease)]
     if pure and len(pure) == len(releases):
         return "pure ε-DP, basic composition (δ = 0)"

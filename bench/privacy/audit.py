@@ -84,8 +84,11 @@ class AuditResult:
         return self.lower_bound > self.claimed_epsilon or mu_refuted
 
     def summary(self) -> str:
-        mu = f"; fitted μ-GDP {self.mu_fitted:.3f} (≥ {self.mu_lower:.3f} at 95%)" + (
-            f" against the claimed μ {self.mu_claimed:.3f}" if self.mu_claimed else ""
+        mu = (
+            ""
+            if math.isnan(self.mu_fitted)  # the black-box audit fits no μ
+            else f"; fitted μ-GDP {self.mu_fitted:.3f} (≥ {self.mu_lower:.3f} at 95%)"
+            + (f" against the claimed μ {self.mu_claimed:.3f}" if self.mu_claimed else "")
         )
         verdict = "VIOLATION: the claim is wrong" if self.violated else "consistent with the claim"
         return (

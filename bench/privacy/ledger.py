@@ -50,7 +50,7 @@ from bench.privacy.accountants import (  # noqa: F401 (re-exported: the ledger's
 )
 from bench.privacy.budget import CALIBRATORS, PrivacyBudget
 from bench.privacy.independent import IndependentCheck, check_claim
-from bench.privacy.releases import NEIGHBOURING, GaussianRelease, PureRelease, Release
+from bench.privacy.releases import NEIGHBOURING, ClaimedRelease, GaussianRelease, PureRelease, Release
 from bench.privacy.noise import _is_torch, secure_standard_laplace, secure_standard_normal
 from bench.privacy.replay import ReleaseReplay
 from bench.privacy.subsampled import PrivacyBudgetExceeded, SubsampledPhase, calibrate_subsampled_multiplier
@@ -172,7 +172,15 @@ class PrivacyLedger:
         return compose_epsilon(releases, self.budget.delta, self.calibrator, prv_error(self.budget.epsilon))
 
     def record(self, release: Release) -> None:
-        """Add a release; refuse it if the composed total would exceed the target."""
+        """Add a release; refuse it if the composed total would exceed the target. A library's
+        claimed release is the run's only one, within the target ε and δ."""
+        claims = [r for r in [*self.releases, release] if isinstance(r, ClaimedRelease)]
+        if claims and self.releases:
+            raise ValueError(f"{release.what!r}: a library's claimed release is a run's only release")
+        if claims and self.budget.is_private and release.delta > self.budget.delta * (1 + _SLACK):
+            raise PrivacyBudgetExceeded(
+                f"{release.library} claims δ = {release.delta:g} > target δ = {self.budget.delta:g}"
+            )
         if self.budget.is_private:
             total = self.epsilon_of(self.releases + [release])
             if total > self.budget.epsilon * (1 + _SLACK):
@@ -193,6 +201,8 @@ class PrivacyLedger:
     def delta_spent(self) -> float:
         if not self.releases or not self.budget.is_private:
             return 0.0
+        if isinstance(self.releases[0], ClaimedRelease):
+            return self.releases[0].delta
         if all(isinstance(r, PureRelease) for r in self.releases):
             return 0.0
         return self.budget.delta
@@ -373,6 +383,8 @@ class PrivacyLedger:
 
 
 def _release_dict(release: Release) -> dict[str, Any]:
+    if isinstance(release, ClaimedRelease):
+        return asdict(release) | {"kind": "claimed"}
     if isinstance(release, PureRelease):
         return asdict(release) | {"kind": "pure", "zcdp_rho": release.zcdp_rho}
     extra = {"kind": "gaussian", "noise_std": release.noise_std}

@@ -6,6 +6,11 @@ from typing import Any
 
 
 def _format_release(r: dict[str, Any]) -> str:
+    if r.get("kind") == "claimed":
+        return (
+            f"  - {r['what']}: CLAIMED by {r['library']}, ε = {r['epsilon']:.6g}, δ = {r['delta']:g} "
+            f"(the library's own accounting, not independently verified; relation: {r['neighbouring']})"
+        )
     if r.get("kind") == "pure":
         return (
             f"  - {r['what']}: {r['mechanism']} mechanism, ε₀ = {r['epsilon']:.6g} each, "

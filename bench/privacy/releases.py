@@ -131,7 +131,31 @@ class PureRelease:
         return self.compositions * per_release
 
 
-Release = GaussianRelease | PureRelease
+@dataclass(frozen=True)
+class ClaimedRelease:
+    """Everything an outside library released, as that library accounts it: its own claim of
+    (ε, δ) — preprocessing included — for the whole fit, which this harness cannot recompute
+    (the library's mechanisms are not in the ledger) and so marks as not independently verified.
+    A run's only release (``PrivacyLedger.record`` refuses a mix). ``library``: name and version;
+    ``neighbouring``: the relation the library's own documentation states its guarantee under."""
+
+    what: str
+    epsilon: float
+    delta: float
+    library: str
+    neighbouring: str = "as the library documents it (not checked here)"
+    verified: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.epsilon > 0 or not math.isfinite(self.epsilon):
+            raise ValueError(f"claimed ε of {self.what!r} must be finite and > 0")
+        if not 0 <= self.delta < 1:
+            raise ValueError(f"claimed δ of {self.what!r} must lie in [0, 1)")
+        if not self.library:
+            raise ValueError(f"a claimed release ({self.what!r}) names the library that claims it")
+
+
+Release = GaussianRelease | PureRelease | ClaimedRelease
 
 
 def release_from_dict(data: dict) -> Release:
@@ -140,5 +164,6 @@ def release_from_dict(data: dict) -> Release:
     built on it recomputes those."""
     from dataclasses import fields
 
-    kind = GaussianRelease if data.get("kind", "gaussian") == "gaussian" else PureRelease
+    kinds = {"gaussian": GaussianRelease, "pure": PureRelease, "claimed": ClaimedRelease}
+    kind = kinds[data.get("kind", "gaussian")]
     return kind(**{f.name: data[f.name] for f in fields(kind) if f.name in data})

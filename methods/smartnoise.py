@@ -1,0 +1,91 @@
+"""smartnoise-synth's synthesizers (OpenDP; Rosenblatt et al.), run as outside generators
+(``bench.api.external``): each in smartnoise-synth 1.0.8's own environment, built on first use, its
+(ε, δ) the library's own claim. The library pins ``mbi < 2``, ``opacus < 0.15`` and ``pandas < 3``,
+which conflict with this project's, so it cannot share our environment (issue 60).
+
+Every bound and category comes from the dataset's public schema (``methods/drivers/smartnoise.py``):
+the library's own preprocessing, which infers bounds from the rows unless it is paid ε, never runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.api import DataKind
+from bench.api.external import Environment, external_method
+from bench.core.params import HyperParameters, Setting
+
+# dill: the driver keeps the fitted synthesizer between fit and sample, and MST holds lambdas
+SMARTNOISE = Environment("smartnoise-synth-1.0.8", ("smartnoise-synth==1.0.8", "dill==0.4.1"))
+# run by the environment's Python, never imported here (methods/drivers/ holds no plugin module)
+DRIVER = Path(__file__).parent / "drivers" / "smartnoise.py"
+LIBRARY = "smartnoise-synth 1.0.8"
+
+
+@dataclass(frozen=True)
+class CubeParams:
+    bins: int  # equal-width bins of a numerical column's public range (cube-style synthesizers)
+
+
+CUBE_PARAMETERS = HyperParameters(
+    CubeParams,
+    defaults={
+        "bins": Setting(
+            10, "bench's choice: smartnoise-synth's BinTransformer default (snsynth/transform/bin.py, bins=10)"
+        )
+    },
+)
+
+smartnoise_mst = external_method(
+    "smartnoise-mst",
+    "smartnoise-synth 1.0.8's MST (McKenna et al. 2021), in its own environment",
+    kinds={DataKind.DISCRETE, DataKind.TABULAR},
+    environment=SMARTNOISE,
+    driver=DRIVER,
+    synthesizer="mst",
+    library=LIBRARY,
+    hyperparameters=CUBE_PARAMETERS,
+)
+
+smartnoise_aim = external_method(
+    "smartnoise-aim",
+    "smartnoise-synth 1.0.8's AIM (McKenna et al. 2022), in its own environment",
+    kinds={DataKind.DISCRETE, DataKind.TABULAR},
+    environment=SMARTNOISE,
+    driver=DRIVER,
+    synthesizer="aim",
+    library=LIBRARY,
+    hyperparameters=CUBE_PARAMETERS,
+)
+
+smartnoise_mwem = external_method(
+    "smartnoise-mwem",
+    "smartnoise-synth 1.0.8's MWEM (Hardt et al. 2012), in its own environment",
+    kinds={DataKind.DISCRETE, DataKind.TABULAR},
+    environment=SMARTNOISE,
+    driver=DRIVER,
+    synthesizer="mwem",
+    library=LIBRARY,
+    hyperparameters=CUBE_PARAMETERS,
+)
+
+smartnoise_dpctgan = external_method(
+    "smartnoise-dpctgan",
+    "smartnoise-synth 1.0.8's DP-CTGAN (Rosenblatt et al. 2020; DP-SGD by opacus 0.14), in its own environment",
+    kinds={DataKind.DISCRETE, DataKind.TABULAR},
+    environment=SMARTNOISE,
+    driver=DRIVER,
+    synthesizer="dpctgan",
+    library=LIBRARY,
+)
+
+smartnoise_patectgan = external_method(
+    "smartnoise-patectgan",
+    "smartnoise-synth 1.0.8's PATE-CTGAN (Rosenblatt et al. 2020), in its own environment",
+    kinds={DataKind.DISCRETE, DataKind.TABULAR},
+    environment=SMARTNOISE,
+    driver=DRIVER,
+    synthesizer="patectgan",
+    library=LIBRARY,
+)

@@ -1,0 +1,213 @@
+"""Outside generators (issue 60): a library's synthesizer in its own virtual environment, its
+(ε, δ) recorded as that library's claim. The default suite drives a standard-library test
+generator (``tests/external/laplace_marginals_driver.py``, a bare environment, no pip); the slow
+suite builds smartnoise-synth 1.0.8's real environment and runs its MST beside ours."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bench
+from bench.api.external import Environment, ExternalError, external_method, read_rows, write_rows
+from bench.api.registry import METHODS
+from bench.core.data import DataKind, LabelledData
+from bench.core.params import HyperParameters, Setting
+from bench.privacy.budget import PrivacyBudget
+from bench.privacy.independent import independent_epsilon
+from bench.privacy.ledger import PrivacyBudgetExceeded, PrivacyLedger
+from bench.privacy.ledger_text import format_ledger
+from bench.privacy.releases import ClaimedRelease, GaussianRelease, release_from_dict
+from tests.conftest import run_cli
+
+DATA_DIR = os.environ.get("DPBENCH_DATA_DIR")
+DRIVER = Path(__file__).parent / "external" / "laplace_marginals_driver.py"
+pytestmark = pytest.mark.skipif(not DATA_DIR, reason="needs DPBENCH_DATA_DIR (adult-discrete)")
+
+
+@dataclass(frozen=True)
+class DriverParams:
+    leak_factor: float
+    fail: str
+
+
+PARAMS = HyperParameters(
+    DriverParams,
+    defaults={
+        "leak_factor": Setting(1.0, "the test driver: 1 = its honest noise scale"),
+        "fail": Setting("", "the test driver: a message makes its fit fail with it"),
+    },
+)
+
+
+@pytest.fixture
+def outside(tmp_path, monkeypatch):
+    """The test generator registered as ``test-outside``, its environment under tmp_path."""
+    monkeypatch.setenv("DPBENCH_ENV_DIR", str(tmp_path / "envs"))
+    environment = Environment("test-stdlib", (), inherit_site_packages=False)
+    declared = external_method(
+        "test-outside",
+        "Laplace histograms, columns independent, in a bare environment",
+        kinds={DataKind.DISCRETE},
+        environment=environment,
+        driver=DRIVER,
+        synthesizer="laplace-histograms",
+        library="test-laplace-driver 0",
+        hyperparameters=PARAMS,
+        timeout_s=120,
+        register=False,
+    )
+    METHODS.register(declared)
+    yield environment
+    METHODS.unregister(declared.name)
+
+
+def test_a_claimed_release_is_a_run_s_only_release_within_its_target():
+    ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    claim = ClaimedRelease("the fit", 1.0, 1e-6, "lib 1.0")
+    ledger.record(claim)
+    assert ledger.epsilon_spent == 1.0 and ledger.delta_spent == 1e-6
+    assert "claimed by lib 1.0" in ledger.accountant and "not independently verified" in ledger.accountant
+    check = ledger.independent_check()
+    assert check.epsilon == 1.0 and check.method.startswith("not recomputed")
+    with pytest.raises(ValueError, match="only release"):
+        ledger.record(GaussianRelease("more", 1.0, 5.0))
+    mixed = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+    mixed.record(GaussianRelease("first", 1.0, 50.0))
+    with pytest.raises(ValueError, match="only release"):
+        mixed.record(claim)
+    with pytest.raises(PrivacyBudgetExceeded):
+        PrivacyLedger(PrivacyBudget(1.0, 1e-5)).record(ClaimedRelease("the fit", 1.5, 0.0, "lib"))
+    with pytest.raises(PrivacyBudgetExceeded, match="claims δ"):
+        PrivacyLedger(PrivacyBudget(1.0, 1e-5)).record(ClaimedRelease("the fit", 1.0, 1e-3, "lib"))
+    stored = json.loads(ledger.to_json())
+    (entry,) = stored["releases"]
+    assert entry["kind"] == "claimed" and release_from_dict(entry) == claim
+    assert independent_epsilon([release_from_dict(entry)], 1e-5).epsilon == 1.0
+    assert "CLAIMED by lib 1.0" in format_ledger(stored)
+    with pytest.raises(ValueError, match="names the library"):
+        ClaimedRelease("the fit", 1.0, 0.0, "")
+    with pytest.raises(ValueError, match="finite"):
+        ClaimedRelease("the fit", math.inf, 0.0, "lib")
+
+
+def test_an_outside_generator_runs_in_its_environment_built_once_and_its_epsilon_is_a_claim(outside, tmp_path):
+    assert not outside.ready()
+    result = bench.run_cell(
+        "test-outside", "adult-discrete", epsilon=1.0, evaluators=("marginals",), data_dir=DATA_DIR, out=tmp_path / "a"
+    )
+    assert result.ok, result.error
+    assert outside.ready() and (outside.folder / "bin" / "python").exists()
+    built = (outside.folder / "ready.json").stat().st_mtime_ns
+    (release,) = result.ledger["releases"]
+    assert release["kind"] == "claimed" and release["library"] == "test-laplace-driver 0"
+    assert release["epsilon"] == 1.0 and not release["verified"]
+    assert result.ledger["accountant"].startswith("claimed by test-laplace-driver 0")
+    assert any("handed to test-laplace-driver 0" in why for why in result.ledger["trusted_reads"])
+    assert 0 < result.metrics["marginals.tv_2"] < 0.5  # a real sample, scored like any other
+    assert not list(Path(tempfile.gettempdir()).glob("dpbench-external-test-outside-*"))  # nothing left behind
+    again = bench.run_cell("test-outside", "adult-discrete", epsilon=1.0, evaluators=(), data_dir=DATA_DIR)
+    assert again.ok and (outside.folder / "ready.json").stat().st_mtime_ns == built  # reused, not rebuilt
+
+
+def test_a_failing_outside_fit_fails_its_cell_with_the_driver_s_last_line(outside):
+    result = bench.run_cell(
+        "test-outside",
+        "adult-discrete",
+        epsilon=1.0,
+        evaluators=(),
+        data_dir=DATA_DIR,
+        overrides={"fail": "could not find bounds"},
+    )
+    assert not result.ok
+    assert "laplace_marginals_driver.py fit failed: deliberate failure: could not find bounds" in result.error
+    assert "\n" not in result.error.strip()
+
+
+def test_an_outside_generator_needs_a_finite_epsilon(outside):
+    result = bench.run_cell("test-outside", "adult-discrete", epsilon=math.inf, evaluators=(), data_dir=DATA_DIR)
+    assert not result.ok and "needs a finite ε" in result.error
+
+
+def test_rows_cross_to_the_driver_and_back_exactly_and_codes_outside_the_domain_are_refused(tmp_path):
+    from bench.api.registry import DATASETS
+
+    train = DATASETS.get("adult-discrete").load(DATA_DIR, 0).train
+    rows = LabelledData(train.x[:50], train.y[:50], train.schema)
+    write_rows(tmp_path / "rows.csv", rows)
+    back = read_rows(tmp_path / "rows.csv", rows.schema)
+    assert np.array_equal(back.x, rows.x) and np.array_equal(back.y, rows.y)
+    text = (tmp_path / "rows.csv").read_text().splitlines()
+    first = text[1].split(",")
+    first[0] = "999"
+    (tmp_path / "bad.csv").write_text("\n".join([text[0], ",".join(first), *text[2:]]) + "\n")
+    with pytest.raises(ExternalError, match="outside column .* public domain"):
+        read_rows(tmp_path / "bad.csv", rows.schema)
+
+
+def test_a_build_that_fails_says_what_pip_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPBENCH_ENV_DIR", str(tmp_path / "envs"))
+    broken = Environment("test-broken", ("--no-index", "no-such-package-anywhere==0"), inherit_site_packages=False)
+    with pytest.raises(ExternalError, match="pip install .* failed: .*no-such-package-anywhere"):
+        broken.ensure()
+    assert not broken.ready() and not broken.folder.exists()
+
+
+@pytest.mark.slow
+def test_smartnoise_mst_runs_beside_ours_in_its_own_environment(workdir, tmp_path):
+    """Issue 60's first 'done when': on a fresh environment folder the first run builds
+    smartnoise-synth's environment (a line says so), the second reuses it; the record marks the
+    outside run's ε as claimed."""
+    env = {"DPBENCH_ENV_DIR": str(tmp_path / "envs")}
+    args = ["run", "--methods", "smartnoise-mst,mst", "--datasets", "adult-discrete", "--eps", "1", "--no-progress"]
+    first = run_cli(*args, env=env, timeout=1500)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "building the environment smartnoise-synth-1.0.8 for its first use" in first.stderr
+    assert "2 finished, 0 failed" in first.stdout
+    second = run_cli(*args, "--rerun", env=env, timeout=1500)
+    assert second.returncode == 0 and "building the environment" not in second.stderr, second.stderr
+    exported = run_cli("export", "--out", str(tmp_path / "records"), "--allow-dirty")  # a dirty tree here, clean in CI
+    assert exported.returncode == 0, exported.stderr
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "records").rglob("smartnoise-mst_*.json")][-1:]
+    (release,) = record["ledger"]["releases"]
+    assert release["kind"] == "claimed" and release["library"] == "smartnoise-synth 1.0.8"
+    assert record["ledger"]["accountant"].startswith("claimed by smartnoise-synth 1.0.8")
+    assert 0 < record["metrics"]["marginals.tv_2"] < 0.5
+
+
+def test_the_black_box_audit_flags_a_leaking_outside_generator_and_not_the_honest_one(outside):
+    """Issue 60: from the output alone — 100 whole fits a side on 300 rows, the canary a row of
+    every column's rarest code. The honest driver's claim stands; the same driver with its noise
+    scaled down 1000× (leak_factor), claiming the same ε = 1, is caught."""
+    from bench.harness.auditing import audit_black_box
+
+    honest = audit_black_box("test-outside", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    assert not honest.violated and honest.lower_bound <= 1.0 and honest.claimed_epsilon == 1.0, honest.summary()
+    leaking = audit_black_box(
+        "test-outside", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR, overrides={"leak_factor": "1000"}
+    )
+    assert leaking.violated and leaking.lower_bound > 1.0, leaking.summary()
+    assert "VIOLATION" in leaking.summary() and "μ" not in leaking.summary()
+
+
+def test_audit_of_an_outside_generator_is_black_box_by_default_and_logged_beside_the_claim(outside, workdir, capsys):
+    from bench.cli import main
+    from bench.harness import tracking
+
+    code = main(
+        ["audit", "--method", "test-outside", "--dataset", "adult-discrete", "--runs", "20", "--rows", "200"]
+        + ["--data-dir", DATA_DIR]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "audited ε ≥" in out and "against the claimed ε = 1" in out, out
+    client = tracking.client()
+    (run,) = tracking.iter_runs(client, tracking.experiment_id(client, "audit", create=False))
+    assert run.data.params["level"] == "black-box"
+    assert run.data.metrics["audit.epsilon_claimed"] == 1.0 and "audit.epsilon_lower_bound" in run.data.metrics
