@@ -30,6 +30,8 @@ _AUTHORS_DPMERF_CERVICAL = MeasuredSeeds(
 _AUTHORS_DPMERF_ADULT_NOISE = MeasuredSeeds(
     "authors' code at its claimed ε = 1 (this noise)", _AUTHORS_DPMERF_ADULT.file, _AUTHORS_DPMERF_ADULT.columns
 )
+# smartnoise-synth's synthesizers (methods/smartnoise.py), run as outside generators
+_SMARTNOISE = ("smartnoise-mst", "smartnoise-aim", "smartnoise-mwem", "smartnoise-dpctgan", "smartnoise-patectgan")
 _AUTHORS_NOTE = (
     "authors' code: their released code run on the same rows on this machine, one row per seed "
     "(`python benchmarks/authors_seeds.py`, output in docs/measurements), mean ± sd (seeds); our rows "
@@ -368,6 +370,37 @@ BEYOND_PRESETS: tuple[Preset, ...] = (
         # utility (ROC on the binary tables, weighted F1 on intrusion's 5 classes) and the attack's AUC
         # against ε per dataset (issue 30): where the output starts to give rows away
         plot_metrics=("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "privacy.mia_auc"),
+        triad=True,
+    ),
+    Preset(
+        "external",
+        "beyond the seeds: other libraries' DP generators by the same yardstick (issue 60)",
+        "smartnoise-synth 1.0.8's MST, AIM, MWEM, DP-CTGAN and PATE-CTGAN, each in its own environment with its "
+        "ε as the library claims it, beside our MST, AIM, PrivBayes, DP-MERF, DP-HP and the trivial baselines, on "
+        "discretized Adult, cervical and Adult at ε ∈ {0.3, 1, 3}; a library's failure (no bounds, a timeout, a "
+        "crash) is a failed cell with its reason. The output's privacy is scored afterwards (`python -m bench "
+        "evaluate --experiment external --evaluators privacy,fidelity`) and each outside generator's claim "
+        "audited from its output (`python -m bench audit --method smartnoise-mst --dataset adult-discrete "
+        "--black-box`)",
+        "external",
+        (
+            GridSpec(
+                (*_SMARTNOISE, "mst", "aim", "privbayes", "dp-merf", "dp-hp", *BASELINES),
+                ("adult-discrete",),
+                [0.3, 1.0, 3.0],
+                FIVE_SEEDS,
+            ),
+            GridSpec(
+                (*_SMARTNOISE, "dp-merf", "dp-hp", *BASELINES), ("cervical", "adult"), [0.3, 1.0, 3.0], FIVE_SEEDS
+            ),
+        ),
+        (
+            ("2-way TV", "marginals.tv_2"),
+            ("3-way TV", "marginals.tv_3"),
+            ("ROC (scores)", "downstream.roc_auc"),
+            ("PRC (scores)", "downstream.pr_auc"),
+        ),
+        plot_metrics=("marginals.tv_2", "downstream.roc_auc"),
         triad=True,
     ),
 )

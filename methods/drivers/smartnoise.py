@@ -15,6 +15,8 @@ one-hot.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import random
 import sys
@@ -64,6 +66,14 @@ def _public_frame(columns: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+def _synthesizer_class(name: str) -> type:
+    """The class ``Synthesizer.create(name)`` makes (its ``synth_map``, as ``create`` reads it)."""
+    from snsynth.base import synth_map
+
+    module, attribute = synth_map[name]["class"].rsplit(".", 1)
+    return getattr(importlib.import_module(module), attribute)
+
+
 def _seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -89,7 +99,11 @@ def fit(folder: Path) -> None:
     train[coded] = train[coded].astype(int)
     transformer = _transformer(columns, cube, bins)
     transformer.fit(_public_frame(columns)[train.columns])
-    synthesizer = Synthesizer.create(name, epsilon=request["epsilon"], delta=request["delta"], **settings)
+    # a pure ε-DP synthesizer (MWEM) takes no δ, and claims none
+    delta = request["delta"] if "delta" in inspect.signature(_synthesizer_class(name)).parameters else 0.0
+    synthesizer = Synthesizer.create(
+        name, epsilon=request["epsilon"], **({"delta": delta} if delta else {}), **settings
+    )
     synthesizer.fit(train, transformer=transformer, preprocessor_eps=0.0)
     with open(folder / "model.pkl", "wb") as out:
         dill.dump({"synthesizer": synthesizer, "columns": list(train.columns), "coded": coded}, out)
@@ -97,7 +111,7 @@ def fit(folder: Path) -> None:
     claim = {
         "library": library,
         "epsilon": request["epsilon"],
-        "delta": request["delta"],
+        "delta": delta,
         "what": f"{library} {name}: the whole fit, as its own accounting claims it (preprocessing: 0, every "
         f"bound and category public)",
     }
