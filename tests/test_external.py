@@ -211,3 +211,18 @@ def test_audit_of_an_outside_generator_is_black_box_by_default_and_logged_beside
     (run,) = tracking.iter_runs(client, tracking.experiment_id(client, "audit", create=False))
     assert run.data.params["level"] == "black-box"
     assert run.data.metrics["audit.epsilon_claimed"] == 1.0 and "audit.epsilon_lower_bound" in run.data.metrics
+
+
+def test_the_black_box_audit_reads_no_ledger_so_it_checks_a_built_in_too(monkeypatch):
+    """A second, code-independent check of a built-in: `independent` (Gaussian 1-way marginals)
+    at its claimed ε = 1, from 100 whole fits a side, stays within its claim — and the same
+    method with the handle's count sensitivity understated 1000× (its ledger still adds up to
+    ε = 1, so no ledger-based check objects) is caught from its output alone."""
+    from bench.harness.auditing import audit_black_box
+    from bench.privacy import private_data
+
+    honest = audit_black_box("independent", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    assert not honest.violated and honest.claimed_epsilon <= 1.0 + 1e-9, honest.summary()
+    monkeypatch.setattr(private_data, "COUNT_L2_SENSITIVITY", private_data.COUNT_L2_SENSITIVITY / 1000)
+    broken = audit_black_box("independent", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    assert broken.claimed_epsilon <= 1.0 + 1e-9 and broken.violated, broken.summary()
