@@ -226,3 +226,30 @@ def test_the_black_box_audit_reads_no_ledger_so_it_checks_a_built_in_too(monkeyp
     monkeypatch.setattr(private_data, "COUNT_L2_SENSITIVITY", private_data.COUNT_L2_SENSITIVITY / 1000)
     broken = audit_black_box("independent", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
     assert broken.claimed_epsilon <= 1.0 + 1e-9 and broken.violated, broken.summary()
+
+
+def test_the_privacy_triad_shows_an_outside_generator_s_epsilon_as_the_library_s_claim():
+    import pandas as pd
+
+    from bench.report.triad import triad_rows
+
+    def row(method: str, seed: int) -> dict:
+        return {
+            "dataset": "adult-discrete",
+            "epsilon": 1.0,
+            "method": method,
+            "method_name": method,
+            "seed": seed,
+            "privacy.mia_auc": 0.5,
+            "privacy.epsilon_spent": 1.0,
+            "privacy.epsilon_independent": 1.0,
+        }
+
+    frame = pd.DataFrame([row(m, s) for m in ("smartnoise-mst", "mst") for s in range(2)])
+    header, rows = triad_rows(frame, {("smartnoise-mst", "adult-discrete", 1.0): 0.2})
+    by_method = {r[header.index("method")]: r for r in rows}
+    outside, ours = by_method["smartnoise-mst"], by_method["mst"]
+    assert outside[header.index("ledger ε")].endswith("(the library's claim)")
+    assert outside[header.index("independent ε")] == "not recomputed"
+    assert outside[header.index("audited ε ≥")] == "0.200"
+    assert "claim" not in ours[header.index("ledger ε")] and ours[header.index("independent ε")] != "not recomputed"

@@ -77,8 +77,10 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
         "utility",
     ]
     rows = []
+    outside = _outside_generators()
     for (dataset, epsilon, method), group in scored.groupby(["dataset", "epsilon", "method"], sort=True):
         name = group["method_name"].iloc[0]
+        claim_only = name in outside and math.isfinite(epsilon)  # the library's own accounting
         utility = next((m for m in UTILITY if m in group.columns and group[m].notna().any()), None)
         low = group["privacy.mia_auc_low"].min() if "privacy.mia_auc_low" in group else math.nan
         high = group["privacy.mia_auc_high"].max() if "privacy.mia_auc_high" in group else math.nan
@@ -88,10 +90,15 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
                 dataset,
                 epsilon_text(epsilon),
                 method,
-                _claimed(group.get("privacy.epsilon_spent", pd.Series(dtype=float)))
-                if math.isfinite(epsilon)
-                else "∞ (non-private)",
-                _claimed(group.get("privacy.epsilon_independent", pd.Series(dtype=float)))
+                (
+                    _claimed(group.get("privacy.epsilon_spent", pd.Series(dtype=float)))
+                    if math.isfinite(epsilon)
+                    else "∞ (non-private)"
+                )
+                + (" (the library's claim)" if claim_only else ""),
+                "not recomputed"
+                if claim_only
+                else _claimed(group.get("privacy.epsilon_independent", pd.Series(dtype=float)))
                 if math.isfinite(epsilon)
                 else "—",
                 format_number(audited) if audited is not None else "not audited",
@@ -103,6 +110,14 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
             ]
         )
     return header, rows
+
+
+def _outside_generators() -> set[str]:
+    """Methods whose ε is an outside library's claim (their cards' ``external`` tag; no plugin
+    code is imported)."""
+    from bench.api.registry import METHODS
+
+    return {card.name for card in METHODS.cards() if "external" in card.tags}
 
 
 def _dcr_share(group: pd.DataFrame) -> str:
