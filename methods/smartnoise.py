@@ -37,6 +37,18 @@ CUBE_PARAMETERS = HyperParameters(
     },
 )
 
+
+@dataclass(frozen=True)
+class GanParams:
+    batch_size: int  # rows a step (the library asserts it even); above the training rows it fails its fit
+    epochs: int
+
+
+def _gan_parameters(module: str) -> HyperParameters:
+    source = f"smartnoise-synth 1.0.8's default (snsynth/pytorch/nn/{module}.py __init__)"
+    return HyperParameters(GanParams, defaults={"batch_size": Setting(500, source), "epochs": Setting(300, source)})
+
+
 smartnoise_mst = external_method(
     "smartnoise-mst",
     "smartnoise-synth 1.0.8's MST (McKenna et al. 2021), in its own environment",
@@ -78,6 +90,7 @@ smartnoise_dpctgan = external_method(
     driver=DRIVER,
     synthesizer="dpctgan",
     library=LIBRARY,
+    hyperparameters=_gan_parameters("dpctgan"),
 )
 
 smartnoise_patectgan = external_method(
@@ -88,4 +101,5 @@ smartnoise_patectgan = external_method(
     driver=DRIVER,
     synthesizer="patectgan",
     library=LIBRARY,
+    hyperparameters=_gan_parameters("patectgan"),
 )
