@@ -253,3 +253,24 @@ def test_the_privacy_triad_shows_an_outside_generator_s_epsilon_as_the_library_s
     assert outside[header.index("independent ε")] == "not recomputed"
     assert outside[header.index("audited ε ≥")] == "0.200"
     assert "claim" not in ours[header.index("ledger ε")] and ours[header.index("independent ε")] != "not recomputed"
+
+
+def test_two_processes_needing_a_new_environment_build_it_once(tmp_path):
+    """Cells starting together on a machine without the environment: one builds it under the
+    lock, the other waits and reuses it (one 'building' line, one build)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from bench.api.external import Environment\n"
+        "Environment('test-stdlib', (), inherit_site_packages=False).ensure()\n"
+    )
+    env = {**os.environ, "DPBENCH_ENV_DIR": str(tmp_path / "envs")}
+    racers = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
+    errors = [racer.communicate(timeout=300)[1] for racer in racers]
+    assert all(racer.returncode == 0 for racer in racers), errors
+    assert sum("building the environment test-stdlib" in err for err in errors) == 1, errors
+    (built,) = (tmp_path / "envs").glob("test-stdlib-*")
+    assert (built / "ready.json").is_file() and not list((tmp_path / "envs").glob("*.partial"))
