@@ -129,6 +129,7 @@ def test_a_failing_outside_fit_fails_its_cell_with_the_driver_s_last_line(outsid
     assert not result.ok
     assert "laplace_marginals_driver.py fit failed: deliberate failure: could not find bounds" in result.error
     assert "\n" not in result.error.strip()
+    assert not list(Path(tempfile.gettempdir()).glob("dpbench-external-test-outside-*"))  # no rows left behind
 
 
 def test_an_outside_generator_needs_a_finite_epsilon(outside):

@@ -248,29 +248,29 @@ def external_method(
         if not context.budget.is_private:
             raise UsageError(f"{name} is an outside DP library's synthesizer: it needs a finite ε")
         python = environment.ensure()
-        folder = Path(tempfile.mkdtemp(prefix=f"dpbench-external-{name}-"))
         rows = data.rows(trusted=f"handed to {library}, whose own accounting is the run's claimed (ε, δ)")
-        write_rows(folder / "train.csv", rows)
-        settings = {k: v for k, v in vars(context.params).items()} if context.params is not None else {}
         request = {
             "synthesizer": synthesizer,
             "epsilon": context.budget.epsilon,
             "delta": context.budget.delta,
             "seed": context.seed,
             "columns": public_columns(rows.schema),
-            "settings": settings,
+            "settings": dict(vars(context.params)),
         }
-        (folder / "request.json").write_text(json.dumps(request, indent=1))
+        folder = Path(tempfile.mkdtemp(prefix=f"dpbench-external-{name}-"))  # private to this user (0700)
         try:
+            write_rows(folder / "train.csv", rows)
+            (folder / "request.json").write_text(json.dumps(request, indent=1))
             run_driver(python, driver, folder, ["fit"], timeout_s)
             epsilon, delta, claimed_by, what = read_claim(folder, library)
-        except BaseException:
+            (folder / "train.csv").unlink()  # the private rows do not outlive the fit
+        except BaseException:  # a failed fit leaves nothing of the rows behind
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        (folder / "train.csv").unlink()  # the private rows do not outlive the fit
         context.ledger.record(ClaimedRelease(what, epsilon, delta, claimed_by))
         return ExternalSampler(python, driver, folder, rows.schema, timeout_s, context.seed)
 
+    # the declaring module (a built-in's card names it), as @method records a decorated function's
     fit.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     fit.__name__ = name.replace("-", "_")
     return method(name, description, kinds=kinds, hyperparameters=hyperparameters, external=library, register=register)(
