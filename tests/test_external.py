@@ -198,9 +198,14 @@ def test_the_black_box_audit_flags_a_leaking_outside_generator_and_not_the_hones
     assert "VIOLATION" in leaking.summary() and "μ" not in leaking.summary()
 
 
-def test_audit_of_an_outside_generator_is_black_box_by_default_and_logged_beside_the_claim(outside, workdir, capsys):
+def test_audit_of_an_outside_generator_is_black_box_by_default_and_logged_beside_the_claim(
+    outside, tmp_path, monkeypatch, capsys
+):
     from bench.cli import main
     from bench.harness import tracking
+
+    monkeypatch.chdir(tmp_path)  # its own ./mlflow.db (not `workdir`: that loads the test plugins for good)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
 
     code = main(
         ["audit", "--method", "test-outside", "--dataset", "adult-discrete", "--runs", "20", "--rows", "200"]
