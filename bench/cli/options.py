@@ -48,7 +48,9 @@ Runs are logged to MLflow: ./mlflow.db unless MLFLOW_TRACKING_URI is set.
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        # an option whose default is "decided later" (None) says so in its own help, not "(default: None)"
+        return action.help if action.default is None else super()._get_help_string(action)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -273,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="empirical lower bound on ε: a canary attack on a method's real releases",
         description="Run the method's private releases (its real fit, stopped after them) on D and on D′ = D with "
         "row 0 replaced by a canary, many times with fresh noise; score each output with the likelihood-ratio "
-        "statistic; report the Clopper–Pearson 95%% lower bound on ε beside the claimed ε of the audited releases. "
+        "statistic; report the Clopper–Pearson 95% lower bound on ε beside the claimed ε of the audited releases. "
         "--level step audits one DP-SGD step with a gradient canary (methods with a DP-SGD phase); --black-box "
         "(--level black-box) audits from the synthetic output alone: whole fits on D and D′ with a canary row, each "
         "sample scored by how much of it looks like the canary — the default for an outside library's synthesizer, "
