@@ -49,57 +49,24 @@ def _gan_parameters(module: str) -> HyperParameters:
     return HyperParameters(GanParams, defaults={"batch_size": Setting(500, source), "epochs": Setting(300, source)})
 
 
-smartnoise_mst = external_method(
-    "smartnoise-mst",
-    "smartnoise-synth 1.0.8's MST (McKenna et al. 2021), in its own environment",
-    kinds={DataKind.DISCRETE, DataKind.TABULAR},
-    environment=SMARTNOISE,
-    driver=DRIVER,
-    synthesizer="mst",
-    library=LIBRARY,
-    hyperparameters=CUBE_PARAMETERS,
-)
+def _smartnoise(synthesizer: str, what: str, hyperparameters: HyperParameters | None = None):
+    """smartnoise-synth's ``synthesizer`` as the outside generator ``smartnoise-<synthesizer>``."""
+    return external_method(
+        f"smartnoise-{synthesizer}",
+        f"smartnoise-synth 1.0.8's {what}, in its own environment",
+        kinds={DataKind.DISCRETE, DataKind.TABULAR},
+        environment=SMARTNOISE,
+        driver=DRIVER,
+        synthesizer=synthesizer,
+        library=LIBRARY,
+        hyperparameters=hyperparameters,
+    )
 
-smartnoise_aim = external_method(
-    "smartnoise-aim",
-    "smartnoise-synth 1.0.8's AIM (McKenna et al. 2022), in its own environment",
-    kinds={DataKind.DISCRETE, DataKind.TABULAR},
-    environment=SMARTNOISE,
-    driver=DRIVER,
-    synthesizer="aim",
-    library=LIBRARY,
-    hyperparameters=CUBE_PARAMETERS,
-)
 
-smartnoise_mwem = external_method(
-    "smartnoise-mwem",
-    "smartnoise-synth 1.0.8's MWEM (Hardt et al. 2012), in its own environment",
-    kinds={DataKind.DISCRETE, DataKind.TABULAR},
-    environment=SMARTNOISE,
-    driver=DRIVER,
-    synthesizer="mwem",
-    library=LIBRARY,
-    hyperparameters=CUBE_PARAMETERS,
+smartnoise_mst = _smartnoise("mst", "MST (McKenna et al. 2021)", CUBE_PARAMETERS)
+smartnoise_aim = _smartnoise("aim", "AIM (McKenna et al. 2022)", CUBE_PARAMETERS)
+smartnoise_mwem = _smartnoise("mwem", "MWEM (Hardt et al. 2012)", CUBE_PARAMETERS)
+smartnoise_dpctgan = _smartnoise(
+    "dpctgan", "DP-CTGAN (Rosenblatt et al. 2020; DP-SGD by opacus 0.14)", _gan_parameters("dpctgan")
 )
-
-smartnoise_dpctgan = external_method(
-    "smartnoise-dpctgan",
-    "smartnoise-synth 1.0.8's DP-CTGAN (Rosenblatt et al. 2020; DP-SGD by opacus 0.14), in its own environment",
-    kinds={DataKind.DISCRETE, DataKind.TABULAR},
-    environment=SMARTNOISE,
-    driver=DRIVER,
-    synthesizer="dpctgan",
-    library=LIBRARY,
-    hyperparameters=_gan_parameters("dpctgan"),
-)
-
-smartnoise_patectgan = external_method(
-    "smartnoise-patectgan",
-    "smartnoise-synth 1.0.8's PATE-CTGAN (Rosenblatt et al. 2020), in its own environment",
-    kinds={DataKind.DISCRETE, DataKind.TABULAR},
-    environment=SMARTNOISE,
-    driver=DRIVER,
-    synthesizer="patectgan",
-    library=LIBRARY,
-    hyperparameters=_gan_parameters("patectgan"),
-)
+smartnoise_patectgan = _smartnoise("patectgan", "PATE-CTGAN (Rosenblatt et al. 2020)", _gan_parameters("patectgan"))

@@ -95,44 +95,11 @@ def command_audit(args: argparse.Namespace) -> int:
         profile=args.profile,
         calibrator=args.calibrator,
     )
-    if args.level == "black-box":
-        result = audit_black_box(
-            args.method,
-            args.dataset,
-            epsilon,
-            delta,
-            args.runs,
-            args.rows,
-            data_dir=settings["data_dir"],
-            overrides=overrides,
-            profile=args.profile,
-        )
-    elif args.level == "step":
-        result = audit_dp_sgd(
-            args.method,
-            args.dataset,
-            epsilon,
-            delta,
-            args.runs,
-            args.rows,
-            data_dir=settings["data_dir"],
-            overrides=overrides,
-            profile=args.profile,
-            calibrator=args.calibrator,
-        )
-    else:
-        result = audit_method(
-            args.method,
-            args.dataset,
-            epsilon,
-            delta,
-            args.runs,
-            args.rows,
-            data_dir=settings["data_dir"],
-            overrides=overrides,
-            profile=args.profile,
-            calibrator=args.calibrator,
-        )
+    audit = {"black-box": audit_black_box, "step": audit_dp_sgd, "release": audit_method}[args.level]
+    shared = dict(data_dir=settings["data_dir"], overrides=overrides, profile=args.profile)
+    if args.level != "black-box":  # the black-box audit calibrates nothing: the method's own fit does
+        shared["calibrator"] = args.calibrator
+    result = audit(args.method, args.dataset, epsilon, delta, args.runs, args.rows, **shared)
     print(result.summary())
     run_id = log_audit_result(result, args, settings)
     print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
