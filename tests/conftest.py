@@ -22,7 +22,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     """
     import os, time
     from dataclasses import dataclass, field
-    from bench.api import DataKind, method
+    from bench.api import DataKind, MetricSpec, method
     from methods.real import real
 
 
@@ -157,8 +157,23 @@ PLUGIN_SOURCE = textwrap.dedent(
             raise AssertionError("the fits sleep until the runner is stopped")
 
 
+    @dataclass(frozen=True)
+    class FlakyPart(CrashingEvaluator):
+        name: str = "test-flaky-part"
+        description: str = "scores 1.0; one part fails (as a timed-out classifier) while $FLAKY_PART_FAILS is set"
+        data_kinds: frozenset = frozenset(DataKind)
+
+        metrics: dict = field(default_factory=lambda: {"score": MetricSpec.diagnostic("always 1.0")})
+
+        def evaluate(self, synthetic, real_train, real_test, context):
+            from bench.api.contracts import Evaluation
+            fails = {"slow-part": "TimeoutError: no result within 1800 s"} if os.environ.get("FLAKY_PART_FAILS") else {}
+            return Evaluation({"score": 1.0}, errors=fails)
+
+
     from bench.api.registry import EVALUATORS
     EVALUATORS.register(CrashingEvaluator())
+    EVALUATORS.register(FlakyPart())
     EVALUATORS.register(PoolThreads())
     EVALUATORS.register(PooledSleep())
     """

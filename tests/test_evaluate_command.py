@@ -97,6 +97,29 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
     assert "without a stored sample" in missing.stdout and "1 without a stored sample" in missing.stdout, missing.stdout
 
 
+def test_evaluate_scores_again_an_evaluator_one_of_whose_parts_failed(workdir):
+    """A classifier that timed out leaves its evaluator's metrics incomplete (tag
+    ``errors.<evaluator>``): ``evaluate`` without ``--rerun`` scores that evaluator again, and once
+    every part succeeds the tag is gone and a further pass finds the run up to date."""
+    env = {"DPBENCH_PLUGINS": "dpbench_test_plugins"}
+    grid = ("run", "--methods", "uniform", "--datasets", "cervical", "--experiment", "flaky", "--no-progress")
+    fitted = run_cli(*grid, "--evaluators", "test-flaky-part", env={**env, "FLAKY_PART_FAILS": "1"})
+    assert fitted.returncode == 0, fitted.stdout + fitted.stderr
+    (run,) = _runs("flaky")
+    assert run.data.tags["errors.test-flaky-part"] == "slow-part"
+    still = run_cli(
+        "evaluate", "--experiment", "flaky", "--evaluators", "test-flaky-part", env={**env, "FLAKY_PART_FAILS": "1"}
+    )
+    assert still.returncode == 0 and "1 scored" in still.stdout, still.stdout + still.stderr
+    assert "errors.test-flaky-part" in _runs("flaky")[0].data.tags  # failed again: still incomplete
+    healed = run_cli("evaluate", "--experiment", "flaky", "--evaluators", "test-flaky-part", env=env)
+    assert healed.returncode == 0 and "1 scored" in healed.stdout, healed.stdout + healed.stderr
+    (run,) = _runs("flaky")
+    assert "errors.test-flaky-part" not in run.data.tags and run.data.metrics["test-flaky-part.score"] == 1.0
+    again = run_cli("evaluate", "--experiment", "flaky", "--evaluators", "test-flaky-part", env=env)
+    assert again.returncode == 0 and "1 up to date" in again.stdout, again.stdout + again.stderr
+
+
 def test_a_sample_from_another_schema_is_refused(tmp_path):
     from bench.harness.samples import SampleError, save_synthetic
 

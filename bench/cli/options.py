@@ -236,8 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="For every finished run of the experiment (narrowed by --methods/--datasets), load the "
         "synthetic sample stored with it (synthetic.npz) and the real splits it was scored against, run the "
         "evaluators on them in a fresh process, and log the metrics into the same run (tag evaluated_later). "
-        "Runs that already have an evaluator's metrics are skipped unless --rerun: run it again to finish an "
-        "interrupted pass.",
+        "Runs that already have an evaluator's metrics, with none of its parts failed (a classifier that timed "
+        "out leaves the tag errors.<evaluator>), are skipped unless --rerun: run it again to finish an "
+        "interrupted or incomplete pass.",
         epilog="example:\n  python -m bench evaluate --experiment privacy-utility --evaluators privacy,fidelity",
     )
     evaluate.add_argument(

@@ -1,7 +1,8 @@
 """``python -m bench evaluate``: score the synthetic samples stored with finished runs by more
 evaluators, without refitting, and log the metrics into the same runs.
 
-Idempotent and resumable: an evaluator whose metrics a run already has is skipped (``--rerun``
+Idempotent and resumable: an evaluator whose metrics a run already has, none of its parts failed
+(no ``errors.<evaluator>`` tag: a classifier timed out, say), is skipped (``--rerun``
 scores it again), so an interrupted pass is finished by running it again. Each run is evaluated in
 a fresh spawned process, as ``run`` isolates a cell: a crash or an out-of-memory kill fails that run's
 evaluation, is reported, and the pass goes on. The real splits are loaded as the run loaded them
@@ -161,7 +162,7 @@ def rescore(
         if (methods and cell.method not in methods) or (datasets and cell.dataset not in datasets):
             continue
         label = tags.get("cell", run.info.run_id)
-        wanted = [name for name in evaluators if rerun or not tracking.has_evaluator_metrics(run.data.metrics, name)]
+        wanted = [name for name in evaluators if rerun or not tracking.evaluator_complete(run.data, name)]
         if not wanted:
             done.append(Rescored(run.info.run_id, label, "up to date"))
             report(done[-1])
@@ -207,6 +208,9 @@ def rescore(
                 client.set_tag(run.info.run_id, "evaluated_later.git_commit", evaluating_commit)
                 for key, value in new_tags.items():
                     client.set_tag(run.info.run_id, key, value)
+                for name in wanted:  # a part that failed before and scored now: its error is history
+                    if f"errors.{name}" in tags and f"errors.{name}" not in new_tags:
+                        client.delete_tag(run.info.run_id, f"errors.{name}")
                 for artifact in out.iterdir():
                     client.log_artifact(run.info.run_id, str(artifact))
                 done.append(Rescored(run.info.run_id, label, "scored", metrics))

@@ -254,6 +254,13 @@ def has_evaluator_metrics(logged: Iterable[str], evaluator: str) -> bool:
     return any(key.startswith(f"{evaluator}.") and key.rsplit(".", 1)[-1] in declared for key in logged)
 
 
+def evaluator_complete(run_data: Any, evaluator: str) -> bool:
+    """Whether a run holds the evaluator's metrics with none of its parts failed (a part that failed
+    — one classifier of twelve timed out — leaves the tag ``errors.<evaluator>``): an incomplete
+    one is scored again by ``evaluate`` without ``--rerun``."""
+    return has_evaluator_metrics(run_data.metrics, evaluator) and f"errors.{evaluator}" not in run_data.tags
+
+
 def fitted_setups(mlflow_client, experiment: str) -> dict[str, tuple[str, set[str]]]:
     """setup key → (run id, its metric names) of the finished runs that name their setup (runs
     logged before the setup key was kept are found by their cell key only); the latest wins."""
