@@ -21,19 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench.core.data import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
-
-ALL_ROWS = ("all rows",)
-ONE_CLASS = PublicFact("class_proportions", (1.0,), "a discretized dataset has a single class: every row")
-
-
-def discrete_schema(columns: tuple[Column, ...], facts: tuple[PublicFact, ...] = ()) -> Schema:
-    for column in columns:
-        if column.kind not in (ColumnKind.ORDINAL, ColumnKind.CATEGORICAL) or not column.categories:
-            raise ValueError(f"discrete column {column.name!r} needs kind ordinal/categorical and its bin labels")
-    return Schema(
-        columns=columns, label="(none: all columns are modelled)", classes=ALL_ROWS, public_facts=(ONE_CLASS, *facts)
-    )
+from bench.core.data import PROTOCOLS, DataKind, LabelledData, Schema, Split, discrete_schema  # noqa: F401 (re-exported for the datasets)
 
 
 def domain_sizes(schema: Schema) -> np.ndarray:

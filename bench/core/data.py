@@ -124,6 +124,19 @@ class Schema:
         return self.columns[0].bounds
 
 
+ALL_ROWS = ("all rows",)
+ONE_CLASS = PublicFact("class_proportions", (1.0,), "a discretized dataset has a single class: every row")
+
+
+def discrete_schema(columns: tuple[Column, ...], facts: tuple[PublicFact, ...] = ()) -> Schema:
+    for column in columns:
+        if column.kind not in (ColumnKind.ORDINAL, ColumnKind.CATEGORICAL) or not column.categories:
+            raise ValueError(f"discrete column {column.name!r} needs kind ordinal/categorical and its bin labels")
+    return Schema(
+        columns=columns, label="(none: all columns are modelled)", classes=ALL_ROWS, public_facts=(ONE_CLASS, *facts)
+    )
+
+
 @dataclass
 class LabelledData:
     """Features ``x`` (n × d float32, columns as in ``schema``) and integer labels ``y`` (n,)."""

@@ -26,11 +26,11 @@ replace-one relation (:mod:`bench.privacy.releases`) rather than declared by the
 * :meth:`PrivateData.dp_sgd`: a charged DP-SGD phase whose batches, per-sample clipping and noise the
   handle runs (:mod:`bench.privacy.dp_sgd`): a replaced row moves one step's clipped sum by at
   most 2 · the clipping norm, amplified by the phase's Poisson sampling (DP-GAN, DP-CGAN).
-* Releasing nothing, each recorded in the ledger: :meth:`PrivateData.uncharged`, an exact statistic
-  at ε = ∞ only (the seeds' uncharged heuristics, as labelled ablations); :meth:`PrivateData.check_disjoint`,
-  which refuses a public input (a pretrained encoder) trained on a private row, by content; and
-  :meth:`PrivateData.rows`, the rows themselves, with the reason (the kit's ``queries_only`` fails a
-  private method that asks).
+* Releasing nothing, each recorded in the ledger: :meth:`PrivateData.recoded`, the rows through a public
+  row-wise map; :meth:`PrivateData.uncharged`, an exact statistic at ε = ∞ only (the seeds' uncharged
+  heuristics, as labelled ablations); :meth:`PrivateData.check_disjoint`, which refuses a public input (a
+  pretrained encoder) trained on a private row, by content; and :meth:`PrivateData.rows`, the rows
+  themselves, with the reason (the kit's ``queries_only`` fails a private method that asks).
 
 Every ``features`` map and count query must map each row on its own; the handle checks it on each
 call (:mod:`bench.privacy.row_wise`). The row count, the schema and the data kind are public (the
@@ -53,6 +53,7 @@ from bench.privacy.releases import (
     replace_one_l2,
     replace_one_nonnegative_l2,
 )
+from bench.privacy import row_wise
 from bench.privacy.row_wise import (  # CountQuery: the handle's histogram queries, defined beside their check
     CountQuery,
     as_numpy,
@@ -405,13 +406,10 @@ class PrivateData:
         return histogram
 
     def check_disjoint(self, what: str, fingerprints: np.ndarray) -> None:
-        """Refuses (:class:`PublicInputError`) a public input — ``what``, e.g. a pretrained
-        encoder — whose training rows, given as their content fingerprints
-        (:func:`bench.core.data.row_fingerprints`), include any private row: weights fitted on a
-        private row are not public, whatever name their dataset was registered under. Releases
-        nothing: the run stops here, before any release, or goes on; its one bit is a fact of the
-        setup the user chose (as the schema's refusal of an out-of-range pixel is), and the ledger
-        records the check among its public facts."""
+        """Refuses (:class:`PublicInputError`) a public input ``what`` (a pretrained encoder) whose
+        training rows, as content fingerprints (:func:`bench.core.data.row_fingerprints`), include a
+        private row, whatever their dataset's name. Releases nothing: the run stops before any release
+        or goes on, a fact of the user's setup; the ledger records the check among its public facts."""
         shared = int(np.isin(row_fingerprints(self.__rows.x), np.asarray(fingerprints, dtype=np.uint64)).sum())
         if shared:
             raise PublicInputError(
@@ -423,6 +421,12 @@ class PrivateData:
             f"{len(fingerprints):,} row fingerprints",
             "disjoint from the private training rows (checked by content before any release)",
         )
+
+    def recoded(self, what: str, recode: Callable[[LabelledData], LabelledData]) -> "PrivateData":
+        """A handle on this ledger of the rows through ``recode``, a public row-wise map (checked)."""
+        recoded = row_wise.check_recoding_row_wise(what, recode, self.__rows)
+        self._ledger.use_public_fact(f"recoding: {what}", f"{recoded.schema.n_features} columns", row_wise.RECODING_WHY)
+        return PrivateData(recoded, self._ledger)
 
     def uncharged(self, what: str, statistic: "Callable[[LabelledData], T]") -> "T":
         """``statistic(rows)``, exact, in a run without privacy only: at a finite ε this raises

@@ -164,6 +164,26 @@ def check_row_wise(what: str, features: Callable[[LabelledData], Any], rows: Lab
             )
 
 
+RECODING_WHY = "a public map of each row on its own (checked row-wise): replace-one neighbours stay neighbours"
+
+
+def check_recoding_row_wise(
+    what: str, recode: Callable[[LabelledData], LabelledData], rows: LabelledData
+) -> LabelledData:
+    """``recode(rows)``, refused unless it gives one row per row and each probed row recoded on its
+    own (labels included) is the row it became among all rows."""
+    recoded = recode(rows)
+    if len(recoded) != len(rows):
+        raise NotRowWiseError(f"{what}: a recoding maps each row to one row; got {len(recoded)} from {len(rows)}")
+
+    def as_vectors(batch: LabelledData) -> np.ndarray:
+        coded = recode(batch)
+        return np.column_stack([coded.x, coded.y])
+
+    check_row_wise(what, as_vectors, rows, np.column_stack([recoded.x, recoded.y]))
+    return recoded
+
+
 def flat_rows(tensors: Sequence[Any]) -> np.ndarray:
     """Per-row tensors (rows × anything, several) as one rows × d array."""
     return np.concatenate([as_numpy(t).reshape(len(t), -1) for t in tensors], axis=1)
