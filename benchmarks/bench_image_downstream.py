@@ -86,6 +86,42 @@ def versus_sklearn_ada(rounds: int, train, repeats: int = 3) -> dict:
     return {"rounds": rounds, "n_train": len(train), "seconds": seconds, "median_s": medians}
 
 
+def narrow_versus_full(sizes: list[int], train, repeats: int = 3) -> dict:
+    """Table 10's AdaBoost (1,000 rounds) on effective-size's small training sets, the histograms
+    over the splittable columns and present levels against all 784 columns at 256 levels (the same
+    stumps: tests/test_stump_boost.py), alternating, one thread each."""
+    from threadpoolctl import threadpool_limits
+
+    from evaluators import stump_boost
+
+    narrow_shape = stump_boost.histogram_shape
+
+    def full_shape(levels, boundaries):
+        return np.arange(len(levels)), stump_boost.MAX_LEVELS
+
+    seconds: dict[str, dict[str, list[float]]] = {}
+    with threadpool_limits(1):
+        for size in sizes:
+            timed = seconds.setdefault(str(size), {"full": [], "narrow": []})
+            for _ in range(repeats):
+                for name, shape in (("full", full_shape), ("narrow", narrow_shape)):
+                    stump_boost.histogram_shape = shape
+                    started = time.perf_counter()
+                    stump_boost.SammeStumpBoost(n_estimators=1000, learning_rate=0.7).fit(
+                        train.x[:size], train.y[:size]
+                    )
+                    timed[name].append(time.perf_counter() - started)
+            stump_boost.histogram_shape = narrow_shape
+            medians = {name: sorted(values)[len(values) // 2] for name, values in timed.items()}
+            print(
+                f"AdaBoost, 1,000 rounds on {size} images, median of {repeats}: all columns × 256 levels "
+                f"{medians['full']:.1f} s, splittable columns × present levels {medians['narrow']:.1f} s "
+                f"({medians['full'] / medians['narrow']:.1f}×)",
+                flush=True,
+            )
+    return {"sizes": sizes, "seconds": seconds}
+
+
 def show(report: dict) -> None:
     print(
         f"\n== {report['n_train']} training images, {report['n_test']} test images, {report['jobs']} jobs: "
@@ -116,6 +152,12 @@ def main() -> None:
         metavar="ROUNDS",
         help="instead: time ROUNDS rounds of AdaBoost, scikit-learn's against ours, on the full training set",
     )
+    parser.add_argument(
+        "--narrow-vs-full",
+        metavar="SIZES",
+        help="instead: time AdaBoost at these training-set sizes (e.g. 60,600,6000), the narrowed histograms "
+        "against all columns at 256 levels",
+    )
     args = parser.parse_args()
 
     from bench.core.data import LabelledData
@@ -123,6 +165,11 @@ def main() -> None:
 
     split = DATASETS.get(args.dataset).load(Path(args.data_dir) if args.data_dir else None, seed=0)
     test = split.test
+    if args.narrow_vs_full:
+        report = narrow_versus_full([int(size) for size in args.narrow_vs_full.split(",")], split.train)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+        return
     if args.versus_sklearn_ada:
         report = versus_sklearn_ada(args.versus_sklearn_ada, split.train)
         if args.json:
