@@ -153,6 +153,39 @@ def test_rows_cross_to_the_driver_and_back_exactly_and_codes_outside_the_domain_
         read_rows(tmp_path / "bad.csv", rows.schema)
 
 
+def test_a_driver_dies_with_the_process_that_started_it(tmp_path):
+    """An outside library's driver is killed when its parent dies, even by SIGKILL (a killed
+    `bench audit` once left a smartnoise fit computing for nobody)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    driver = tmp_path / "sleeping_driver.py"
+    driver.write_text(
+        "import os, sys, time\nopen(sys.argv[-1] + '/pid', 'w').write(str(os.getpid()))\ntime.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from bench.api.external import run_driver; "
+            f"run_driver(Path(sys.executable), Path({str(driver)!r}), Path({str(tmp_path)!r}), ['fit'], 600)",
+        ]
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "pid").is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int((tmp_path / "pid").read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert not alive, "the driver outlived its parent"
+
+
 def test_a_build_that_fails_says_what_pip_said(tmp_path, monkeypatch):
     monkeypatch.setenv("DPBENCH_ENV_DIR", str(tmp_path / "envs"))
     broken = Environment("test-broken", ("--no-index", "no-such-package-anywhere==0"), inherit_site_packages=False)

@@ -56,6 +56,7 @@ from bench.api.declare import method
 from bench.core.data import ColumnKind, DataKind, LabelledData, Schema
 from bench.core.errors import UsageError
 from bench.core.params import HyperParameters
+from bench.core.processes import die_with_parent
 
 ENV_VARIABLE = "DPBENCH_ENV_DIR"
 BUILD_TIMEOUT_S = 1800.0
@@ -191,7 +192,9 @@ def run_driver(python: Path, driver: Path, folder: Path, args: Iterable[str], ti
     argv = [str(python), str(driver), *args, str(folder)]
     env = {**os.environ, "PYTHONNOUSERSITE": "1", "PYTHONWARNINGS": "ignore"}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=folder)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=folder, preexec_fn=die_with_parent
+        )
     except subprocess.TimeoutExpired:
         raise ExternalError(f"{driver.name} {' '.join(args)} ran past its {timeout_s:.0f} s timeout") from None
     (folder / f"driver-{next(iter(args), 'run')}.log").write_text(done.stdout + done.stderr)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from bench.core.processes import die_with_parent
+
 if TYPE_CHECKING:
     from bench.api.contracts import Evaluation, Evaluator
 
@@ -357,24 +359,6 @@ def execute(
     return outcome
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this worker when the runner dies (kill -9 included), so that no
-    orphan keeps computing a cell nobody will log. Elsewhere the runner's ``finally`` (and the
-    lease's staleness) cover it."""
-    import ctypes
-    import signal
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _quiet_signals() -> None:
     """The runner owns SIGINT/SIGTERM: a Ctrl-C reaches the whole process group, and a worker
     printing a KeyboardInterrupt traceback would drown the runner's message. The runner blocked
@@ -408,7 +392,7 @@ def worker_main(cell_json: dict[str, Any], folder: str, queue: Any, torch_thread
     import warnings
 
     _quiet_signals()
-    _die_with_parent()
+    die_with_parent()
     warnings.showwarning = _one_line_warning
     # the runner's preflight reports δ ≥ 1/n_train once per dataset, not once per cell
     warnings.filterwarnings("ignore", message="δ = .* is not below 1/n_train")
