@@ -406,6 +406,31 @@ def test_a_qualified_setup_sits_beside_the_published_row_of_its_method():
     ]
 
 
+def test_a_best_of_runs_table_shows_each_column_s_best_over_the_seeds_untested():
+    """DP-MERF supp. Table 7 publishes each classifier's best of five runs: ours is the best over
+    its seeds in the metric's better direction (highest F1, lowest TV), with no test mark."""
+    from bench.report.versus import versus_seeds_rows
+
+    frame = pd.DataFrame(
+        {
+            "dataset": ["intrusion"] * 3,
+            "method": ["dp-merf"] * 3,
+            "method_name": ["dp-merf"] * 3,
+            "epsilon": [1.0] * 3,
+            "seed": [0, 1, 2],
+            "downstream.paper.lda.f1_weighted": [0.40, 0.91, 0.75],
+            "marginals.tv_2": [0.30, 0.20, 0.25],
+        }
+    )
+    columns = [("LDA", "downstream.paper.lda.f1_weighted"), ("TV", "marginals.tv_2")]
+    published = {"intrusion": {("dp-merf", 1.0): {"LDA": 0.950, "TV": 0.1}}}
+    tests: list = []
+    rows = versus_seeds_rows(frame, columns, published, "paper", ".3f", tests=tests, best_of_seeds=True)
+    assert rows[0][3:] == ["0.910 (best of 3)", "0.200 (best of 3)"]
+    assert rows[1][2:] == ["paper", "0.950", "0.100"]
+    assert not tests
+
+
 def test_a_method_can_ask_for_a_parameter_in_every_label():
     """dp-mepf declares label_params = ("encoder",): the encoder is named even at its default."""
     from bench.report.frame import _method_label

@@ -175,12 +175,19 @@ def preset_blocks(
             paper_settings=preset.paper_settings,
             tests=tests,
             references=measured_references(preset),
+            best_of_seeds=preset.best_of_seeds,
         )
         if rows:
+            ours_legend = (
+                "each column's best over its seeds (the better direction), as the paper's best of five runs; no "
+                "test: an order statistic is no estimate of a mean, and the two grow with the number of runs alike."
+                if preset.best_of_seeds
+                else f"{CELL_LEGEND} {MARK_LEGEND}"
+            )
             blocks.append(
                 Block(
                     "p",
-                    f"Ours: {CELL_LEGEND} {MARK_LEGEND} 3 significant digits; "
+                    f"Ours: {ours_legend} 3 significant digits; "
                     f"paper: the published value ({preset.source or 'no published values'})."
                     + (f" {preset.references_note}" if preset.references else "")
                     + " A column's metric is named in the legend below the table.",

@@ -24,7 +24,14 @@ from bench.report.stats import (
 from bench.api.contracts import Direction, MetricKind
 from bench.privacy.budget import epsilon_text
 from bench.report.frame import TableError, base_dataset
-from bench.report.tables import MIN_SEEDS_FOR_EVIDENCE, cell_text, format_table, is_heavy_tailed, spec_for
+from bench.report.tables import (
+    MIN_SEEDS_FOR_EVIDENCE,
+    cell_text,
+    format_number,
+    format_table,
+    is_heavy_tailed,
+    spec_for,
+)
 
 
 def _table1_by_alpha() -> dict[str, dict[int, dict[tuple[str, float], float]]]:
@@ -149,6 +156,7 @@ def versus_seeds_rows(
     paper_settings: dict[str, dict[tuple[str, float], tuple[str, ...]]] | None = None,
     tests: list[list[str]] | None = None,
     references: dict[str, dict[tuple[str, float], tuple[str, dict[str, list[float]]]]] | None = None,
+    best_of_seeds: bool = False,
 ) -> list[list[str]]:
     """Rows of :func:`render_versus_seeds` (dataset, setup, numbers, one cell per column);
     ``published_datasets``: also the seeds' datasets that have no run of ours; ``paper_settings``:
@@ -160,7 +168,8 @@ def versus_seeds_rows(
     ``references``: {dataset: {(method, ε): (numbers label, {header: per-seed values})}},
     the same setup measured by other code on the same rows (the authors' own code), shown after
     the setup's paper row as mean ± sd (seeds); each of our rows of the setup is compared with it by
-    Welch's t, listed in ``tests``."""
+    Welch's t, listed in ``tests``. ``best_of_seeds``: the published values are each column's best
+    of n runs, so ours is each column's best over its seeds (:func:`best_text`), with no test."""
     present = [metric for _, metric in columns if metric in frame.columns]
     data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
     rows: list[list[str]] = []
@@ -211,6 +220,9 @@ def versus_seeds_rows(
                 reference = (references or {}).get(base_dataset(dataset), {}).get((own_name, label_eps))
                 cells = []
                 for column, (header, metric) in enumerate(columns):
+                    if best_of_seeds:
+                        cells.append(best_text(selected, metric))
+                        continue
                     where = (dataset, name, header)
                     found = tuple(
                         family.add(where, test) for test in _tests(selected, baseline, metric, twin.get(header))
@@ -259,6 +271,16 @@ def versus_seeds_rows(
                     )
     family.finish(rows, tests)
     return rows
+
+
+def best_text(selected: pd.DataFrame, metric: str) -> str:
+    """The best of ``metric`` over the runs ``selected`` (the metric's better direction) and of how
+    many: "0.981 (best of 5)"; "" without a value."""
+    if metric not in selected.columns or selected[metric].dropna().empty:
+        return ""
+    values = selected[metric].dropna()
+    best = values.min() if higher_is_better(metric) is False else values.max()
+    return f"{format_number(float(best))} (best of {len(values)})"
 
 
 class Family:
