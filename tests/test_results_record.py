@@ -20,6 +20,7 @@ from bench.harness.record import (
     export_store,
     import_records,
     ledger_problem,
+    FAILED_LEDGER,
     load_records,
     write_record,
 )
@@ -32,7 +33,10 @@ COMMITTED = REPO / "results" / "runs"
 
 
 def test_every_committed_record_s_privacy_claim_is_reproduced_from_the_record_alone():
-    records = load_records(COMMITTED)
+    everything = load_records(COMMITTED)
+    # a failed cell's record (a library that crashed, a timeout) holds its reason and no numbers
+    assert all(r.ledger is not None or r.ledger_missing == FAILED_LEDGER for r in everything if r.status == "FAILED")
+    records = [r for r in everything if r.status == "FINISHED"]
     assert records, "results/runs holds the committed record"
     with_ledger = [r for r in records if r.ledger is not None]
     problems = {r.label: ledger_problem(r) for r in with_ledger}
@@ -334,3 +338,38 @@ def test_show_prints_a_committed_record_with_its_ledger_and_its_recomputation():
     assert "recomputed from this record by the independent accountant: the claim stands" in shown.stdout
     missing = run_cli("show", "no-such-run", "--records", str(COMMITTED))
     assert missing.returncode == 2 and "no run 'no-such-run' in the record" in missing.stderr
+
+
+def test_a_failed_cell_is_exported_with_its_reason_and_listed_by_the_report(workdir):
+    """issue 60: a library that crashes is a recorded cell, not a lost one — exported as a FAILED
+    record (its reason, no numbers, no ledger claimed) and listed under its preset's section;
+    an interrupted run is not a result and is not exported."""
+    import math
+
+    import pandas as pd
+
+    from bench.harness.grid import GridSpec
+    from bench.harness.record import failure_reason
+    from bench.report.preset import Preset
+    from bench.report.report import failed_blocks
+
+    env = {"DPBENCH_PLUGINS": "dpbench_test_plugins"}
+    failed = run_cli(
+        "run", "--methods", "test-raising", "--datasets", "cervical", "--experiment", "fails", "--no-progress", env=env
+    )
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    out = workdir / "records"
+    exported = run_cli("export", "--experiment", "fails", "--out", str(out), "--allow-dirty")  # clean in CI
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    (record,) = load_records(out)
+    assert record.status == "FAILED" and record.ledger_missing in (None, FAILED_LEDGER)
+    assert "deliberate failure for the test" in failure_reason(record.tags)
+    source = RecordSource(out)
+    assert source.finished_runs("fails") == []  # no numbers from a failed cell
+    preset = Preset("p", "P", "", "fails", (GridSpec(("test-raising",), ("cervical",), [1.0], [0]),), (), {}, "")
+    (intro, listing) = failed_blocks(preset, pd.DataFrame(columns=["method_name", "dataset"]), source)
+    assert "Failed here (1 cells)" in intro.text
+    assert listing.items[0].startswith(record.label) and "deliberate failure" in listing.items[0]
+    assert failure_reason({"error": "interrupted (SIGTERM) before the cell finished; rerun to resume"}) is None
+    assert failure_reason({"error": "x", "outbox.waiting": "1"}) is None
+    assert not math.isnan(record.start_time)

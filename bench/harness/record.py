@@ -36,6 +36,7 @@ LEGACY_LEDGER = (
     "not recorded: the run was logged before records kept ledgers, and its artifacts stayed on the "
     "machine that ran it; rerun the cell to record one"
 )
+FAILED_LEDGER = "none: the cell failed (its record holds the reason, no numbers)"
 
 
 class RecordError(UsageError, ValueError):
@@ -176,7 +177,9 @@ def record_of(experiment: str, run: Any, cell: Cell | None, ledger: dict | None)
         code=Code.from_tags(tags),
         machine=machine_of(tags),
         ledger=ledger,
-        ledger_missing=None if ledger is not None or cell is None else LEGACY_LEDGER,
+        ledger_missing=None
+        if ledger is not None or cell is None
+        else (FAILED_LEDGER if run.info.status == "FAILED" else LEGACY_LEDGER),
     )
 
 
@@ -213,16 +216,17 @@ def record_experiments(folder: Path) -> list[str]:
 
 
 def write_record(folder: Path, record: Record) -> Path | None:
-    """Write ``record`` unless the folder holds a later run of the same key; returns the path
-    written (None: kept the later one). Written through a temporary file, so a kill never leaves
+    """Write ``record`` unless the folder holds a later run of the same key, or a finished one
+    where ``record`` failed; returns the path written (None: kept the other). Written through a temporary file, so a kill never leaves
     half a record."""
     target_dir = folder / record.experiment
     target_dir.mkdir(parents=True, exist_ok=True)
     existing = list(target_dir.glob(f"*__{record.key}.json"))
     for path in existing:
         earlier = Record.from_json(path.read_text(), str(path))
-        if earlier.start_time > record.start_time:
-            return None
+        finished = (earlier.status == "FINISHED", record.status == "FINISHED")
+        if finished == (True, False) or (finished[0] == finished[1] and earlier.start_time > record.start_time):
+            return None  # a finished run is never replaced by a failed one, else the later run wins
     path = target_dir / record.file_name()
     with tempfile.NamedTemporaryFile("w", dir=target_dir, delete=False, suffix=".tmp", encoding="utf-8") as handle:
         handle.write(record.to_json())
@@ -257,14 +261,27 @@ class ExportSummary:
         return "; ".join(parts)
 
 
+def failure_reason(tags: dict[str, str]) -> str | None:
+    """A failed cell's one-line reason when the failure is a result (a library that raised, a fit
+    past its --timeout), None when it is not: stopped by a signal or a deadline (rerun to
+    resume), or results waiting in the outbox (``sync``)."""
+    error = tags.get("error", "")
+    if not error or error.startswith("interrupted") or "outbox.waiting" in tags:
+        return None
+    return " ".join(error.split())[:300]
+
+
 def exportable_runs(mlflow_client: Any, experiment: str) -> list[Any]:
-    """The finished cell runs (the latest of each cell) and the audits of an experiment."""
+    """The finished cell runs (the latest of each cell) and the audits of an experiment, and the
+    latest failed run of each cell that has no finished one, where the failure is a result
+    (:func:`failure_reason`): a library that crashed is a recorded cell, not a lost one."""
     from bench.harness import tracking
 
     experiment_id = tracking.experiment_id(mlflow_client, experiment, create=False)
     if experiment_id is None:
         return []
     latest: dict[str, Any] = {}
+    failed: dict[str, Any] = {}
     for run in tracking.iter_runs(mlflow_client, experiment_id, "attributes.status = 'FINISHED'"):
         tags = run.data.tags
         if "cell_key" not in tags and tags.get("kind") != "audit":
@@ -272,7 +289,13 @@ def exportable_runs(mlflow_client: Any, experiment: str) -> list[Any]:
         key = tags.get("cell_key", run.info.run_id)
         if key not in latest or latest[key].info.start_time <= run.info.start_time:
             latest[key] = run
-    return sorted(latest.values(), key=lambda run: run.info.start_time)
+    for run in tracking.iter_runs(mlflow_client, experiment_id, "attributes.status = 'FAILED'"):
+        key = run.data.tags.get("cell_key")
+        if key is None or key in latest or failure_reason(run.data.tags) is None:
+            continue
+        if key not in failed or failed[key].info.start_time <= run.info.start_time:
+            failed[key] = run
+    return sorted([*latest.values(), *failed.values()], key=lambda run: run.info.start_time)
 
 
 def export_store(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -242,7 +243,37 @@ def preset_blocks(
             )
     else:
         blocks.append(Block("p", "Every cell of this preset has a finished run."))
-    return blocks
+    return blocks + failed_blocks(preset, runs, source or MlflowSource())
+
+
+def failed_blocks(preset: Preset, runs: pd.DataFrame, source: RunSource) -> list[Block]:
+    """The preset's cells whose last run failed as a result (a library that crashed, a fit past its
+    --timeout; not an interrupted one), each with its one-line reason and code."""
+    from bench.harness.record import failure_reason
+
+    wanted = {cell.key for grid in preset.grids for cell in grid_cells(grid, preset.experiment)}
+    finished = finished_cell_keys(preset, runs)
+    failed: dict[str, Any] = {}
+    for record in getattr(source, "failed_runs", lambda experiment: [])(preset.experiment):
+        if record.key in wanted and record.key not in finished:
+            if record.key not in failed or failed[record.key].start_time < record.start_time:
+                failed[record.key] = record
+    if not failed:
+        return []
+    return [
+        Block(
+            "p",
+            f"Failed here ({len(failed)} cells): each a recorded run with its reason, never a lost one "
+            "(its command is among those above; a rerun records it again):",
+        ),
+        Block(
+            "list",
+            items=[
+                f"{r.label}: {failure_reason(r.tags)} (code {r.code.commit[:7]})"
+                for r in sorted(failed.values(), key=lambda r: r.label)
+            ],
+        ),
+    ]
 
 
 def presets_of(experiments: list[str] | None) -> list[Preset]:

@@ -23,6 +23,10 @@ class RunSource(Protocol):
 
     def artifact(self, run_id: str, name: str) -> bytes | None: ...
 
+    def failed_runs(self, experiment: str) -> list[Record]:
+        """The experiment's failed cell runs whose failure is a result (a library's crash, a
+        timeout: :func:`bench.harness.record.failure_reason`)."""
+
 
 class MlflowSource:
     """The store at MLFLOW_TRACKING_URI (else ./mlflow.db)."""
@@ -57,6 +61,20 @@ class MlflowSource:
         return [
             record_of(experiment, run, tracking.stored_cell(client, run) if "cell_key" in run.data.tags else None, None)
             for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'")
+        ]
+
+    def failed_runs(self, experiment: str) -> list[Record]:
+        from bench.harness import tracking
+        from bench.harness.record import failure_reason, record_of
+
+        client = self._client()
+        experiment_id = tracking.experiment_id(client, experiment, create=False)
+        if experiment_id is None:
+            return []
+        return [
+            record_of(experiment, run, tracking.stored_cell(client, run), None)
+            for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FAILED'")
+            if "cell_key" in run.data.tags and failure_reason(run.data.tags) is not None
         ]
 
     def artifact(self, run_id: str, name: str) -> bytes | None:
@@ -95,6 +113,13 @@ class RecordSource:
                 return None
             self._cache[experiment] = [r for r in load_records(self.folder, experiment) if r.status == "FINISHED"]
         return self._cache[experiment]
+
+    def failed_runs(self, experiment: str) -> list[Record]:
+        from bench.harness.record import load_records
+
+        if not (self.folder / experiment).is_dir():
+            return []
+        return [r for r in load_records(self.folder, experiment) if r.status == "FAILED"]
 
     def artifact(self, run_id: str, name: str) -> bytes | None:
         return None  # a record keeps the ledger and cell inline; images stay in report_files/
