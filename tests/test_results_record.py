@@ -340,7 +340,7 @@ def test_show_prints_a_committed_record_with_its_ledger_and_its_recomputation():
     assert missing.returncode == 2 and "no run 'no-such-run' in the record" in missing.stderr
 
 
-def test_a_failed_cell_is_exported_with_its_reason_and_listed_by_the_report(workdir):
+def test_a_failed_cell_is_exported_with_its_reason_and_listed_by_the_report(workdir, monkeypatch):
     """issue 60: a library that crashes is a recorded cell, not a lost one — exported as a FAILED
     record (its reason, no numbers, no ledger claimed) and listed under its preset's section;
     an interrupted run is not a result and is not exported."""
@@ -366,7 +366,11 @@ def test_a_failed_cell_is_exported_with_its_reason_and_listed_by_the_report(work
     assert "deliberate failure for the test" in failure_reason(record.tags)
     source = RecordSource(out)
     assert source.finished_runs("fails") == []  # no numbers from a failed cell
-    preset = Preset("p", "P", "", "fails", (GridSpec(("test-raising",), ("cervical",), [1.0], [0]),), (), {}, "")
+    from bench.report import report as report_module
+
+    # the preset's cells are the failed one (the test plugin is registered in the CLI's process only)
+    monkeypatch.setattr(report_module, "grid_cells", lambda grid, experiment: [record.cell])
+    preset = Preset("p", "P", "", "fails", (GridSpec(("uniform",), ("cervical",), [1.0], [0]),), (), {}, "")
     (intro, listing) = failed_blocks(preset, pd.DataFrame(columns=["method_name", "dataset"]), source)
     assert "Failed here (1 cells)" in intro.text
     assert listing.items[0].startswith(record.label) and "deliberate failure" in listing.items[0]
