@@ -66,7 +66,9 @@ class FitRate:
         return self.first_report_s + per_fraction * (1.0 - self.first_fraction)
 
 
-def measure(method: str, dataset: str, epsilon: float, profile: str, sets: tuple[str, ...], seconds: float) -> FitRate:
+def measure(
+    method: str, dataset: str, epsilon: float, profile: str, sets: tuple[str, ...], seconds: float, threads: int = 1
+) -> FitRate:
     from bench.harness.grid import GridSpec, expand
     from bench.harness.worker import execute
 
@@ -80,7 +82,7 @@ def measure(method: str, dataset: str, epsilon: float, profile: str, sets: tuple
         overrides=overrides,
         device="cpu",
         evaluators=[],
-        threads=1,
+        threads=threads,
     )
     (cell,), _ = expand(spec)
     cell = dataclasses.replace(cell, evaluators=(), evaluator_settings={})
