@@ -23,7 +23,9 @@ from bench.report.presets import PRESETS  # noqa: E402
 def wanted(record: dict, kind: str) -> bool:
     if kind == "dirty":
         return bool(record["code"].get("dirty"))
-    return not record.get("ledger") and record["cell"]["method"] not in ("real", "uniform")
+    # a failed cell has no ledger by design (its record holds the reason): not a record to rerun for one
+    failed = record.get("status") == "FAILED"
+    return not record.get("ledger") and not failed and record["cell"]["method"] not in ("real", "uniform")
 
 
 def main() -> None:

@@ -318,7 +318,7 @@ def export_store(
             record = record_of(
                 experiment, run, cell, tracking.json_artifact(mlflow_client, run.info.run_id, "ledger.json")
             )
-            summary.without_ledger += record.ledger_missing is not None
+            summary.without_ledger += record.ledger_missing == LEGACY_LEDGER
             if write_record(folder, record) is None:
                 summary.kept_later += 1
             else:
