@@ -120,6 +120,27 @@ THEIR_ARGUMENTS = {
     "intrusion": ["--dataset", "intrusion", "--private", "1", "--epochs", "10000", "--batch", "0.03",
                   "--num_features", "2000", "--undersample", "0.1"],
 }  # fmt: skip
+# the same table's non-private columns (epochs, batch fraction, Fourier features), for --non-private:
+# their script then runs with --private 0 (no noise on the embedding)
+THEIR_NON_PRIVATE = {
+    "adult": ("8000", "0.1", "50000"),
+    "census": ("200", "0.5", "10000"),
+    "cervical": ("2000", "0.6", "2000"),
+    "intrusion": ("10000", "0.03", "2000"),
+}
+
+
+def their_arguments(dataset: str, non_private: bool) -> list[str]:
+    """Their script's arguments for ``dataset``: supplementary Table 4's private row, or its
+    non-private row with ``--private 0``."""
+    arguments = list(THEIR_ARGUMENTS[dataset])
+    if non_private:
+        epochs, batch, features = THEIR_NON_PRIVATE[dataset]
+        for flag, value in (("--private", "0"), ("--epochs", epochs), ("--batch", batch), ("--num_features", features)):
+            arguments[arguments.index(flag) + 1] = value
+    return arguments
+
+
 # where their code_tab reads each file (relative to code_tab), and what is put there: a file of the
 # data mirror (copied) or our dataset's rows (written); adult and intrusion come through the sdgym stub
 THEIR_FILES = {
@@ -172,6 +193,13 @@ WHAT = {
     "dphp": "DP-HP authors' code, adult (adult.data z-scored, as their logs evidence), (1, 1e-5), DP-HP Table 2 "
     "protocol (each classifier's best variant on the test set)",
 }
+
+
+def what(method: str, dataset: str, non_private: bool) -> str:
+    text = WHAT[method if dataset == "adult" else f"{method}-{dataset}"]
+    if non_private:
+        text = text.replace("claimed (1, 1e-5)", "non-private (--private 0, supp. Table 4's non-private row)")
+    return text
 
 
 def write_census(target: Path, data_dir: Path) -> int:
@@ -273,10 +301,17 @@ def main() -> int:
         "census (SDGym's census train; our census-sdgym) or intrusion (SDGym's intrusion train; our intrusion-sdgym)",
     )
     parser.add_argument("--repeats", type=int, default=15, help="seeds 0 … N−1 (default 15)")
+    parser.add_argument(
+        "--non-private",
+        action="store_true",
+        help="dpmerf only: supplementary Table 4's non-private row, --private 0 (the paper's ε = ∞ column)",
+    )
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/authors-seeds"))
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "measurements")
     args = parser.parse_args()
     args.scratch.mkdir(parents=True, exist_ok=True)
+    if args.method == "dphp" and args.non_private:
+        parser.error("--non-private is for --method dpmerf (supplementary Table 4's non-private rows)")
     if args.method == "dphp" and args.dataset != "adult":
         parser.error("--method dphp runs adult only (DP-HP's released code has no loader for the others)")
     metrics = ("f1",) if args.dataset in MULTICLASS else ("roc", "prc")
@@ -288,7 +323,7 @@ def main() -> int:
             "replicate of one number (cervical, seed 0 alone with --repeat 1: ROC 0.514, 0.499 and 0.504 in three "
             "runs on 2026-11-29)"
         ]
-        arguments = THEIR_ARGUMENTS[args.dataset]
+        arguments = their_arguments(args.dataset, args.non_private)
         env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dpmerf_code}"}
         argv = [sys.executable, "-u", "-c", THEIRS_DPMERF, *arguments, "--repeat", str(args.repeats)]
         cwd, command = (
@@ -308,7 +343,8 @@ def main() -> int:
             setup.dphp_code,
             f"run_sum_prod_kernel_tabular_data.py --data-name adult --is-private 1 (repetitions = {args.repeats})",
         )
-    log_path = args.scratch / f"authors_{args.method}_{args.dataset}.log"
+    name = f"{args.dataset}-nonprivate" if args.non_private else args.dataset
+    log_path = args.scratch / f"authors_{args.method}_{name}.log"
     start = time.perf_counter()
     with open(log_path, "w") as log:
         code = subprocess.run(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
@@ -319,19 +355,26 @@ def main() -> int:
         return 1
     stamp = datetime.now(timezone.utc)
     record = {
-        "what": WHAT[args.method if args.dataset == "adult" else f"{args.method}-{args.dataset}"],
+        "what": what(args.method, args.dataset, args.non_private),
         "command": command,
-        "reproduce": f"python benchmarks/authors_seeds.py --method {args.method} --dataset {args.dataset} "
-        f"--repeats {args.repeats}",
+        "reproduce": f"python benchmarks/authors_seeds.py --method {args.method} --dataset {args.dataset}"
+        + (" --non-private" * args.non_private)
+        + f" --repeats {args.repeats}",
         "notes": setup.notes,
         "seeds": {str(s): v for s, v in sorted(seeds.items())},
         "summary": summary(seeds, metrics),
         "wall_seconds": round(seconds, 1),
+        "commit": subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+        ).stdout.strip(),
         "date": stamp.isoformat(timespec="seconds"),
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    base = args.out / f"authors_{args.method}_{args.dataset}_seeds_{stamp:%Y-%m-%d}"
+    base = args.out / f"authors_{args.method}_{name}_seeds_{stamp:%Y-%m-%d}"
     base.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
     s = record["summary"]
     lines = [
