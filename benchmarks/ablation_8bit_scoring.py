@@ -69,6 +69,21 @@ def accuracies(synthetic, split, seed: int) -> dict[str, float]:
     return {**values, "MEAN": statistics.fmean(values.values())}
 
 
+def paired_differences(seeds: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict]:
+    """Per classifier, the 8-bit minus float accuracy over seeds: mean, sd, paired t-test p (≥ 3 seeds)."""
+    names = next(iter(seeds.values()))["float"] if seeds else {}
+    differences = {name: [s["8bit"][name] - s["float"][name] for s in seeds.values()] for name in names}
+    return {
+        name: {
+            "mean": statistics.fmean(d),
+            "sd": statistics.stdev(d) if len(d) > 1 else None,
+            "paired_t_p": float(stats.ttest_1samp(d, 0.0).pvalue) if len(d) > 2 else None,
+            "n": len(d),
+        }
+        for name, d in differences.items()
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--method", default="dp-hp")
@@ -94,28 +109,25 @@ def main() -> None:
         "commit": commit,
         "setup": {"method": args.method, "dataset": args.dataset, "epsilon": args.eps, "delta": args.delta},
         "left_out": list(LEFT_OUT),
+        "commits": [commit],
         "seeds": {},
     }
+    if args.out.exists():  # resume: seeds already scored for this setup are kept, not refitted
+        before = json.loads(args.out.read_text())
+        if before.get("setup") == result["setup"]:
+            result["seeds"] = before["seeds"]
+            result["commits"] = sorted({*before.get("commits", [before["commit"]]), commit})
     for seed in seeds:
+        if str(seed) in result["seeds"]:
+            continue
         synthetic, split = float_sample(args.method, args.dataset, args.eps, args.delta, seed)
         as_float = accuracies(synthetic, split, seed)
         as_8bit = accuracies(as_8bit_images(synthetic), split, seed)
         result["seeds"][str(seed)] = {"float": as_float, "8bit": as_8bit}
         print(seed, json.dumps({k: round(as_8bit[k] - as_float[k], 4) for k in as_float}), flush=True)
-        differences = {
-            name: [s["8bit"][name] - s["float"][name] for s in result["seeds"].values()] for name in as_float
-        }
-        result["difference_8bit_minus_float"] = {
-            name: {
-                "mean": statistics.fmean(d),
-                "sd": statistics.stdev(d) if len(d) > 1 else None,
-                "paired_t_p": float(stats.ttest_1samp(d, 0.0).pvalue) if len(d) > 2 else None,
-                "n": len(d),
-            }
-            for name, d in differences.items()
-        }
+        result["difference_8bit_minus_float"] = paired_differences(result["seeds"])
         args.out.write_text(json.dumps(result, indent=1) + "\n")
-    for name, summary in result["difference_8bit_minus_float"].items():
+    for name, summary in paired_differences(result["seeds"]).items():
         print(f"{name:>6}: 8-bit − float {summary['mean']:+.4f} (sd {summary['sd']}, p {summary['paired_t_p']})")
 
 
