@@ -23,12 +23,13 @@ import argparse
 import json
 import math
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from bench.harness.provenance import git_commit
 from scipy import stats
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "measurements" / f"ablation_8bit_{time.strftime('%Y-%m-%d')}.json"
@@ -99,12 +100,7 @@ def main() -> None:
 
     first, _, last = args.seeds.partition("-")
     seeds = range(int(first), int(last or first) + 1)
-    commit = subprocess.run(
-        ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parent,
-    ).stdout.strip()
+    commit = git_commit()
     result: dict = {
         "commit": commit,
         "setup": {"method": args.method, "dataset": args.dataset, "epsilon": args.eps, "delta": args.delta},

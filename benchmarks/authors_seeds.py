@@ -95,6 +95,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference_dphp_adult import SHIMS as DPHP_SHIMS  # noqa: E402
+
+from bench.harness.provenance import git_commit  # noqa: E402
 from versus_authors import DPHP_REPETITIONS_LINE, THEIRS_DPMERF, Setup, prepare  # noqa: E402
 
 REPETITION = re.compile(r"Repetition:\s+(\d+)")
@@ -376,12 +378,7 @@ def main() -> int:
         "seeds": {str(s): v for s, v in sorted(seeds.items())},
         "summary": summary(seeds, metrics),
         "wall_seconds": None if seconds is None else round(seconds, 1),
-        "commit": subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).parent,
-        ).stdout.strip(),
+        "commit": git_commit(),
         "date": stamp.isoformat(timespec="seconds"),
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
     }

@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from bench.harness.provenance import git_commit
 
 # (method, dataset, ε, profile, --set values): the image setups of the presets with no timed cell
 SETUPS = (
@@ -133,12 +134,7 @@ def main() -> None:
     from bench.harness.worker import cpu_description
 
     only = set(args.only.split(",")) if args.only else None
-    commit = subprocess.run(
-        ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parent,
-    ).stdout.strip()
+    commit = git_commit()
     results = json.loads(args.out.read_text()) if args.out.exists() else {"setups": []}
     for row in results["setups"]:  # rows written before each row named its own commit
         row.setdefault("commit", results.get("commit"))

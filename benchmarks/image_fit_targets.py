@@ -17,12 +17,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import torch
 from image_cell_costs import measure
+
+from bench.harness.provenance import git_commit
 
 # (method, dataset, ε, target fit seconds on 2 idle cores): issue 55's "Done when"
 TARGETS = (
@@ -52,12 +53,7 @@ def main() -> None:
 
     only = set(args.only.split(",")) if args.only else None
     targets = [t for t in TARGETS if only is None or t[0] in only]
-    commit = subprocess.run(
-        ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parent,
-    ).stdout.strip()
+    commit = git_commit()
     runs: dict[str, list[dict]] = {method: [] for method, *_ in targets}
     results = {
         "commit": commit,
