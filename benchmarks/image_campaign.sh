@@ -31,6 +31,11 @@ for preset in $PRESETS; do
   status=$?
   python -m bench export --experiment "$(python -c "from bench.report.presets import get_preset; print(get_preset('$preset').experiment)")" \
     --out "$RECORDS" >/dev/null || echo "export of $preset's experiment failed"
+  # the sample grids live with the store's artifacts, not in the records: a report from the store
+  # draws them (one per setup, its lowest seed); copy $RECORDS/report/report_files/samples_*.png
+  # into results/report_files and a report from the records keeps them
+  python -m bench report --experiment "$(python -c "from bench.report.presets import get_preset; print(get_preset('$preset').experiment)")" \
+    --out "$RECORDS/report" >/dev/null || echo "the store's report of $preset failed"
   [ $status -eq 4 ] && { echo "deadline passed during $preset: run the same command again"; exit 4; }
 done
 exit $status
