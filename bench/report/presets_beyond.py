@@ -34,6 +34,8 @@ _AUTHORS_DPMERF_CERVICAL_NONPRIVATE = MeasuredSeeds(
     "authors_dpmerf_cervical-nonprivate_seeds_2026-11-29.json",
     _AUTHORS_DPMERF_ADULT.columns,
 )
+# DP-MERF supp. Table 4's non-private columns where they differ from the private row
+_DPMERF_NON_PRIVATE_ROWS = {"cervical-dpmerf": {"epochs": "2000", "batch_fraction": "0.6"}, "census": {"epochs": "200"}}
 _AUTHORS_DPMERF_ADULT_NOISE = MeasuredSeeds(
     "authors' code at its claimed ε = 1 (this noise)", _AUTHORS_DPMERF_ADULT.file, _AUTHORS_DPMERF_ADULT.columns
 )
@@ -216,44 +218,17 @@ BEYOND_PRESETS: tuple[Preset, ...] = (
             ),
             # cervical as DP-MERF's code keeps it: every row (DP-HP's grid undersamples to 0.3)
             GridSpec(("real", "dp-merf"), ("cervical-dpmerf",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
-            # ... at ε = ∞ with DP-MERF supp. Table 4's non-private cervical row (2,000 epochs, batch 0.6;
-            # the default takes the private row's 200 and 0.5 at every ε), then also with the seeds'
-            # length scales (median heuristic on the private rows, uncharged: non-private only)
-            GridSpec(
-                ("dp-merf",),
-                ("cervical-dpmerf",),
-                [INF],
-                FIVE_SEEDS,
-                protocol="paper",
-                overrides={"dp-merf": {"epochs": "2000", "batch_fraction": "0.6"}},
+            # ... and at ε = ∞ with DP-MERF supp. Table 4's non-private row (the default takes the private
+            # row at every ε), alone and with the seeds' length scales (median heuristic on the private
+            # rows, uncharged: non-private only); census beside its real data
+            *(
+                GridSpec(
+                    ("dp-merf",), (name,), [INF], FIVE_SEEDS, protocol="paper", overrides={"dp-merf": {**row, **rule}}
+                )
+                for name, row in _DPMERF_NON_PRIVATE_ROWS.items()
+                for rule in ({}, {"length_scale_rule": "median-heuristic"})
             ),
-            GridSpec(
-                ("dp-merf",),
-                ("cervical-dpmerf",),
-                [INF],
-                FIVE_SEEDS,
-                protocol="paper",
-                overrides={
-                    "dp-merf": {"epochs": "2000", "batch_fraction": "0.6", "length_scale_rule": "median-heuristic"}
-                },
-            ),
-            # the same two on DP-MERF Table 1's census (non-private row: 200 epochs; the private one 2,000)
-            GridSpec(
-                ("real", "dp-merf"),
-                ("census",),
-                [INF],
-                FIVE_SEEDS,
-                protocol="paper",
-                overrides={"dp-merf": {"epochs": "200"}},
-            ),
-            GridSpec(
-                ("dp-merf",),
-                ("census",),
-                [INF],
-                FIVE_SEEDS,
-                protocol="paper",
-                overrides={"dp-merf": {"epochs": "200", "length_scale_rule": "median-heuristic"}},
-            ),
+            GridSpec(("real",), ("census",), [INF], FIVE_SEEDS, protocol="paper"),
             GridSpec(("real", "dp-hp"), ("adult-dphp-logs",), [1.0, INF], FIVE_SEEDS, protocol="paper"),
             # the seeds' length scales (median heuristic on the private rows, uncharged): non-private only
             GridSpec(
