@@ -10,14 +10,15 @@
 # Order: the cells a CPU fits in minutes before the long ones — Fig. 6's setups (which Fig. 3 and
 # DP-MERF Table 3 then only score), then Table 3's ε = 0.2, then DP-MEPF Tables 2/10/11 at the `cpu`
 # profile. SEEDS (e.g. 0-2, then 3-4) takes the seeds in rounds, so that every setup reaches three
-# seeds before any reaches five; without it each preset's own seeds. `--deadline` starts no cell
+# seeds before any reaches five; without it each preset's own seeds. THREADS: torch threads per cell
+# (2 when the campaign has the machine to itself; 1 beside other chains). `--deadline` starts no cell
 # after DEADLINE; a running one finishes (the session's end kills it: it is marked FAILED and the same command runs it again). A run is recorded only from a
 # worktree whose tracked files equal its commit (the script refuses otherwise), so every record
 # names its code. Runs fitted elsewhere (a GPU lease's stores) are scored where they lie, with
 # `bench evaluate`, and exported the same way.
 set -u
 : "${WORKTREE:?}" "${STORE:?}" "${RECORDS:?}"
-DEADLINE=${DEADLINE:-}; SEEDS=${SEEDS:-}; PRESETS=${PRESETS:-dphp-fig6 dphp-fig3 dpmerf-table3 dpmepf-table2 dpmepf-table2-phi1}
+DEADLINE=${DEADLINE:-}; SEEDS=${SEEDS:-}; THREADS=${THREADS:-1}; PRESETS=${PRESETS:-dphp-fig6 dphp-fig3 dpmerf-table3 dpmepf-table2 dpmepf-table2-phi1}
 cd "$WORKTREE" || exit 2
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   git status --short --untracked-files=no; echo "error: $WORKTREE differs from its commit; records must name clean code"; exit 2
@@ -27,7 +28,7 @@ export PYTHONPATH=$WORKTREE MLFLOW_TRACKING_URI=sqlite:///$STORE MPLBACKEND=Agg 
 echo "campaign at $(git rev-parse --short HEAD) into $STORE, deadline ${DEADLINE:-none}, seeds ${SEEDS:-as each preset}"
 status=0
 for preset in $PRESETS; do
-  nice -n 10 python -m bench run --preset "$preset" --jobs 1 --threads 1 --no-progress ${DEADLINE:+--deadline "$DEADLINE"} ${SEEDS:+--seeds "$SEEDS"}
+  nice -n 10 python -m bench run --preset "$preset" --jobs 1 --threads "$THREADS" --no-progress ${DEADLINE:+--deadline "$DEADLINE"} ${SEEDS:+--seeds "$SEEDS"}
   status=$?
   python -m bench export --experiment "$(python -c "from bench.report.presets import get_preset; print(get_preset('$preset').experiment)")" \
     --out "$RECORDS" >/dev/null || echo "export of $preset's experiment failed"
