@@ -10,8 +10,9 @@
 # Order: the cells a CPU fits in minutes before the long ones — Fig. 6's setups (which Fig. 3 and
 # DP-MERF Table 3 then only score), then Table 3's ε = 0.2, then DP-MEPF Tables 2/10/11 at the `cpu`
 # profile. SEEDS (e.g. 0-2, then 3-4) takes the seeds in rounds, so that every setup reaches three
-# seeds before any reaches five; without it each preset's own seeds. THREADS: torch threads per cell
-# (2 when the campaign has the machine to itself; 1 beside other chains). `--deadline` starts no cell
+# seeds before any reaches five; without it each preset's own seeds. THREADS: torch threads per cell,
+# part of each cell's key: keep the default 1 so that later rounds find the earlier seeds (cores no
+# cell uses are lent to fits whose numbers do not depend on the thread count anyway). `--deadline` starts no cell
 # after DEADLINE; a running one finishes (the session's end kills it: it is marked FAILED and the same command runs it again). A run is recorded only from a
 # worktree whose tracked files equal its commit (the script refuses otherwise), so every record
 # names its code. Runs fitted elsewhere (a GPU lease's stores) are scored where they lie, with
