@@ -5,13 +5,13 @@ environment, built on first use, its (ε, δ) the library's own claim. synthcity
 nothing with ours (``inherit_site_packages=False``: this interpreter's numpy-2 builds would not load
 beside numpy 1): its first build downloads about 3.4 GB (torch 2.2.2 with its CUDA 12.1 wheels)
 into about 7 GB. ``opacus`` is pinned to 1.5.2 because synthcity allows 1.5.4, which needs
-torch ≥ 2.4. Build it before the first cell, outside a run, where the build is not walled off::
+torch ≥ 2.4. The runner builds it before the grid's first synthcity cell, outside the cells'
+walls (``DeclaredMethod.prepare``): a cell cannot, since synthcity needs sdists built (nflows,
+arfpy, pykeops, keopscore, autograd-gamma, feather-format) and setuptools moves each wheel it builds
+with ``os.rename`` across folders, which Landlock (the cell's data wall) refuses to every walled
+process (EXDEV). To build it ahead of a run::
 
     DPBENCH_ENV_DIR=... python -c "from methods.synthcity import SYNTHCITY; SYNTHCITY.ensure()"
-
-Built inside a cell, it fails: synthcity needs sdists built (nflows, arfpy, pykeops, keopscore,
-autograd-gamma, feather-format), and setuptools moves each wheel it builds with ``os.rename``
-across folders, which Landlock (the cell's data wall) refuses to every walled process (EXDEV).
 
 Two of synthcity's privacy plugins are adapted, each with what ``methods/drivers/synthcity.py``
 changes so that nothing is inferred from the rows:

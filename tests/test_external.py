@@ -313,3 +313,54 @@ def test_two_processes_needing_a_new_environment_build_it_once(tmp_path):
     assert sum("building the environment test-stdlib" in err for err in errors) == 1, errors
     (built,) = (tmp_path / "envs").glob("test-stdlib-*")
     assert (built / "ready.json").is_file() and not list((tmp_path / "envs").glob("*.partial"))
+
+
+# Two methods whose ``prepare`` the runner must do before their cells: one moves a file across
+# folders, as a wheel build does (Landlock refuses such a rename to a walled cell: EXDEV), and its
+# fit uses the result; the other's preparation fails.
+PREPARED_PLUGIN = """
+import os
+from pathlib import Path
+from bench.api import DataKind, method
+from methods.baselines import uniform
+
+ROOT = Path(os.environ["PREPARE_TEST_DIR"])
+
+
+def build():
+    (ROOT / "build").mkdir(parents=True, exist_ok=True)
+    (ROOT / "env").mkdir(exist_ok=True)
+    (ROOT / "build" / "wheel").write_text(str(os.getpid()))
+    os.rename(ROOT / "build" / "wheel", ROOT / "env" / "wheel")
+
+
+def broken():
+    raise RuntimeError("pip install nosuchlibrary failed: no matching distribution")
+
+
+@method("needs-a-build", "uniform, after a build only the runner can do", kinds={DataKind.DISCRETE},
+        data_independent=True, prepare=build)
+def needs_a_build(data, context):
+    built_by = int((ROOT / "env" / "wheel").read_text())
+    assert built_by != os.getpid(), "prepared inside the cell"
+    return uniform.fit(data, context)
+
+
+@method("build-fails", "uniform, after a build that fails", kinds={DataKind.DISCRETE},
+        data_independent=True, prepare=broken)
+def build_fails(data, context):
+    broken()
+"""
+
+
+def test_the_runner_prepares_a_method_before_its_cells_and_a_failed_preparation_fails_only_its_cells(workdir):
+    (workdir / "plugins" / "prepared_plugin.py").write_text(PREPARED_PLUGIN)
+    env = {"DPBENCH_PLUGINS": "dpbench_test_plugins,prepared_plugin", "PREPARE_TEST_DIR": str(workdir / "p")}
+    grid = ["run", "--methods", "needs-a-build,build-fails,uniform", "--datasets", "adult-discrete", "--eps", "1"]
+    result = run_cli(*grid, "--evaluators", "none", "--no-progress", "--experiment", "prepared", env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "warning: preparing build-fails failed (pip install nosuchlibrary failed" in result.stderr
+    failed = [line for line in result.stdout.splitlines() if "FAILED" in line]
+    assert failed and all("build-fails" in line and "no matching distribution" in line for line in failed), failed
+    assert (workdir / "p" / "env" / "wheel").is_file() and "2 finished" in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr

@@ -181,7 +181,10 @@ class DeclaredMethod:
     row, so it runs at every ε and spends none. ``label_params``: parameters shown beside the
     method in every table whatever their value (dp-mepf: its encoder). ``declared_in``: the module
     that declared it (a built-in's card names that module). ``external``: an outside library's
-    synthesizer (``bench.api.external``), whose privacy is that library's claim."""
+    synthesizer (``bench.api.external``), whose privacy is that library's claim. ``prepare``: work
+    the runner does once before a grid's first cell of the method, outside the cell's walls (an
+    outside library's environment build, which the walls refuse); if it fails, the method's cells
+    fail as they run, each with the reason."""
 
     name: str
     description: str
@@ -195,6 +198,7 @@ class DeclaredMethod:
     label_params: tuple[str, ...] = ()
     declared_in: str = field(default="", compare=False, repr=False)
     external: str = ""  # the outside library (name and version) whose own claim is the run's (ε, δ)
+    prepare: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     def fit(self, data: "PrivateData", context: FitContext) -> Any:
         return self.fit_function(data, context)
@@ -208,7 +212,7 @@ class DeclaredMethod:
             return adapter
         optional = {
             name: getattr(adapter, name)
-            for name in ("audit", "thread_invariant_kinds", "data_independent", "label_params")  # optional facts
+            for name in ("audit", "thread_invariant_kinds", "data_independent", "label_params", "prepare")  # optional
             if hasattr(adapter, name)
         }
         return DeclaredMethod(

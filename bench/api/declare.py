@@ -80,6 +80,7 @@ def method(
     data_independent: bool = False,
     label_params: tuple[str, ...] = (),
     external: str = "",
+    prepare: Callable[[], Any] | None = None,
     register: bool = True,
 ) -> Callable[[FitFunction], DeclaredMethod]:
     """Declares (and, with ``register``, registers) the decorated ``fit(data, context)`` as the
@@ -99,6 +100,7 @@ def method(
             tuple(label_params),
             declared_in=fit.__module__,
             external=external,
+            prepare=prepare,
         )
         return _checked("method", adapter, method_problems(adapter), METHODS, register)
 

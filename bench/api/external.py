@@ -276,6 +276,12 @@ def external_method(
     # the declaring module (a built-in's card names it), as @method records a decorated function's
     fit.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     fit.__name__ = name.replace("-", "_")
-    return method(name, description, kinds=kinds, hyperparameters=hyperparameters, external=library, register=register)(
-        fit
-    )
+    return method(
+        name,
+        description,
+        kinds=kinds,
+        hyperparameters=hyperparameters,
+        external=library,
+        prepare=environment.ensure,  # built by the runner, where no wall refuses a build
+        register=register,
+    )(fit)

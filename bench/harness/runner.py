@@ -34,6 +34,7 @@ from bench.harness import leases, outbox, provenance, tracking
 from bench.harness.cpuload import ForeignLoad
 from bench.harness.cell import Cell
 from bench.harness.executors import Job, LocalExecutor
+from bench.harness.preparation import prepare_methods
 from bench.harness.worker import Outcome
 
 POLL_SECONDS = 0.2
@@ -210,6 +211,7 @@ class GridRun:
             + ("" if self.online else " (unreachable: outbox)"),
             file=sys.stderr,
         )
+        prepare_methods(self.pending)
         self.executor = self.executor or LocalExecutor()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         self.bar = tqdm(
