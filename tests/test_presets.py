@@ -276,7 +276,10 @@ def test_a_published_ablation_row_is_matched_only_by_runs_with_its_settings():
             "marginals.paper.tv_3": tv,
         }
 
-    frame = pd.DataFrame([run("10.0", s, 0.58 + s / 100) for s in range(3)] + [run("0.5", s, 0.5) for s in range(3)])
+    default = [{**run("1.0", s, 0.47), "method": "dp-hp [epochs=8]"} for s in range(3)]  # γ = 1 is the default
+    frame = pd.DataFrame(
+        [run("10.0", s, 0.58 + s / 100) for s in range(3)] + [run("0.5", s, 0.5) for s in range(3)] + default
+    )
     rows = versus_seeds_rows(
         frame,
         [("3-way (seeds' code)", "marginals.paper.tv_3")],
@@ -291,3 +294,6 @@ def test_a_published_ablation_row_is_matched_only_by_runs_with_its_settings():
     assert names[at - 1] == ("dp-hp [epochs=8, gamma=10.0] ε=0.3", "ours")  # 10.0 logged is the row's 10
     assert ("dp-hp [epochs=8, gamma=0.5] ε=0.3", "ours") in names  # no published twin: listed after
     assert names.index(("dp-hp [epochs=8, gamma=0.5] ε=0.3", "ours")) > at
+    # the default γ is not in our label; beside its twin the row names it as the twin does
+    twin = names.index(("dp-hp [gamma=1] ε=0.3", "paper"))
+    assert names[twin - 1] == ("dp-hp [epochs=8, gamma=1] ε=0.3", "ours"), names
