@@ -42,6 +42,7 @@ from bench.report.source import MlflowSource, RunSource
 from bench.report.stats import EQUIVALENCE_MARGIN, MARK_LEGEND
 from bench.report.tables import CELL_LEGEND
 from bench.report.versus import versus_seeds_rows
+from bench.report.gaps import Gap, gap_blocks, narrative_of, read_tags, summary_blocks
 from bench.report.frame import TableError, base_dataset, load_runs
 from bench.report.blocks import Block, to_html, to_markdown
 from bench.report.calibration import calibration_blocks, selection_gain_blocks
@@ -141,9 +142,11 @@ def preset_blocks(
     earlier_report: Path | None = None,
     experiment_runs: pd.DataFrame | None = None,
     source: RunSource | None = None,
+    gaps_found: dict[str, list[Gap]] | None = None,
 ) -> list[Block]:
     """A preset's section; ``timings``: logged seconds per cost key (costs.cost_key);
-    ``experiment_runs``: every run of its experiment (the calibration reads its real-data runs)."""
+    ``experiment_runs``: every run of its experiment (the calibration reads its real-data runs);
+    ``gaps_found`` collects the preset's gaps to the paper by its name (:mod:`bench.report.gaps`)."""
     experiment_runs = status.runs if experiment_runs is None else experiment_runs
     runs = status.runs
     blocks = [
@@ -166,6 +169,7 @@ def preset_blocks(
     blocks += calibration_blocks(preset, experiment_runs)
     if preset.published or len(runs):
         tests: list[list[str]] = []
+        gaps: list[Gap] = []
         rows = versus_seeds_rows(
             runs,
             columns,
@@ -177,6 +181,7 @@ def preset_blocks(
             tests=tests,
             references=measured_references(preset),
             best_of_seeds=preset.best_of_seeds,
+            gaps=gaps,
         )
         if rows:
             ours_legend = (
@@ -213,6 +218,9 @@ def preset_blocks(
                     rows=tests,
                 )
             )
+        blocks += gap_blocks(preset.name, gaps, read_tags(narrative_of(earlier_report)))
+        if gaps_found is not None:
+            gaps_found[preset.name] = gaps
     blocks += triad_blocks(preset, runs, source or MlflowSource())
     blocks += selection_gain_blocks(preset, runs)
     blocks += plot_blocks(preset, runs)
@@ -307,12 +315,12 @@ def report_blocks(
     ]
     frames: dict[str, pd.DataFrame] = {}
     timings = logged_seconds(source=source)
-    summary, sections = [], []
+    summary, sections, gaps = [], [], {}
     for preset in presets:
         frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment, source))
         status = preset_status(preset, frame)
         summary.append(summary_row(preset, status, timings))
-        sections += preset_blocks(preset, status, timings, earlier_report, frame, source)
+        sections += preset_blocks(preset, status, timings, earlier_report, frame, source, gaps)
     blocks.append(
         Block(
             "p",
@@ -337,6 +345,7 @@ def report_blocks(
         )
     )
     blocks += coverage_blocks(presets, frames, timings)
+    blocks += summary_blocks(gaps, read_tags(narrative_of(earlier_report)), whole_record=not experiments)
     return blocks + sections
 
 

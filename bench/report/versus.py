@@ -24,6 +24,7 @@ from bench.report.stats import (
 from bench.api.contracts import Direction, MetricKind
 from bench.privacy.budget import epsilon_text
 from bench.report.frame import TableError, base_dataset
+from bench.report.gaps import Gap, gap_of
 from bench.report.tables import (
     MIN_SEEDS_FOR_EVIDENCE,
     cell_text,
@@ -157,6 +158,7 @@ def versus_seeds_rows(
     tests: list[list[str]] | None = None,
     references: dict[str, dict[tuple[str, float], tuple[str, dict[str, list[float]]]]] | None = None,
     best_of_seeds: bool = False,
+    gaps: list[Gap] | None = None,
 ) -> list[list[str]]:
     """Rows of :func:`render_versus_seeds` (dataset, setup, numbers, one cell per column);
     ``published_datasets``: also the seeds' datasets that have no run of ours; ``paper_settings``:
@@ -169,7 +171,8 @@ def versus_seeds_rows(
     the same setup measured by other code on the same rows (the authors' own code), shown after
     the setup's paper row as mean ± sd (seeds); each of our rows of the setup is compared with it by
     Welch's t, listed in ``tests``. ``best_of_seeds``: the published values are each column's best
-    of n runs, so ours is each column's best over its seeds (:func:`best_text`), with no test."""
+    of n runs, so ours is each column's best over its seeds (:func:`best_text`), with no test.
+    ``gaps`` collects our cells more than one seed-sd from their twin (:mod:`bench.report.gaps`)."""
     present = [metric for _, metric in columns if metric in frame.columns]
     data = frame.dropna(subset=present, how="all") if present else frame.iloc[0:0]
     rows: list[list[str]] = []
@@ -225,6 +228,8 @@ def versus_seeds_rows(
                         cells.append(best_text(selected, metric))
                         continue
                     where = (dataset, name, header)
+                    if gaps is not None and header in twin and (gap := gap_of(selected, metric, twin[header], *where)):
+                        gaps.append(gap)
                     found = tuple(
                         family.add(where, test) for test in _tests(selected, baseline, metric, twin.get(header))
                     )
