@@ -40,7 +40,10 @@ _AUTHORS_DPMERF_ADULT_NOISE = MeasuredSeeds(
     "authors' code at its claimed ε = 1 (this noise)", _AUTHORS_DPMERF_ADULT.file, _AUTHORS_DPMERF_ADULT.columns
 )
 # smartnoise-synth's synthesizers (methods/smartnoise.py), run as outside generators
-_SMARTNOISE = ("smartnoise-mst", "smartnoise-aim", "smartnoise-mwem", "smartnoise-dpctgan", "smartnoise-patectgan")
+_OUTSIDE = (  # issue 60: other libraries' DP generators, each in its own environment
+    *("smartnoise-mst", "smartnoise-aim", "smartnoise-mwem", "smartnoise-dpctgan", "smartnoise-patectgan"),
+    *("synthcity-aim", "synthcity-dpgan"),
+)
 _AUTHORS_NOTE = (
     "authors' code: their released code run on the same rows on this machine, one row per seed "
     "(`python benchmarks/authors_seeds.py`, output in docs/measurements), mean ± sd (seeds); our rows "
@@ -399,8 +402,8 @@ BEYOND_PRESETS: tuple[Preset, ...] = (
     Preset(
         "external",
         "beyond the seeds: other libraries' DP generators by the same yardstick (issue 60)",
-        "smartnoise-synth 1.0.8's MST, AIM, MWEM, DP-CTGAN and PATE-CTGAN, each in its own environment with its "
-        "ε as the library claims it, beside our MST, AIM, PrivBayes, DP-MERF, DP-HP and the trivial baselines, on "
+        "smartnoise-synth 1.0.8's MST, AIM, MWEM, DP-CTGAN and PATE-CTGAN and synthcity 0.2.12's AIM and DP-GAN, "
+        "each in its own environment with its ε as the library claims it, beside our MST, AIM, PrivBayes, DP-MERF, DP-HP and the trivial baselines, on "
         "discretized Adult, cervical and Adult at ε ∈ {0.3, 1, 3}; a library's failure (no bounds, a timeout, a "
         "crash) is a failed cell with its reason. The output's privacy is scored afterwards (`python -m bench "
         "evaluate --experiment external --evaluators privacy,fidelity`) and each outside generator's claim "
@@ -409,14 +412,12 @@ BEYOND_PRESETS: tuple[Preset, ...] = (
         "external",
         (
             GridSpec(
-                (*_SMARTNOISE, "mst", "aim", "privbayes", "dp-merf", "dp-hp", *BASELINES),
+                (*_OUTSIDE, "mst", "aim", "privbayes", "dp-merf", "dp-hp", *BASELINES),
                 ("adult-discrete",),
                 [0.3, 1.0, 3.0],
                 FIVE_SEEDS,
             ),
-            GridSpec(
-                (*_SMARTNOISE, "dp-merf", "dp-hp", *BASELINES), ("cervical", "adult"), [0.3, 1.0, 3.0], FIVE_SEEDS
-            ),
+            GridSpec((*_OUTSIDE, "dp-merf", "dp-hp", *BASELINES), ("cervical", "adult"), [0.3, 1.0, 3.0], FIVE_SEEDS),
         ),
         (
             ("2-way TV", "marginals.tv_2"),
