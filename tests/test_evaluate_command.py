@@ -201,3 +201,18 @@ def test_a_preset_cell_is_finished_by_a_run_of_its_setup_that_holds_its_evaluato
     assert wanted[0] in finished  # its setup's run holds privacy's metrics
     assert wanted[1] not in finished  # fitted, not scored by privacy (the ledger's privacy.* is not it)
     assert wanted[2] not in finished  # not fitted
+
+
+def test_evaluate_draws_the_samples_picture_of_a_run_whose_picture_did_not_come_back(workdir):
+    """Issue 55: runs fitted on a lent machine came back with their stored sample but without
+    samples.png; `evaluate` draws it from the sample (and says so), once."""
+    grid = ["--methods", "dp-merf", "--datasets", "gmm2d", "--profile", "smoke", "--evaluators", "nll"]
+    fitted = run_cli("run", *grid, "--experiment", "pictures", "--no-progress")
+    assert fitted.returncode == 0, fitted.stdout + fitted.stderr
+    (picture,) = list(workdir.rglob("samples.png"))
+    picture.unlink()
+    drawn = run_cli("evaluate", "--experiment", "pictures", "--evaluators", "nll")
+    assert drawn.returncode == 0 and "up to date; drew samples.png" in drawn.stdout, drawn.stdout + drawn.stderr
+    assert "1 up to date" in drawn.stdout and picture.is_file() and picture.stat().st_size > 1000
+    again = run_cli("evaluate", "--experiment", "pictures", "--evaluators", "nll")
+    assert "drew" not in again.stdout and "1 up to date" in again.stdout, again.stdout

@@ -76,3 +76,16 @@ def save_image_grid(synthetic: Any, path: Path, title: str, per_class: int = 10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+SAMPLES_PNG = "samples.png"
+DRAWN_KINDS = ("2d", "image")  # the data kinds whose samples a picture shows
+
+
+def save_samples_png(kind: str, synthetic: Any, real: Any, folder: Path, title: str) -> None:
+    """``samples.png`` in ``folder`` for data of ``kind``: generated points over the real ones
+    (2-D) or a grid of generated images per class; nothing for other kinds."""
+    if kind == "2d":
+        save_scatter(synthetic, real, folder / SAMPLES_PNG, title)
+    elif kind == "image":
+        save_image_grid(synthetic, folder / SAMPLES_PNG, title)

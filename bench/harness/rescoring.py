@@ -25,6 +25,7 @@ from bench.core.errors import UsageError
 from bench.harness import tracking
 from bench.harness import provenance
 from bench.harness.cpuload import ForeignLoad
+from bench.harness.artifacts import DRAWN_KINDS, SAMPLES_PNG
 from bench.harness.record import IMPORTED_TAG, SplitFacts
 from bench.harness.runner import available_cores
 from bench.harness.samples import SAMPLE_FILE
@@ -38,7 +39,7 @@ class RescoreError(UsageError, ValueError):
 class Rescored:
     run_id: str
     label: str
-    status: str  # "scored", "up to date", "no stored sample", "failed: …"
+    status: str  # "scored", "up to date" (…; "drew samples.png"), "no stored sample", "failed: …"
     metrics: dict[str, float] = field(default_factory=dict)
 
 
@@ -51,12 +52,14 @@ def evaluate_stored_sample(
     out: str,
     delta_resolved: float | None = None,
     threads: int = 1,
+    draw_samples: bool = False,
 ) -> tuple[dict[str, float], dict[str, str]]:
     """In the child: load the run's real splits (its cell's dataset, seed and protocol) and stored
     sample, evaluate, write the evaluations' artifacts to ``out``; the metrics (with
     ``time.eval_<name>_s``) and tags. The cell also serves an evaluator that refits the method
     (``EvalContext.shadow_fit``); ``delta_resolved``: the δ the run's fit used; ``threads``: the
-    cores the evaluators' thread pools may use (torch's and BLAS/OpenMP)."""
+    cores the evaluators' thread pools may use (torch's and BLAS/OpenMP); ``draw_samples``: also
+    draw the sample's ``samples.png`` (a run fitted elsewhere whose picture did not come back)."""
     import torch
 
     torch.set_num_threads(max(1, threads))
@@ -87,6 +90,10 @@ def evaluate_stored_sample(
             evaluation = evaluator.evaluate(synthetic, split.train, split.test, context)
         record_evaluation(evaluator, evaluation, outcome, Path(out))
         outcome.metrics[f"time.eval_{name}_s"] = time.perf_counter() - started
+    if draw_samples:
+        from bench.harness.artifacts import save_samples_png
+
+        save_samples_png(DATASETS.get(cell.dataset).kind.value, synthetic, split.train, Path(out), cell.label)
     return outcome.metrics, outcome.tags
 
 
@@ -163,7 +170,8 @@ def rescore(
             continue
         label = tags.get("cell", run.info.run_id)
         wanted = [name for name in evaluators if rerun or not tracking.evaluator_complete(run.data, name)]
-        if not wanted:
+        draw = _picture_missing(client, run.info.run_id, cell.dataset)
+        if not wanted and not draw:
             done.append(Rescored(run.info.run_id, label, "up to date"))
             report(done[-1])
             continue
@@ -194,6 +202,7 @@ def rescore(
                         str(out),
                         SplitFacts.from_logged(run.data.params).delta,
                         max(1, cores - foreign.cores_taken()),
+                        draw,
                     ).result()
             except BrokenProcessPool:
                 done.append(Rescored(run.info.run_id, label, "failed: the evaluating process died (out of memory?)"))
@@ -213,9 +222,21 @@ def rescore(
                         client.delete_tag(run.info.run_id, f"errors.{name}")
                 for artifact in out.iterdir():
                     client.log_artifact(run.info.run_id, str(artifact))
-                done.append(Rescored(run.info.run_id, label, "scored", metrics))
+                done.append(
+                    Rescored(run.info.run_id, label, "scored" if wanted else f"up to date; drew {SAMPLES_PNG}", metrics)
+                )
         report(done[-1])
     return done
+
+
+def _picture_missing(client: Any, run_id: str, dataset: str) -> bool:
+    """Whether a run of a dataset whose samples a picture shows lacks its ``samples.png`` (fitted
+    on a lent machine whose artifacts did not all come back)."""
+    from bench.api.registry import DATASETS
+
+    if DATASETS.get(dataset).kind.value not in DRAWN_KINDS:
+        return False
+    return SAMPLES_PNG not in {artifact.path for artifact in client.list_artifacts(run_id)}
 
 
 def score_fitted_setups(
@@ -267,7 +288,7 @@ def score_fitted_setups(
             experiment, missing, settings=settings, data_dir=mine[0].data_dir, run_ids={run_id}, report=report
         )
         scored += result
-        if not result or result[0].status not in ("scored", "up to date"):
+        if not result or not result[0].status.startswith(("scored", "up to date")):
             to_fit += mine  # no stored sample, or scoring failed: the runner fits the cells
     return to_fit, scored
 
