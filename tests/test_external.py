@@ -364,3 +364,28 @@ def test_the_runner_prepares_a_method_before_its_cells_and_a_failed_preparation_
     assert failed and all("build-fails" in line and "no matching distribution" in line for line in failed), failed
     assert (workdir / "p" / "env" / "wheel").is_file() and "2 finished" in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+BROKEN_PLUGIN = """
+from pathlib import Path
+from bench.api import DataKind
+from bench.api.external import Environment, external_method
+
+external_method(
+    "test-unbuildable", "an outside generator whose environment cannot be built", kinds={DataKind.DISCRETE},
+    environment=Environment("test-unbuildable", ("not a requirement!!",), inherit_site_packages=False),
+    driver=Path("/nonexistent/driver.py"), synthesizer="none", library="test-unbuildable 0",
+)
+"""
+
+
+def test_an_environment_whose_build_failed_fails_its_cells_with_that_reason_without_building_again(workdir):
+    (workdir / "plugins" / "broken_plugin.py").write_text(BROKEN_PLUGIN)
+    env = {"DPBENCH_PLUGINS": "dpbench_test_plugins,broken_plugin", "DPBENCH_ENV_DIR": str(workdir / "envs")}
+    grid = ["run", "--methods", "test-unbuildable", "--datasets", "adult-discrete", "--eps", "1", "--seeds", "0-1"]
+    result = run_cli(*grid, "--evaluators", "none", "--no-progress", "--experiment", "unbuildable", env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.count("building the environment test-unbuildable") == 1  # by the runner, once
+    assert "warning: preparing test-unbuildable failed" in result.stderr
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    assert failed and all("not ready (its build failed: pip install not a requirement!! failed" in f for f in failed)

@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from bench.report.gaps import Gap, gap_of, idle_tags, narrative_tags, summary_blocks, unexplained
+from bench.report.frame import TableError
+from bench.report.gaps import Gap, gap_of, idle_tags, narrative_tags, printed_half_unit, summary_blocks, unexplained
 
 
 def runs(values: list[float]) -> pd.DataFrame:
@@ -47,10 +48,26 @@ def test_tags_claim_cells_by_preset_dataset_setup_and_column_with_alternatives()
     roc, prc = (Gap("adult", "DP-GAN ε=1", column, 0.5, 0.01, 5, 0.6) for column in ("ROC", "PRC"))
     assert second.claims("t2", roc) and not second.claims("t2", prc)
     assert unexplained("t2", [roc, prc, census], [first, second]) == [prc]
-    assert idle_tags([first, second], {"t9": [roc]}) == [first, second]
-    assert idle_tags([first, second], {"t2": [roc]}) == [first]
-    with pytest.raises(ValueError, match="preset \\| dataset \\| setup"):
+    assert idle_tags([first, second], {"t9": [roc]}) == [str(first), str(second)]
+    assert idle_tags([first, second], {"t2": [roc]}) == [str(first)]
+    # an alternative that claims nothing is named on its own, beside the tag's others that do
+    assert idle_tags([first], {"t2": [census]}) == [f"{first}: t7", f"{first}: real data"]
+    with pytest.raises(TableError, match="preset \\| dataset \\| setup"):
         narrative_tags("<!--gap only | two -->")
+    # the lead is the bold words the paragraph opens with, without the record marks inside them
+    (marked,) = narrative_tags(
+        "- **ROC <!--r a | b | c | 1 | m | mean -->0.5<!--/r--> here.** text <!--gap a | b | c -->"
+    )
+    assert marked.lead == "ROC 0.5 here."
+    (plain,) = narrative_tags("No lead but **bold later**. <!--gap a | b | c -->")
+    assert plain.lead == "(a paragraph with no bold lead)"
+
+
+def test_a_difference_within_the_paper_s_printed_precision_is_no_gap():
+    assert printed_half_unit(0.78) == pytest.approx(0.005) and printed_half_unit(0.8669) == pytest.approx(5e-5)
+    equal_seeds = runs([0.783, 0.783, 0.783])
+    assert gap_of(equal_seeds, "downstream.roc_auc", 0.78, "d", "s", "MEAN") is None  # 0.78 printed: ±0.005
+    assert gap_of(equal_seeds, "downstream.roc_auc", 0.7744, "d", "s", "MEAN") is not None
 
 
 def test_the_summary_counts_the_gaps_without_a_paragraph_and_names_idle_tags():

@@ -57,6 +57,7 @@ from bench.core.data import ColumnKind, DataKind, LabelledData, Schema
 from bench.core.errors import UsageError
 from bench.core.params import HyperParameters
 from bench.core.processes import die_with_parent
+from bench.core.walls import inside_fit
 
 ENV_VARIABLE = "DPBENCH_ENV_DIR"
 BUILD_TIMEOUT_S = 1800.0
@@ -95,16 +96,35 @@ class Environment:
     def ready(self) -> bool:
         return (self.folder / "ready.json").is_file()
 
+    @property
+    def failure_file(self) -> Path:
+        return environments_root() / f".{self.folder.name}.failed"
+
     def ensure(self) -> Path:
-        """The environment's Python, building the environment first if it is not there yet."""
+        """The environment's Python, building the environment first if it is not there yet —
+        outside a fit only: behind a cell's walls a build fails for reasons of its own (Landlock
+        refuses a wheel build's cross-folder renames), so a fit that finds no environment fails at
+        once, with the reason the runner's build gave (``DeclaredMethod.prepare``)."""
         if self.ready():
             return self.python
+        fit = inside_fit()
+        if fit is not None:
+            why = self.failure_file.read_text().strip() if self.failure_file.is_file() else "it was not built"
+            raise ExternalError(
+                f"{fit}: the environment {self.name} is not ready ({why}); the runner builds it before a "
+                "grid's first cell, outside the walls that refuse a build inside one"
+            )
         root = environments_root()
         root.mkdir(parents=True, exist_ok=True)
         with open(root / f".{self.folder.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another cell may be building it: wait, then reuse it
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it: wait, then reuse it
             if not self.ready():
-                self._build()
+                try:
+                    self._build()
+                except ExternalError as error:
+                    self.failure_file.write_text(f"its build failed: {error}\n")
+                    raise
+                self.failure_file.unlink(missing_ok=True)
         return self.python
 
     def _build(self) -> None:

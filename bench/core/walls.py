@@ -58,6 +58,11 @@ def fit_wall(method: str) -> Iterator[None]:
         _fits.pop()
 
 
+def inside_fit() -> str | None:
+    """The method whose fit runs in this process now, if any."""
+    return _fits[-1] if _fits else None
+
+
 def refuse_inside_fit(what: str) -> None:
     """Raises :class:`DataWallError` when called while a fit runs in this process."""
     if _fits:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from bench.harness.grid import GridSpec, expand
+from bench.harness.preparation import prepare_methods
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ def run_cell(
         data_dir=Path(data_dir) if data_dir else None,
     )
     (cell,), _ = expand(spec)
+    prepare_methods([cell])  # what a fit behind its walls cannot do (an outside library's environment)
     if evaluators is not None and not evaluators:
         cell = dataclasses.replace(cell, evaluators=(), evaluator_settings={})
     if out is not None:

@@ -1,6 +1,9 @@
-"""What the runner does for a grid's methods before their first cell: each method's ``prepare``
-(``DeclaredMethod``), e.g. building an outside library's virtual environment, which a cell cannot
-do behind its data wall (Landlock refuses the cross-folder renames of a wheel build)."""
+"""What the runner (and ``run_cell``) does for a grid's methods before their first cell: each
+method's ``prepare`` (``DeclaredMethod``), e.g. building an outside library's virtual environment,
+which a cell cannot do behind its data wall (Landlock refuses the cross-folder renames of a wheel
+build): a fit that finds its environment missing fails at once with the reason the build gave.
+With Ray, the preparation runs on the driver's machine: other nodes must see the same
+``$DPBENCH_ENV_DIR`` (a shared folder), or their cells fail that way."""
 
 from __future__ import annotations
 

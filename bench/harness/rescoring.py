@@ -93,7 +93,10 @@ def evaluate_stored_sample(
     if draw_samples:
         from bench.harness.artifacts import save_samples_png
 
-        save_samples_png(DATASETS.get(cell.dataset).kind.value, synthetic, split.train, Path(out), cell.label)
+        try:
+            save_samples_png(DATASETS.get(cell.dataset).kind.value, synthetic, split.train, Path(out), cell.label)
+        except Exception as error:  # noqa: BLE001 - a picture is no reason to lose the scores beside it
+            outcome.tags["errors.samples_png"] = f"{type(error).__name__}: {error}"
     return outcome.metrics, outcome.tags
 
 
@@ -211,10 +214,11 @@ def rescore(
             else:
                 now = int(time.time() * 1000)
                 client.log_batch(run.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
-                evaluated = sorted(set(filter(None, tags.get("evaluated_later", "").split(","))) | set(wanted))
-                client.set_tag(run.info.run_id, "evaluated_later", ",".join(evaluated))
-                # the code that scored it, which may be later than the code that fitted it (git_commit)
-                client.set_tag(run.info.run_id, "evaluated_later.git_commit", evaluating_commit)
+                if wanted:  # (not for a picture alone)
+                    evaluated = sorted(set(filter(None, tags.get("evaluated_later", "").split(","))) | set(wanted))
+                    client.set_tag(run.info.run_id, "evaluated_later", ",".join(evaluated))
+                    # the code that scored it, which may be later than the code that fitted it (git_commit)
+                    client.set_tag(run.info.run_id, "evaluated_later.git_commit", evaluating_commit)
                 for key, value in new_tags.items():
                     client.set_tag(run.info.run_id, key, value)
                 for name in wanted:  # a part that failed before and scored now: its error is history
@@ -230,13 +234,17 @@ def rescore(
 
 
 def _picture_missing(client: Any, run_id: str, dataset: str) -> bool:
-    """Whether a run of a dataset whose samples a picture shows lacks its ``samples.png`` (fitted
-    on a lent machine whose artifacts did not all come back)."""
-    from bench.api.registry import DATASETS
+    """Whether a run of a dataset whose samples a picture shows has its stored sample but not its
+    ``samples.png`` (fitted on a lent machine whose artifacts did not all come back)."""
+    from bench.api.registry import DATASETS, RegistryError
 
-    if DATASETS.get(dataset).kind.value not in DRAWN_KINDS:
+    try:
+        if DATASETS.get(dataset).kind.value not in DRAWN_KINDS:
+            return False
+        stored = {artifact.path for artifact in client.list_artifacts(run_id)}
+    except (RegistryError, OSError):  # a dataset not registered now, or artifacts out of reach: nothing to draw
         return False
-    return SAMPLES_PNG not in {artifact.path for artifact in client.list_artifacts(run_id)}
+    return SAMPLE_FILE in stored and SAMPLES_PNG not in stored
 
 
 def score_fitted_setups(

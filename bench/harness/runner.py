@@ -297,6 +297,7 @@ class GridRun:
                 adopted.append(cell)
         except Exception:  # noqa: BLE001 — the store stopped answering: nothing to adopt now
             return False
+        prepare_methods(adopted)  # done already unless the method came only with these cells
         self.pending.extend(adopted)
         self.bar.total += len(adopted)
         return bool(adopted)

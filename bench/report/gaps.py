@@ -12,7 +12,8 @@ Fields: the preset, the dataset and the setup as its table shows them, and optio
 (without it, every column of that row); a field may list alternatives separated by ``;`` (the same
 runs shown by two presets, several setups one cause explains). The gap itself is a difference, not a test: |mean − paper|
 greater than the seeds' sd, over at least two seeds (a paper value printed with its spread is
-compared by its mean; text read off a figure is not compared).
+compared by its mean; text read off a figure is not compared), and greater than half a unit of
+the paper's last printed digit (0.78 printed: a difference up to 0.005 is the paper's rounding).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from pathlib import Path
 import pandas as pd
 
 from bench.report.blocks import Block
+from bench.report.frame import TableError
 from bench.report.tables import format_number, is_heavy_tailed
 
 TAG = re.compile(r"<!--gap (?P<spec>[^>]*?) -->")
-LEAD = re.compile(r"\*\*(?P<lead>.+?)\*\*", re.DOTALL)
+LEAD = re.compile(r"^\s*(?:- )?\*\*(?P<lead>.+?)\*\*", re.DOTALL)  # the bold words a paragraph opens with
+COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -62,9 +65,18 @@ def gap_of(selected: pd.DataFrame, metric: str, published: object, dataset: str,
         return None
     mean, sd = float(values.mean()), float(values.std(ddof=1))
     sd = 0.0 if sd <= 1e-9 * max(1.0, abs(mean)) else sd  # equal seeds, up to the mean's float rounding
-    if abs(mean - float(paper)) <= sd:
+    if abs(mean - float(paper)) <= max(sd, printed_half_unit(float(paper))):
         return None
     return Gap(dataset, setup, column, mean, sd, len(values), float(paper))
+
+
+def printed_half_unit(value: float) -> float:
+    """Half a unit of the last digit ``value`` is written with (the shortest repr of the float
+    transcribed from the paper): 0.78 → 0.005, 0.8669 → 0.00005."""
+    text = repr(value)
+    if "e" in text or "." not in text:
+        return 0.0
+    return 0.5 * 10.0 ** -len(text.split(".")[1])
 
 
 @dataclass(frozen=True)
@@ -97,14 +109,20 @@ def narrative_tags(text: str) -> list[Tag]:
         for match in TAG.finditer(paragraph):
             fields = [tuple(item.strip() for item in field.split(";")) for field in match["spec"].split("|")]
             if len(fields) not in (3, 4) or not all(all(field) for field in fields):
-                raise ValueError(f"a gap tag needs 'preset | dataset | setup [| column]'; got {match['spec']!r}")
+                raise TableError(f"a gap tag needs 'preset | dataset | setup [| column]'; got {match['spec']!r}")
             columns = fields[3] if len(fields) == 4 else ()
-            tags.append(Tag(*fields[:3], columns, _short(" ".join(lead["lead"].split())) if lead else "(no bold lead)"))
+            text = (
+                _short(" ".join(COMMENT.sub("", lead["lead"]).split())) if lead else "(a paragraph with no bold lead)"
+            )
+            tags.append(Tag(*fields[:3], columns, text))
     return tags
 
 
 def _short(lead: str, limit: int = 90) -> str:
-    return lead if len(lead) <= limit else lead[: lead.rfind(" ", 0, limit)] + " …"
+    if len(lead) <= limit:
+        return lead
+    cut = lead.rfind(" ", 0, limit)
+    return lead[: cut if cut > 0 else limit] + " …"
 
 
 def narrative_of(report_folder: Path | None) -> Path | None:
@@ -154,9 +172,20 @@ def gap_blocks(preset: str, gaps: list[Gap], tags: list[Tag]) -> list[Block]:
     ]
 
 
-def idle_tags(tags: list[Tag], gaps: dict[str, list[Gap]]) -> list[Tag]:
-    """The tags that claim no gap of the record (the gap closed, or a label changed)."""
-    return [tag for tag in tags if not any(tag.claims(p, gap) for p, found in gaps.items() for gap in found)]
+def idle_tags(tags: list[Tag], gaps: dict[str, list[Gap]]) -> list[str]:
+    """Each tag, or alternative of a tag's field, that claims no gap of the record (the gap
+    closed, or a label changed), as ``tag: field value``."""
+    idle = []
+    for tag in tags:
+        claimed = [(p, gap) for p, found in gaps.items() for gap in found if tag.claims(p, gap)]
+        if not claimed:
+            idle.append(str(tag))
+            continue
+        used = ({p for p, _ in claimed}, {g.dataset for _, g in claimed}, {g.setup for _, g in claimed})
+        used += ({g.column for _, g in claimed},)
+        for values, seen in zip((tag.presets, tag.datasets, tag.setups, tag.columns), used):
+            idle += [f"{tag}: {value}" for value in values if value not in seen]
+    return idle
 
 
 def summary_blocks(gaps: dict[str, list[Gap]], tags: list[Tag], whole_record: bool) -> list[Block]:
@@ -181,8 +210,8 @@ def summary_blocks(gaps: dict[str, list[Gap]], tags: list[Tag], whole_record: bo
         blocks.append(
             Block(
                 "p",
-                "Tags of results/README.md that claim no gap any more (closed, or a label changed): "
-                + "; ".join(f"`{tag}`" for tag in idle),
+                "Tags of results/README.md, or alternatives in them, that claim no gap any more (closed, or a "
+                "label changed): " + "; ".join(f"`{tag}`" for tag in idle),
             )
         )
     return blocks

@@ -44,6 +44,21 @@ def variant_label(method: str, settings: tuple[str, ...]) -> str:
     return f"{method} [{', '.join(item.removeprefix(f'{method}.') for item in settings)}]"
 
 
+def named_like_twin(label: str, twin: str | None) -> str:
+    """Our ``label`` with each setting its published twin names (``dp-hp [gamma=1]``) that ours
+    leaves out because the value is the method's default, so that the pair reads alike."""
+    if not twin or not twin.endswith("]"):
+        return label
+    base, _, inside = label.partition(" [")
+    ours = inside[:-1].split(", ") if inside else []
+    named = {item.split("=", 1)[0] for item in ours}
+    extra = [item for item in twin.partition(" [")[2][:-1].split(", ") if item.split("=", 1)[0] not in named]
+    items = [i for i in ours if "=" not in i] + sorted(
+        (i for i in ours + extra if "=" in i), key=lambda i: i.split("=")[0]
+    )
+    return f"{base} [{', '.join(items)}]" if extra else label
+
+
 def registered_method(setup_method: str) -> str:
     """The registered method of a published setup's name (``dp-hp [gamma=0.1]`` → ``dp-hp``)."""
     return setup_method.split(" [", 1)[0]

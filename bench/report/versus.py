@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from bench.report.published import Value, published, registered_method
+from bench.report.published import Value, named_like_twin, published, registered_method
 from bench.report.stats import (
     EQUIVALENCE_MARGIN,
     Equivalence,
@@ -216,7 +216,7 @@ def versus_seeds_rows(
             for label, label_eps in labels:
                 selected = ours[(ours["method"] == label) & (ours["epsilon"] == label_eps)]
                 differs = mismatch[(label, label_eps)]
-                shown_as = _named_like_twin(label, method) if not differs else label
+                shown_as = named_like_twin(label, method) if not differs else label
                 name = setup_name(shown_as, label_eps) + (f" (not the paper's setting: {differs})" if differs else "")
                 baseline = ours[(names == "uniform") & (ours["epsilon"] == label_eps)]
                 twin = published.get((method, eps), {}) if (method, eps) in published else {}
@@ -277,18 +277,6 @@ def versus_seeds_rows(
                     )
     family.finish(rows, tests)
     return rows
-
-
-def _named_like_twin(label: str, twin: str | None) -> str:
-    """Our ``label`` with each setting its published twin names (``dp-hp [gamma=1]``) that ours
-    leaves out because the value is the method's default, so that the pair reads alike."""
-    if not twin or not twin.endswith("]"):
-        return label
-    base, _, inside = label.partition(" [")
-    ours = inside[:-1].split(", ") if inside else []
-    named = {item.split("=", 1)[0] for item in ours}
-    extra = [item for item in twin.partition(" [")[2][:-1].split(", ") if item.split("=", 1)[0] not in named]
-    return f"{base} [{', '.join(ours + extra)}]" if extra else label
 
 
 def best_text(selected: pd.DataFrame, metric: str) -> str:
