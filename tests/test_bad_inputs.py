@@ -334,14 +334,14 @@ ROWS = [
     # grid options
     Row("unknown preset", [*RUN, "--preset", "nope"], "error: unknown preset 'nope'; valid: dphp-fig2"),
     Row(
-        "--preset with --methods",
-        [*RUN, "--preset", "dphp-table2", "--methods", "real"],
-        "error: --preset sets the grid itself; drop --methods (only --seeds may narrow a preset)",
+        "--preset with --profile",
+        [*RUN, "--preset", "dphp-table2", "--profile", "smoke"],
+        "error: --preset sets the grid itself; drop --profile (only --methods, --datasets, --eps and --seeds may",
     ),
     Row(
-        "--preset with --eps",
-        [*RUN, "--preset", "dphp-fig2", "--eps", "1"],
-        "error: --preset sets the grid itself; drop --eps",
+        "--preset narrowed to no cell",
+        [*RUN, "--preset", "dphp-fig2", "--eps", "1", "--methods", "real"],
+        "error: preset 'dphp-fig2' has no cell with --methods real --eps 1",
     ),
     Row(
         "--preset with bad seeds",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shlex
@@ -111,8 +112,10 @@ def test_gpu_cost_comes_only_from_runs_logged_on_a_gpu(tmp_path, monkeypatch):
     "arguments,message",
     [
         (["--preset", "dphp-nope"], "unknown preset 'dphp-nope'; valid: dphp-fig2"),
-        (["--preset", "dphp-fig2", "--eps", "3"], "drop --eps"),
+        (["--preset", "dphp-fig2", "--eps", "3"], "preset 'dphp-fig2' has no cell with --eps 3"),
+        (["--preset", "dphp-fig2", "--methods", "dp-mrf"], "unknown method 'dp-mrf'"),
         (["--preset", "dphp-fig2", "--set", "dp-merf.epochs=1"], "drop --set"),
+        (["--preset", "dphp-fig2", "--profile", "smoke"], "drop --profile"),
         ([], "run needs --methods and --datasets, or --preset NAME"),
     ],
 )
@@ -153,6 +156,48 @@ def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkey
     runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "tiny-exp", create=False)))
     assert sorted(r.data.params["method"] for r in runs) == ["real", "uniform"]
     assert all(r.data.params["seed"] == "0" for r in runs)
+
+
+def test_methods_datasets_and_eps_narrow_a_preset_to_the_cells_it_shares_with_them(
+    workdir, data_dir, monkeypatch, capsys
+):
+    """A campaign runs one setup of several presets at a time: `--preset P --methods M --eps E` runs
+    exactly P's cells of M at E (a non-private method's cells are at ε = ∞ whatever its grid's ε),
+    with P's settings and experiment, so they are the preset's own cells (same keys)."""
+    tiny = Preset(
+        "tiny",
+        "a test",
+        "uniform at two ε and real on cervical",
+        "tiny-exp",
+        (
+            GridSpec(("uniform",), ("cervical",), [1.0, 3.0], FIVE_SEEDS),
+            GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS),
+        ),
+        (("ROC", "downstream.roc_auc"),),
+    )
+    monkeypatch.setitem(PRESETS, "tiny", tiny)
+    run = ["run", "--preset", "tiny", "--seeds", "0-1", "--no-progress", "--data-dir", str(data_dir)]
+    assert main([*run, "--methods", "uniform", "--eps", "3"]) == 0, capsys.readouterr()
+    assert main([*run, "--methods", "real", "--eps", "inf", "--datasets", "cervical"]) == 0, capsys.readouterr()
+    client = tracking.client()
+    runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "tiny-exp", create=False)))
+    assert sorted((r.data.params["method"], r.data.params["seed"]) for r in runs) == [
+        ("real", "0"),
+        ("real", "1"),
+        ("uniform", "0"),
+        ("uniform", "1"),
+    ]
+    preset_keys = {
+        cell.key
+        for grid in tiny.grids
+        for cell in expand(dataclasses.replace(grid.narrowed(seeds=[0, 1]), data_dir=data_dir))[0]
+    }
+    assert {r.data.tags["cell_key"] for r in runs} <= preset_keys
+    assert all(float(r.data.params["epsilon"]) in (3.0, math.inf) for r in runs)
+    # the rest of the preset is left to run: one cell per seed at ε = 1
+    assert main([*run]) == 0, capsys.readouterr()
+    runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "tiny-exp", create=False)))
+    assert len(runs) == 6
 
 
 def test_the_datasets_the_report_calls_missing_from_the_mirror_are_missing_there(monkeypatch):

@@ -9,10 +9,12 @@ import math
 import shlex
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 # Only light modules at the top: `list`, `--help` and argument errors must not import torch, jax,
 # pandas or matplotlib (each command imports what it needs).
 from bench.core.params import parse_overrides
+from bench.privacy.budget import parse_epsilons
 from bench.api.registry import DATASETS, EVALUATORS, METHODS
 
 MAX_THREADS = 1024  # torch's CPU pool crashes (SIGSEGV) for some huge counts; no machine has more cores per cell
@@ -27,16 +29,43 @@ from bench.harness.runargs import (  # noqa: F401 (grid_spec_from_args: the Pyth
 )
 
 
-# Options that define a grid; with --preset the preset defines them (--seeds may narrow it).
+# Options that define a grid; with --preset the preset defines them. These narrow a preset to the
+# cells it shares with them (a campaign runs one setup of several presets at a time), as --seeds does.
+PRESET_NARROWING = ("methods", "datasets", "eps")
+
+
+def preset_cell_filter(args: argparse.Namespace) -> Callable[[Any], bool]:
+    """Whether a preset's cell is among ``--methods``/``--datasets``/``--eps`` (each, when given)."""
+    methods = set(split_names(args.methods, "--methods")) if args.methods else None
+    datasets = set(split_names(args.datasets, "--datasets")) if args.datasets else None
+    epsilons = set(parse_epsilons(args.eps)) if args.eps else None
+    for registry, names in ((METHODS, methods), (DATASETS, datasets)):
+        for name in sorted(names or ()):
+            if name not in registry.names():
+                registry.get(name)  # raises: unknown <kind> 'x'; valid: …
+    return lambda cell: (
+        (methods is None or cell.method in methods)
+        and (datasets is None or cell.dataset in datasets)
+        and (epsilons is None or cell.epsilon in epsilons)
+    )
+
+
 def _preset_specs(args: argparse.Namespace) -> list[tuple[GridSpec, str]]:
     """A preset's typed grids, each with its experiment, narrowed to --seeds and run with this
     command's execution options."""
     from bench.report.presets import get_preset
 
     option = {"overrides": "--set", "evaluator_overrides": "--eval-set"}
-    given = [option.get(name, f"--{name}") for name in GRID_OPTIONS if getattr(args, name) not in (None, [])]
+    given = [
+        option.get(name, f"--{name}")
+        for name in GRID_OPTIONS
+        if name not in PRESET_NARROWING and getattr(args, name) not in (None, [])
+    ]
     if given:
-        raise GridError(f"--preset sets the grid itself; drop {', '.join(given)} (only --seeds may narrow a preset)")
+        raise GridError(
+            f"--preset sets the grid itself; drop {', '.join(given)} "
+            "(only --methods, --datasets, --eps and --seeds may narrow a preset)"
+        )
     preset = get_preset(args.preset)
     seeds = parse_seeds(args.seeds) if args.seeds else None
     execution = {
@@ -92,10 +121,18 @@ def command_run(args: argparse.Namespace) -> int:
         raise GridError("--ray-address needs --executor ray")
     runs = _preset_specs(args) if args.preset else [(grid_spec_from_args(args), args.experiment)]
     grids = []
+    wanted = preset_cell_filter(args) if args.preset else lambda cell: True
     for spec, experiment in runs:  # expand every grid first: a bad name fails before anything runs
         cells, notes = expand(spec)
-        grids.append((experiment, cells, notes))
+        cells = [cell for cell in cells if wanted(cell)]
+        if cells:
+            grids.append((experiment, cells, notes))
     every_cell = [cell for _, cells, _ in grids for cell in cells]
+    if not every_cell:
+        narrowing = " ".join(f"--{name} {getattr(args, name)}" for name in PRESET_NARROWING if getattr(args, name))
+        raise GridError(
+            f"preset {args.preset!r} has no cell with {narrowing}; `python -m bench list presets` shows its grid"
+        )
     if args.executor == "local":
         check_device(every_cell)  # a Ray cluster's GPUs are checked by the Ray executor
     # every dataset's files once, before the store is opened or any cell starts (a bad file would

@@ -41,15 +41,21 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--preset",
         help="run a named grid for one of the seeds' tables or figures (see `list presets`); it sets every "
-        "grid option (methods … experiment) except --seeds",
+        "grid option (methods … experiment); --methods, --datasets, --eps and --seeds narrow it to the "
+        "cells it shares with them",
     )
     parser.add_argument(
-        "--methods", help="comma-separated method names (see `list methods`); required without --preset"
+        "--methods",
+        help="comma-separated method names (see `list methods`); required without --preset, which it narrows",
     )
     parser.add_argument(
-        "--datasets", help="comma-separated dataset names (see `list datasets`); required without --preset"
+        "--datasets",
+        help="comma-separated dataset names (see `list datasets`); required without --preset, which it narrows",
     )
-    parser.add_argument("--eps", help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise); default 1")
+    parser.add_argument(
+        "--eps",
+        help="comma-separated ε targets, e.g. 0.1,0.3,1 (inf = no noise); default 1 (with --preset: narrows it)",
+    )
     parser.add_argument(
         "--delta", help=f"δ target, or 'auto' for 1/(10·n_train) per dataset; default {DEFAULT_DELTA:g}"
     )

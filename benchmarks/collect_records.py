@@ -1,0 +1,74 @@
+"""Copy a campaign's exported runs into the committed record (``results/runs/<experiment>``).
+
+A campaign logs into its own MLflow store from a clean worktree and exports it with
+``python -m bench export --experiment E --out DIR``; this copies ``DIR/E``'s records into
+``results/runs/E``, keeping only evidence: a finished run, fitted from a clean tree (``code.dirty``
+false), not an imported copy of a record (tag ``record.run_id``: the store may hold the committed
+record, imported so that the runner skips its cells), and not a second run of a cell the record
+already holds (the committed run is kept; the clash is printed).
+
+    python benchmarks/collect_records.py /work/campaign/records/images results/runs/images [--dry]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+IMPORTED_TAG = "record.run_id"  # bench.harness.record.IMPORTED_TAG
+
+
+def verdict(record: dict, existing: dict | None) -> str:
+    """ "copy", or why the record is not copied."""
+    if record.get("status") != "FINISHED":
+        return f"not finished ({record.get('status')})"
+    if IMPORTED_TAG in record.get("tags", {}):
+        return "an imported copy of a committed record"
+    code = record.get("code") or {}
+    if code.get("dirty") or not code.get("commit"):
+        return "fitted from a tree that differs from its commit"
+    if existing is not None:
+        return (
+            "already recorded"
+            if existing.get("run_id") == record.get("run_id")
+            else "another run of this cell is recorded"
+        )
+    return "copy"
+
+
+def collect(source: Path, target: Path, dry: bool) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.glob("*.json")):
+        record = json.loads(path.read_text())
+        there = target / path.name
+        result = verdict(record, json.loads(there.read_text()) if there.exists() else None)
+        counts[result] = counts.get(result, 0) + 1
+        if result == "copy":
+            print(f"copy  {path.name}")
+            if not dry:
+                shutil.copy2(path, there)
+        elif result != "already recorded" and not result.startswith("an imported"):
+            print(f"skip  {path.name}: {result}", file=sys.stderr)
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", type=Path, help="an exported experiment's folder (DIR/<experiment>)")
+    parser.add_argument("target", type=Path, help="the committed record's folder, e.g. results/runs/images")
+    parser.add_argument("--dry", action="store_true", help="say what would be copied, copy nothing")
+    args = parser.parse_args()
+    if not args.source.is_dir():
+        print(f"error: {args.source} is not a folder of exported records", file=sys.stderr)
+        return 2
+    counts = collect(args.source, args.target, args.dry)
+    print(", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "nothing exported")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
