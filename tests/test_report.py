@@ -464,6 +464,27 @@ def test_every_marked_number_of_the_results_narrative_is_the_record_s(tmp_path):
     assert again == text and len(changed) == 1 and "0.999 →" in changed[0]
 
 
+def test_the_front_page_quotes_the_committed_report_s_coverage(tmp_path):
+    """README.md's opening says what is reproduced with REPORT.md's coverage totals (coverage marks,
+    bench/report/narrative.py); an edited count is caught, and a mark naming no total is an error."""
+    from pathlib import Path
+
+    from bench.report.narrative import COVERAGE_MARK, NarrativeError, rendered_coverage
+
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "README.md").read_text(encoding="utf-8")
+    report = (repo / "results" / "REPORT.md").read_text(encoding="utf-8")
+    marks = COVERAGE_MARK.findall(text)
+    assert {what for what, _ in marks} == {"images", "tabular, discretized and 2-D"}
+    assert rendered_coverage(text, report) == (text, [])
+    first = COVERAGE_MARK.search(text)
+    edited = text[: first.start("text")] + "99 setups" + text[first.end("text") :]
+    again, changed = rendered_coverage(edited, report)
+    assert again == text and len(changed) == 1 and "99 setups →" in changed[0]
+    with pytest.raises(NarrativeError, match="'videos'"):
+        rendered_coverage("<!--coverage videos -->x<!--/coverage-->", report)
+
+
 def test_the_cost_table_gives_medians_of_what_the_runs_logged():
     """Issue 59: runtime and peak memory were in every record and in no table."""
     from bench.report.costs import measured_cost_rows

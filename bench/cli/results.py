@@ -185,13 +185,25 @@ def command_report(args: argparse.Namespace) -> int:
     writable(args.out)
     for path in write_report(args.out, args.experiment, source):
         print(path)
-    narrative = args.out / "README.md"  # its record marks (bench/report/narrative.py), refreshed
-    if narrative.is_file() and not args.experiment:
+    if not args.experiment:  # the narratives' marks (bench/report/narrative.py), refreshed from the whole record
         from bench.report.narrative import refresh
 
-        for change in refresh(narrative, source):
-            print(f"{narrative}: {change}")
+        report = (args.out / "REPORT.md").read_text(encoding="utf-8")
+        for narrative in narratives_of(args.out):
+            for change in refresh(narrative, source, report):
+                print(f"{narrative}: {change}")
     return 0
+
+
+def narratives_of(out: Path) -> list[Path]:
+    """The texts whose marks a whole report refreshes: ``<out>/README.md`` (the results narrative),
+    and the checkout's front page when ``out`` is the checkout's committed ``results`` folder (its
+    opening line quotes the coverage totals)."""
+    found = [out / "README.md"]
+    checkout = Path(__file__).resolve().parents[2]
+    if out.resolve() == checkout / "results":
+        found.append(checkout / "README.md")
+    return [path for path in found if path.is_file()]
 
 
 def command_export(args: argparse.Namespace) -> int:

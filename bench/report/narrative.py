@@ -10,6 +10,12 @@ Its fields: experiment, dataset label and method label as the report's tables sh
 (:func:`bench.report.frame.runs_frame`), ε (``inf`` for none), metric, and what to write: ``mean``,
 ``mean±sd`` (both to 3 decimals) or ``n`` (the number of seeds). Comments do not show on a
 rendered page, so the prose reads as before.
+
+A coverage mark takes one of REPORT.md's coverage totals (the lines under "Coverage of the papers'
+tables and figures": how many setups of the papers' tables are run, and at how many seeds), by the
+line's opening words, so that the front page's claim of what is reproduced is the report's::
+
+    <!--coverage images -->62 setups; 20 run (32%), …<!--/coverage-->
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import pandas as pd
 from bench.report.frame import TableError, load_runs
 
 MARK = re.compile(r"<!--r (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/r-->", re.DOTALL)
+COVERAGE_MARK = re.compile(r"<!--coverage (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/coverage-->", re.DOTALL)
+COVERAGE_HEADING = "## Coverage of the papers' tables and figures"
 FORMATS = ("mean", "mean±sd", "n")
 
 
@@ -84,10 +92,44 @@ def rendered(text: str, source) -> tuple[str, list[str]]:
     return MARK.sub(fill, text), changed
 
 
-def refresh(path: Path, source) -> list[str]:
-    """Rewrite ``path``'s marks from the record; returns what changed."""
+def coverage_totals(report_markdown: str) -> dict[str, str]:
+    """REPORT.md's coverage totals, ``{"images": "62 setups; 20 run (32%), …", …}``: the list items
+    under its coverage heading, keyed by the words before their colon."""
+    _, found, rest = report_markdown.partition(COVERAGE_HEADING)
+    totals: dict[str, str] = {}
+    for line in rest.splitlines() if found else []:
+        if line.startswith("#"):
+            break
+        if line.startswith("- ") and ": " in line:
+            what, text = line[2:].split(": ", 1)
+            totals[what] = text
+    return totals
+
+
+def rendered_coverage(text: str, report_markdown: str) -> tuple[str, list[str]]:
+    """``text`` with every coverage mark written from the report's totals, and what changed."""
+    totals = coverage_totals(report_markdown)
+    changed: list[str] = []
+
+    def fill(match: re.Match) -> str:
+        what = match["spec"].strip()
+        if what not in totals:
+            raise NarrativeError(f"coverage mark {what!r}: the report's totals are {', '.join(totals) or 'missing'}")
+        if totals[what] != match["text"]:
+            changed.append(f"coverage of {what}: {match['text']} → {totals[what]}")
+        return f"<!--coverage {match['spec']} -->{totals[what]}<!--/coverage-->"
+
+    return COVERAGE_MARK.sub(fill, text), changed
+
+
+def refresh(path: Path, source, report_markdown: str | None = None) -> list[str]:
+    """Rewrite ``path``'s marks from the record (and its coverage marks from ``report_markdown``,
+    REPORT.md's text, when given); returns what changed."""
     text = path.read_text(encoding="utf-8")
     new, changed = rendered(text, source)
+    if report_markdown is not None:
+        new, more = rendered_coverage(new, report_markdown)
+        changed += more
     if new != text:
         path.write_text(new, encoding="utf-8")
     return changed
