@@ -216,6 +216,7 @@ def test_smartnoise_mst_runs_beside_ours_in_its_own_environment(workdir, tmp_pat
     assert 0 < record["metrics"]["marginals.tv_2"] < 0.5
 
 
+@pytest.mark.slow  # ≈ 2 min: 2 × 60 fits of two outside generators (the default suite keeps the audit's smaller tests)
 def test_the_black_box_audit_flags_a_leaking_outside_generator_and_not_the_honest_one(outside):
     """Issue 60: from the output alone — 100 whole fits a side on 300 rows, the canary a row of
     every column's rarest code. The honest driver's claim stands; the same driver with its noise

@@ -129,7 +129,7 @@ def test_table_10s_thousand_rounds_on_real_and_generated_digits(mnist, generated
         assert_same_classifier(compare(x, y, mnist.test.x, mnist.test.y, rounds=1000))
 
 
-@pytest.mark.parametrize("n", [60, 600])
+@pytest.mark.parametrize("n", [60, pytest.param(600, marks=pytest.mark.slow)])  # 600: ≈ 1 min
 def test_histograms_of_the_splittable_columns_and_present_levels_are_the_full_search(mnist, monkeypatch, n):
     """effective-size trains on as few as 60 images, whose columns take few levels: the histograms
     keep only the splittable columns and the levels present. The same 1,000 rounds with every
