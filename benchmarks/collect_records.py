@@ -5,7 +5,8 @@ A campaign logs into its own MLflow store from a clean worktree and exports it w
 ``results/runs/E``, keeping only evidence: a finished run, fitted from a clean tree (``code.dirty``
 false), not an imported copy of a record (tag ``record.run_id``: the store may hold the committed
 record, imported so that the runner skips its cells), and not a second run of a cell the record
-already holds (the committed run is kept; the clash is printed).
+already holds (the committed run is kept; the clash is printed). A recorded run that a later
+preset scored by more evaluators (same run id, more metrics) is copied again.
 
     python benchmarks/collect_records.py /work/campaign/records/images results/runs/images [--dry]
 """
@@ -30,13 +31,11 @@ def verdict(record: dict, existing: dict | None) -> str:
     code = record.get("code") or {}
     if code.get("dirty") or not code.get("commit"):
         return "fitted from a tree that differs from its commit"
-    if existing is not None:
-        return (
-            "already recorded"
-            if existing.get("run_id") == record.get("run_id")
-            else "another run of this cell is recorded"
-        )
-    return "copy"
+    if existing is not None and existing.get("run_id") != record.get("run_id"):
+        return "another run of this cell is recorded"
+    if existing == record:
+        return "already recorded"
+    return "copy"  # new, or the recorded run scored by more evaluators since (same run, more metrics)
 
 
 def collect(source: Path, target: Path, dry: bool) -> dict[str, int]:
