@@ -30,6 +30,11 @@
 # /tmp/st/...; put a brought-back <cell>.npz where its store's artifact path says before `bench
 # evaluate`).
 #
+# A preset's cells: PRESET=dphp-table1 (its experiment, protocol, settings and evaluators; EXPERIMENT
+# and EVALUATORS are then not used) narrowed by METHOD, DATASET and each cell's ε and seed. A cell
+# may name its own method, METHOD/ε:seed (CELLS="dp-hp/0.3:0 dp-merf/0.1:1"); its store is then
+# /tmp/st/<method>-e<ε>-s<seed>.
+#
 # Fits only (image setups: one fit per setup, scored here): EVALUATORS=none SCORE_AFTER= — the runs
 # are fitted and their samples stored; back here `bench evaluate` (or the preset's `bench run`)
 # scores them. Samples come back xz-compressed (<cell>.npz.xz, split into ≤ 15 MiB parts
@@ -41,7 +46,7 @@
 # fetches the bundle and moves the lease's HEAD (and index) to that commit before the clean-tree
 # check, so the runs name the commit whose tree they ran.
 set -u
-: "${EXPERIMENT:?}" "${METHOD:?}" "${DATASET:?}" "${CELLS:?}"
+: "${METHOD:?}" "${DATASET:?}" "${CELLS:?}"; PRESET=${PRESET:-}; [ -n "$PRESET" ] || : "${EXPERIMENT:?}"
 EVALUATORS=${EVALUATORS:-}; SCORE_AFTER=${SCORE_AFTER-privacy,fidelity}; PROFILE=${PROFILE:-}  # PROFILE=smoke: a try-out
 if [ -s .lease/head.bundle ] && [ -s .lease/HEAD ]; then
   git fetch -q .lease/head.bundle "$(cat .lease/HEAD)" && git reset -q --mixed "$(cat .lease/HEAD)" \
@@ -64,28 +69,32 @@ nvidia-cuda-mps-control -d 2>/dev/null && echo "CUDA MPS on"
 
 cell() {  # index ε:seed
   local wait=$(( START + $1 * STAGGER_S - $(date +%s) )); [ $wait -gt 0 ] && sleep $wait; shift
-  local eps=${1%%:*} seed=${1##*:} dir
+  local method=$METHOD spec=$1 dir
+  case $spec in */*) method=${spec%%/*}; spec=${spec#*/};; esac
+  local eps=${spec%%:*} seed=${spec##*:}
   [ $(( END - $(date +%s) )) -gt "$RUN_S" ] || { echo "skip $1: too late"; return; }
-  dir=/tmp/st/e$eps-s$seed; mkdir -p "$dir"; cd "$dir" || return
+  dir=/tmp/st/e$eps-s$seed; [ "$1" = "$spec" ] || dir=/tmp/st/$method-e$eps-s$seed
+  mkdir -p "$dir"; cd "$dir" || return
   export MLFLOW_TRACKING_URI=sqlite:///$dir/store.db
-  timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run --experiment "$EXPERIMENT" --jobs 1 --threads 1 \
-    --no-progress --methods "$METHOD" --datasets "$DATASET" --eps "$eps" --seeds "$seed" \
-    ${EVALUATORS:+--evaluators "$EVALUATORS"} ${PROFILE:+--profile "$PROFILE"} > run.log 2>&1
+  local grid=(--experiment "${EXPERIMENT:-}" ${EVALUATORS:+--evaluators "$EVALUATORS"} ${PROFILE:+--profile "$PROFILE"})
+  [ -z "$PRESET" ] || grid=(--preset "$PRESET")
+  timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run "${grid[@]}" --jobs 1 --threads 1 \
+    --no-progress --methods "$method" --datasets "$DATASET" --eps "$eps" --seeds "$seed" > run.log 2>&1
   echo "run $1 rc=$? at $(( $(date +%s) - START )) s"
   [ -n "$SCORE_AFTER" ] || return
   [ $(( END - $(date +%s) )) -gt 0 ] || return  # `timeout 0` would mean no limit
-  timeout -s TERM $(( END - $(date +%s) )) python3 -m bench evaluate --experiment "$EXPERIMENT" \
+  timeout -s TERM $(( END - $(date +%s) )) python3 -m bench evaluate --experiment "${EXPERIMENT:?}" \
     --evaluators "$SCORE_AFTER" --datasets "$DATASET" > eval.log 2>&1 && touch scored
   echo "scored $1 rc=$? at $(( $(date +%s) - START )) s"
 }
-export -f cell; export START END STAGGER_S RUN_S EXPERIMENT METHOD DATASET EVALUATORS SCORE_AFTER PROFILE
+export -f cell; export START END STAGGER_S RUN_S PRESET EXPERIMENT METHOD DATASET EVALUATORS SCORE_AFTER PROFILE
 i=0; for c in $CELLS; do echo "$i $c"; i=$((i + 1)); done | xargs -P "$PARALLEL" -L1 bash -c 'cell "$@"' _
 cd /tmp/st && tar czf "$OUT/stores.tgz" --exclude=synthetic.npz --exclude=synthetic_sample.csv .
 # the unscored runs' samples, xz-compressed, in the order of CELLS: a file back from $OUT is at most
 # 16 MiB, 8 files and 64 MiB in all (stores.tgz is one of them)
 files=1; bytes=$(stat -c %s "$OUT/stores.tgz"); limit=$((60 * 1024 * 1024)); part=$((15 * 1024 * 1024))
 for c in $CELLS; do
-  d=e${c%%:*}-s${c##*:}; [ -d "$d" ] && [ ! -e "$d/scored" ] || continue
+  d=e${c#*/}; d=${d%%:*}-s${c##*:}; case $c in */*) d=${c%%/*}-$d;; esac; [ -d "$d" ] && [ ! -e "$d/scored" ] || continue
   f=$(find "$d" -name synthetic.npz | head -1); [ -n "$f" ] || continue
   python3 -c "import numpy as np, sys; a = np.load(sys.argv[1]); np.savez(sys.argv[2], **{k: a[k] for k in a.files})" \
     "$f" "/tmp/$d.npz" && xz -6 -T0 -f "/tmp/$d.npz" || continue
