@@ -30,8 +30,8 @@
 # /tmp/st/...; put a brought-back <cell>.npz where its store's artifact path says before `bench
 # evaluate`).
 #
-# A preset's cells: PRESET=dphp-table1 (its experiment, protocol, settings and evaluators; EXPERIMENT
-# and EVALUATORS are then not used) narrowed by METHOD, DATASET and each cell's ε and seed. A cell
+# A preset's cells: PRESET=dphp-table1 SCORE_AFTER= (its experiment, protocol, settings and evaluators;
+# EXPERIMENT and EVALUATORS are then not used; a run `bench run` finished is scored, its sample stays) narrowed by METHOD, DATASET and each cell's ε and seed. A cell
 # may name its own method, METHOD/ε:seed (CELLS="dp-hp/0.3:0 dp-merf/0.1:1"); its store is then
 # /tmp/st/<method>-e<ε>-s<seed>.
 #
@@ -80,8 +80,11 @@ cell() {  # index ε:seed
   [ -z "$PRESET" ] || grid=(--preset "$PRESET")
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run "${grid[@]}" --jobs 1 --threads 1 \
     --no-progress --methods "$method" --datasets "$DATASET" --eps "$eps" --seeds "$seed" > run.log 2>&1
-  echo "run $1 rc=$? at $(( $(date +%s) - START )) s"
-  [ -n "$SCORE_AFTER" ] || return
+  local rc=$?; echo "run $1 rc=$rc at $(( $(date +%s) - START )) s"
+  if [ -z "$SCORE_AFTER" ]; then  # a run with evaluators was scored by `bench run` itself
+    [ "$rc" -eq 0 ] && [ "$EVALUATORS" != none ] && touch scored
+    return
+  fi
   [ $(( END - $(date +%s) )) -gt 0 ] || return  # `timeout 0` would mean no limit
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench evaluate --experiment "${EXPERIMENT:?}" \
     --evaluators "$SCORE_AFTER" --datasets "$DATASET" > eval.log 2>&1 && touch scored
@@ -89,6 +92,15 @@ cell() {  # index ε:seed
 }
 export -f cell; export START END STAGGER_S RUN_S PRESET EXPERIMENT METHOD DATASET EVALUATORS SCORE_AFTER PROFILE
 i=0; for c in $CELLS; do echo "$i $c"; i=$((i + 1)); done | xargs -P "$PARALLEL" -L1 bash -c 'cell "$@"' _
+# each store's runs: status and seconds per phase (fit, sampling, evaluators), to size the next call
+python3 - <<'PY'
+import glob, sqlite3
+for db in sorted(glob.glob("/tmp/st/*/store.db")):
+    con = sqlite3.connect(db)
+    for run_uuid, status in con.execute("select run_uuid, status from runs"):
+        times = con.execute("select key, round(value) from latest_metrics where run_uuid = ? and key like 'time.%'", (run_uuid,))
+        print(db.split("/")[3], status, " ".join(f"{k[5:]}={v:g}" for k, v in times))
+PY
 cd /tmp/st && tar czf "$OUT/stores.tgz" --exclude=synthetic.npz --exclude=synthetic_sample.csv .
 # the unscored runs' samples, xz-compressed, in the order of CELLS: a file back from $OUT is at most
 # 16 MiB, 8 files and 64 MiB in all (stores.tgz is one of them)
