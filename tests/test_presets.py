@@ -146,6 +146,7 @@ def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkey
         (
             GridSpec(("uniform",), ("cervical",), [1.0], FIVE_SEEDS),
             GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS),
+            GridSpec(("unloadable", "uniform"), ("cervical",), [9.0], FIVE_SEEDS),
         ),
         (("ROC", "downstream.roc_auc"),),
     )
@@ -163,7 +164,16 @@ def test_methods_datasets_and_eps_narrow_a_preset_to_the_cells_it_shares_with_th
 ):
     """A campaign runs one setup of several presets at a time: `--preset P --methods M --eps E` runs
     exactly P's cells of M at E (a non-private method's cells are at ε = ∞ whatever its grid's ε),
-    with P's settings and experiment, so they are the preset's own cells (same keys)."""
+    with P's settings and experiment, so they are the preset's own cells (same keys). A method
+    left out is never loaded: its packages may be missing where the narrowed cells run (a GPU lease
+    without MST's `mbi` refused DP-HP's cells of DP-HP Table 1)."""
+    from bench.api.registry import Plugin
+    from bench.api.registry import METHODS
+
+    METHODS._discover()
+    monkeypatch.setitem(
+        METHODS._plugins, "unloadable", Plugin("unloadable", "no_such_package:method", "its package is missing")
+    )
     tiny = Preset(
         "tiny",
         "a test",
@@ -172,6 +182,7 @@ def test_methods_datasets_and_eps_narrow_a_preset_to_the_cells_it_shares_with_th
         (
             GridSpec(("uniform",), ("cervical",), [1.0, 3.0], FIVE_SEEDS),
             GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS),
+            GridSpec(("unloadable", "uniform"), ("cervical",), [9.0], FIVE_SEEDS),
         ),
         (("ROC", "downstream.roc_auc"),),
     )
@@ -189,15 +200,18 @@ def test_methods_datasets_and_eps_narrow_a_preset_to_the_cells_it_shares_with_th
     ]
     preset_keys = {
         cell.key
-        for grid in tiny.grids
+        for grid in tiny.grids[:2]
         for cell in expand(dataclasses.replace(grid.narrowed(seeds=[0, 1]), data_dir=data_dir))[0]
     }
     assert {r.data.tags["cell_key"] for r in runs} <= preset_keys
     assert all(float(r.data.params["epsilon"]) in (3.0, math.inf) for r in runs)
-    # the rest of the preset is left to run: one cell per seed at ε = 1
-    assert main([*run]) == 0, capsys.readouterr()
+    # the rest of the preset is left to run: one cell per seed at ε = 1 (the unloadable method's
+    # grid narrowed to uniform)
+    assert main([*run, "--methods", "uniform"]) == 0, capsys.readouterr()
     runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "tiny-exp", create=False)))
-    assert len(runs) == 6
+    assert len(runs) == 8
+    assert main([*run]) == 2  # the whole preset needs the method that cannot load
+    assert "'unloadable': cannot load no_such_package:method" in capsys.readouterr().err
 
 
 def test_the_datasets_the_report_calls_missing_from_the_mirror_are_missing_there(monkeypatch):

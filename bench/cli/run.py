@@ -74,7 +74,19 @@ def _preset_specs(args: argparse.Namespace) -> list[tuple[GridSpec, str]]:
         "secure_noise": args.secure_noise,
         "threads": args.threads,
     }
-    return [(dataclasses.replace(grid.narrowed(seeds=seeds), **execution), preset.experiment) for grid in preset.grids]
+    methods = split_names(args.methods, "--methods") if args.methods else None
+    datasets = split_names(args.datasets, "--datasets") if args.datasets else None
+    return [
+        (
+            dataclasses.replace(grid.narrowed(methods=kept_methods, datasets=kept_datasets, seeds=seeds), **execution),
+            preset.experiment,
+        )
+        for grid in preset.grids
+        # narrowed before expansion, so that a method left out is never loaded (its packages may be
+        # missing where the narrowed cells run); ε is filtered on the cells (a non-private method's are at ∞)
+        if (kept_methods := [m for m in grid.methods if methods is None or m in methods])
+        and (kept_datasets := [d for d in grid.datasets if datasets is None or d in datasets])
+    ]
 
 
 def default_jobs(cells: list, threads: int) -> int:
