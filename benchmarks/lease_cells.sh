@@ -78,8 +78,9 @@ cell() {  # index ε:seed
   export MLFLOW_TRACKING_URI=sqlite:///$dir/store.db
   local grid=(--experiment "${EXPERIMENT:-}" ${EVALUATORS:+--evaluators "$EVALUATORS"} ${PROFILE:+--profile "$PROFILE"})
   [ -z "$PRESET" ] || grid=(--preset "$PRESET")
+  # progress bars on: a cell stopped at the deadline leaves in run.log how far its fit got
   timeout -s TERM $(( END - $(date +%s) )) python3 -m bench run "${grid[@]}" --jobs 1 --threads 1 \
-    --no-progress --methods "$method" --datasets "$DATASET" --eps "$eps" --seeds "$seed" > run.log 2>&1
+    --methods "$method" --datasets "$DATASET" --eps "$eps" --seeds "$seed" > run.log 2>&1
   local rc=$?; echo "run $1 rc=$rc at $(( $(date +%s) - START )) s"
   if [ -z "$SCORE_AFTER" ]; then  # a run with evaluators was scored by `bench run` itself
     [ "$rc" -eq 0 ] && [ "$EVALUATORS" != none ] && touch scored
