@@ -245,10 +245,17 @@ FIT_CACHE_VERSION = "image-fit/1"  # bump when what a fit's predictions depend o
 
 def fit_key(estimator: Any, data_key: str, rows: np.ndarray | None) -> str:
     """The cache key of one fit: the data's (training images, labels, test images), the rows of
-    the subset, the estimator's class and every parameter (its seed included)."""
+    the subset, the estimator's class, its ``fit_version`` where it declares one (this project's own
+    estimators: bumped when a change moves their predictions) and every parameter (its seed included)."""
     settings = repr(sorted((name, repr(value)) for name, value in estimator.get_params(deep=True).items()))
+    version = getattr(type(estimator), "fit_version", None)
     return content_key(
-        data_key, type(estimator).__module__, type(estimator).__name__, settings, np.arange(0) if rows is None else rows
+        data_key,
+        type(estimator).__module__,
+        type(estimator).__name__,
+        *([f"fit_version={version}"] if version else []),
+        settings,
+        np.arange(0) if rows is None else rows,
     )
 
 

@@ -21,7 +21,8 @@ compares predictions against it on real and generated MNIST):
   Σ_k R_k²/w_R maximised over every boundary between two consecutive levels of a feature (levels
   closer than 1e-7 are not split, scikit-learn's FEATURE_THRESHOLD), the threshold the float32
   midpoint of the two levels (computed as a/2 + b/2 in double), each side predicting its
-  heaviest class; a node whose Gini impurity is ≤ float64 epsilon stays a leaf;
+  heaviest class (its rows' weights summed per class, as scikit-learn sums them: an exact tie goes
+  to the lower class); a node whose Gini impurity is ≤ float64 epsilon stays a leaf;
 - the prediction: Σ_t α_t (1 for the stump's class, −1/(K − 1) otherwise), normalised, argmax.
 What can differ: an exact tie between two splits of different features (scikit-learn visits the
 features in a random order and keeps the first strict best; here the lowest feature index wins),
@@ -120,9 +121,24 @@ def histogram_shape(levels: list[np.ndarray], boundaries: list[np.ndarray]) -> t
     return active, max((len(levels[j]) for j in active), default=1)
 
 
+def side_classes(y: np.ndarray, w: np.ndarray, goes_left: np.ndarray, n_classes: int) -> tuple[int, int]:
+    """Each side's heaviest class, its class weights summed row by row into one sum per class as
+    scikit-learn's tree criterion sums them, not read off the histograms: those hold the same
+    weights summed level by level, which can break an exact tie between two classes (equal counts
+    at equal weights, seen on generated digits) by one ulp the other way; scikit-learn's argmax
+    gives a tie to the lower class."""
+    left = np.bincount(y[goes_left], weights=w[goes_left], minlength=n_classes)
+    right = np.bincount(y[~goes_left], weights=w[~goes_left], minlength=n_classes)
+    return int(np.argmax(left)), int(np.argmax(right))
+
+
 class SammeStumpBoost(ClassifierMixin, BaseEstimator):
     """``AdaBoostClassifier(n_estimators, learning_rate)`` with its default stump, fitted from
     histograms when every column has at most 256 levels (module docstring)."""
+
+    # the evaluation cache's key holds it (evaluators/image_downstream.py fit_key): 2 = each side's
+    # class from its rows' sums (an exact class tie went the other way when read off the histograms)
+    fit_version = 2
 
     def __init__(self, n_estimators: int = 50, learning_rate: float = 1.0, random_state: Any = None) -> None:
         self.n_estimators = n_estimators
@@ -163,15 +179,16 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
         for round_ in range(self.n_estimators):
             w = np.clip(w, EPSILON, None)
             h, totals = histograms.fill(w)
-            level, stump = self._stump(h, totals, splittable, levels)
-            feature, threshold, left_class, right_class = stump
-            predicted = (
-                np.where(codes[:, feature] <= level, left_class, right_class)
-                if feature >= 0
-                else np.full(n, left_class)
-            )
-            if feature >= 0:
+            split = self._split(h, totals, splittable, levels)
+            if split is None:  # a leaf: every row gets the heaviest class
+                heaviest = int(np.argmax(totals))
+                stump, predicted = (-1, math.inf, heaviest, heaviest), np.full(n, heaviest)
+            else:
+                feature, level, threshold = split
+                goes_left = codes[:, feature] <= level
+                left_class, right_class = side_classes(y, w, goes_left, k)
                 stump = (int(active[feature]), threshold, left_class, right_class)
+                predicted = np.where(goes_left, left_class, right_class)
             incorrect = predicted != y
             error = float(np.average(incorrect, weights=w))
             if error <= 0:
@@ -198,24 +215,22 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
         self.estimator_weights_ = np.asarray(weights)
 
     @staticmethod
-    def _stump(
+    def _split(
         h: np.ndarray, totals: np.ndarray, splittable: np.ndarray, levels: list[np.ndarray]
-    ) -> tuple[int, tuple[int, float, int, int]]:
-        """(level, (feature, threshold, left class, right class)): the round's stump; rows whose
-        feature code is ≤ level go left. A leaf has feature −1."""
+    ) -> tuple[int, int, float] | None:
+        """(feature, level, threshold) of the round's stump, rows whose feature code is ≤ level going
+        left; None when the node stays a leaf."""
         weight = totals.sum()
         impurity = 1.0 - float(np.sum((totals / weight) ** 2))
         found = None if impurity <= EPSILON else best_stump(h, totals, splittable)
-        if found is None:  # a leaf: every row gets the heaviest class
-            heaviest = int(np.argmax(totals))
-            return -1, (-1, math.inf, heaviest, heaviest)
+        if found is None:
+            return None
         feature, level = found
-        left = h[feature, : level + 1].sum(axis=0)
         below, above = float(levels[feature][level]), float(levels[feature][level + 1])
         threshold = below / 2.0 + above / 2.0
         if threshold == above or math.isinf(threshold):
             threshold = below
-        return level, (feature, threshold, int(np.argmax(left)), int(np.argmax(totals - left)))
+        return feature, level, threshold
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float32)

@@ -146,7 +146,6 @@ def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkey
         (
             GridSpec(("uniform",), ("cervical",), [1.0], FIVE_SEEDS),
             GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS),
-            GridSpec(("unloadable", "uniform"), ("cervical",), [9.0], FIVE_SEEDS),
         ),
         (("ROC", "downstream.roc_auc"),),
     )
