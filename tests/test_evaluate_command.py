@@ -75,6 +75,8 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
         assert {"privacy.mia_auc", "fidelity.detection_auc", "downstream.roc_auc"} <= set(run.data.metrics)
         assert run.data.tags["evaluated_later"] == "fidelity,privacy"
         assert run.data.tags["evaluated_later.git_commit"] == provenance.git_commit()
+        for name in ("fidelity", "privacy"):  # per evaluator: a later pass at another commit leaves these
+            assert run.data.tags[f"evaluated_later.{name}.git_commit"] == provenance.git_commit()
 
     # the shadow-model attack refits the run's method (rebuilt from its stored cell) on shadow sets
     # only: two shadows a run, the runs' own fits untouched

@@ -217,8 +217,11 @@ def rescore(
                 if wanted:  # (not for a picture alone)
                     evaluated = sorted(set(filter(None, tags.get("evaluated_later", "").split(","))) | set(wanted))
                     client.set_tag(run.info.run_id, "evaluated_later", ",".join(evaluated))
-                    # the code that scored it, which may be later than the code that fitted it (git_commit)
+                    # the code that scored it, which may be later than the code that fitted it (git_commit):
+                    # per evaluator, since passes at different commits may score one run; the plain tag is the last pass's
                     client.set_tag(run.info.run_id, "evaluated_later.git_commit", evaluating_commit)
+                    for name in wanted:
+                        client.set_tag(run.info.run_id, f"evaluated_later.{name}.git_commit", evaluating_commit)
                 for key, value in new_tags.items():
                     client.set_tag(run.info.run_id, key, value)
                 for name in wanted:  # a part that failed before and scored now: its error is history
