@@ -93,6 +93,16 @@ def test_evaluate_adds_metrics_to_old_runs_without_refitting(workdir, monkeypatc
     history = tracking.client().get_metric_history(runs[0].info.run_id, "privacy.mia_auc")
     assert len(history) == 1  # idempotent: not logged twice
 
+    # --runs: one run scored again, the other left alone; an id the experiment lacks is a usage error
+    one = run_cli(
+        "evaluate", "--experiment", "old", "--evaluators", "privacy", "--rerun", "--runs", runs[1].info.run_id, env=env
+    )
+    assert one.returncode == 0 and "1 run(s) of old: 1 scored" in one.stdout, one.stdout + one.stderr
+    assert len(tracking.client().get_metric_history(runs[0].info.run_id, "privacy.mia_auc")) == 1
+    assert len(tracking.client().get_metric_history(runs[1].info.run_id, "privacy.mia_auc")) == 2
+    typo = run_cli("evaluate", "--experiment", "old", "--evaluators", "privacy", "--runs", "0123abcd", env=env)
+    assert typo.returncode == 2 and "no finished run 0123abcd" in typo.stderr and "Traceback" not in typo.stderr
+
     shutil.rmtree(samples[0].parent / SAMPLE_FILE, ignore_errors=True)
     samples[0].unlink()  # as a run fitted before samples were kept
     missing = run_cli("evaluate", "--experiment", "old", "--evaluators", "nll,privacy", "--rerun", env=env)

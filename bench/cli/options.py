@@ -247,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--evaluators", required=True, help="comma-separated evaluator names (`list evaluators`)")
     evaluate.add_argument("--methods", help="only runs of these methods (comma-separated)")
     evaluate.add_argument("--datasets", help="only runs on these datasets (comma-separated)")
+    evaluate.add_argument("--runs", help="only these runs (comma-separated full MLflow run ids, as `runs` lists them)")
     evaluate.add_argument(
         "--eval-set",
         dest="evaluator_overrides",

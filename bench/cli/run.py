@@ -227,6 +227,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
         rerun=args.rerun,
         report=lambda result: print(summary_line(result), flush=True),
+        run_ids=set(split_names(args.runs, "--runs")) if args.runs else None,
     )
     counts = {
         status: sum(r.status.startswith(status) for r in results)

@@ -160,6 +160,13 @@ def rescore(
         raise RescoreError(
             f"no experiment {experiment!r} in {tracking.tracking_uri()}; `python -m bench runs` lists them"
         )
+    if run_ids is not None:
+        known = {run.info.run_id for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'")}
+        if unknown := sorted(set(run_ids) - known):
+            raise RescoreError(
+                f"no finished run {', '.join(unknown)} in experiment {experiment!r}: `python -m bench runs "
+                f"--experiment {experiment}` lists them (full run ids)"
+            )
     done: list[Rescored] = []
     evaluating_commit = provenance.git_commit()
     # the cores no other program keeps busy, read before each run (see pools_held_to)
