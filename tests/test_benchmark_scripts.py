@@ -5,6 +5,7 @@ or the numbers in docs/performance.md can no longer be reproduced."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -80,3 +81,36 @@ def test_detection_columns_names_the_column_whose_atom_a_generator_never_emits(d
     from evaluators.rows import distance_features
 
     assert len(script.column_names(split.train.schema)) == distance_features(split.train, split.train).shape[1]
+
+
+def test_collect_records_replaces_a_ledgerless_record_only_by_a_rerun_that_reproduces_its_numbers(tmp_path):
+    collect = _script("collect_records")
+    old = {
+        "run_id": "old",
+        "status": "FINISHED",
+        "code": {"commit": "a" * 40, "dirty": False},
+        "ledger": None,
+        "metrics": {"marginals.tv_3": 0.25, "peak_memory_mib": 900.0, "fit_seconds": 12.0},
+    }
+    rerun = dict(old, run_id="new", ledger={"releases": []})
+    rerun["metrics"] = {"marginals.tv_3": 0.25, "peak_memory_mib": 950.0, "fit_seconds": 30.0}  # machine numbers move
+    moved = dict(rerun, metrics=dict(rerun["metrics"], **{"marginals.tv_3": 0.2500001}))
+    assert collect.verdict(rerun, old) == "another run of this cell is recorded"  # never without --replace
+    assert collect.verdict(rerun, old, replace=True).startswith("replace a ledgerless record")
+    assert collect.verdict(moved, old, replace=True).startswith("a rerun of a ledgerless record moved 1 number")
+    assert collect.verdict(dict(rerun, ledger=None), old, replace=True) == "another run of this cell is recorded"
+    with_ledger = dict(old, ledger={"releases": []})
+    assert collect.verdict(rerun, with_ledger, replace=True) == "another run of this cell is recorded"
+    failed = dict(old, status="FAILED", metrics={})
+    assert collect.verdict(rerun, failed, replace=True) == "replace a failed record"
+
+    source, target = tmp_path / "exported", tmp_path / "record"
+    source.mkdir(), target.mkdir()
+    (target / "cell.json").write_text(json.dumps(old))
+    (source / "cell.json").write_text(json.dumps(moved))
+    counts = collect.collect(source, target, dry=False, replace=True)
+    assert counts == {"a rerun of a ledgerless record moved 1 number(s)": 1}
+    assert json.loads((target / "cell.json").read_text())["run_id"] == "old"  # kept
+    (source / "cell.json").write_text(json.dumps(rerun))
+    collect.collect(source, target, dry=False, replace=True)
+    assert json.loads((target / "cell.json").read_text())["run_id"] == "new"
