@@ -10,9 +10,11 @@ preset scored by more evaluators (same run id, more metrics) is copied again.
 
 ``--replace`` lets a new run of a recorded cell take the committed one's place in two cases only:
 the committed run failed (it holds a reason, no numbers), or it has no privacy ledger (recorded
-before ledgers were kept) and the new run, which has one, reproduces every number it holds —
-all its metrics but timings and memory, exactly. Any difference is printed and nothing is
-replaced: a rerun that moves a number is a finding, not a refresh.
+before ledgers were kept) and the new run has one. On the CPU model that made the record, the
+rerun must reproduce every number it holds (all its metrics but timings and memory) exactly —
+reruns there are bit-identical, so a moved number is a finding, printed, and nothing is replaced.
+On another CPU model floating-point paths differ (a fit's trajectory drifts), so the rerun
+replaces the record and every number it moved is printed, for the note that reports the move.
 
     python benchmarks/collect_records.py /work/campaign/records/images results/runs/images [--dry] [--replace]
 """
@@ -48,9 +50,12 @@ def replacement(record: dict, existing: dict) -> str:
     if existing.get("ledger") or not record.get("ledger"):
         return "another run of this cell is recorded"
     moved = moved_numbers(existing, record)
-    if moved:
-        return f"a rerun of a ledgerless record moved {len(moved)} number(s): {'; '.join(moved[:3])}"
-    return "replace a ledgerless record (its numbers reproduced)"
+    if not moved:
+        return "replace a ledgerless record (its numbers reproduced)"
+    listed = f"{len(moved)} number(s): {'; '.join(moved)}"
+    if existing.get("machine", {}).get("cpu") == record.get("machine", {}).get("cpu"):
+        return f"a rerun of a ledgerless record on its CPU moved {listed}"
+    return f"replace a ledgerless record (rerun on another CPU moved {listed})"
 
 
 def verdict(record: dict, existing: dict | None, replace: bool = False) -> str:
@@ -76,9 +81,12 @@ def collect(source: Path, target: Path, dry: bool, replace: bool = False) -> dic
         record = json.loads(path.read_text())
         there = target / path.name
         result = verdict(record, json.loads(there.read_text()) if there.exists() else None, replace)
-        counts[result.split(":")[0]] = counts.get(result.split(":")[0], 0) + 1
+        kind = result.split(" (")[0].split(":")[0]
+        counts[kind] = counts.get(kind, 0) + 1
         if result == "copy" or result.startswith("replace"):
-            print(f"{result.split(' (')[0]}  {path.name}")
+            print(
+                f"{result.split(' (')[0]}  {path.name}" + (f" ({result.split(' (', 1)[1]}" if "moved" in result else "")
+            )
             if not dry:
                 shutil.copy2(path, there)
         elif result != "already recorded" and not result.startswith("an imported"):
