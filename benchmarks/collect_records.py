@@ -10,11 +10,13 @@ preset scored by more evaluators (same run id, more metrics) is copied again.
 
 ``--replace`` lets a new run of a recorded cell take the committed one's place in two cases only:
 the committed run failed (it holds a reason, no numbers), or it has no privacy ledger (recorded
-before ledgers were kept) and the new run has one. On the CPU model that made the record, the
-rerun must reproduce every number it holds (all its metrics but timings and memory) exactly —
-reruns there are bit-identical, so a moved number is a finding, printed, and nothing is replaced.
-On another CPU model floating-point paths differ (a fit's trajectory drifts), so the rerun
-replaces the record and every number it moved is printed, for the note that reports the move.
+before ledgers were kept) and the new run has one. From the record's commit on the CPU model
+that made it, the rerun must reproduce every number it holds (all its metrics but timings and
+memory) exactly — reruns there are bit-identical, so a moved number is a finding, printed, and
+nothing is replaced. From another commit or on another CPU model floating-point paths may differ
+(a fit's trajectory drifts: compiled kernels, another summation order, other vector units), so
+the rerun replaces the record and every number it moved is printed, for the note that reports
+the move against the seeds' spread.
 
     python benchmarks/collect_records.py /work/campaign/records/images results/runs/images [--dry] [--replace]
 """
@@ -53,9 +55,17 @@ def replacement(record: dict, existing: dict) -> str:
     if not moved:
         return "replace a ledgerless record (its numbers reproduced)"
     listed = f"{len(moved)} number(s): {'; '.join(moved)}"
-    if existing.get("machine", {}).get("cpu") == record.get("machine", {}).get("cpu"):
-        return f"a rerun of a ledgerless record on its CPU moved {listed}"
-    return f"replace a ledgerless record (rerun on another CPU moved {listed})"
+    differs = [
+        what
+        for what, old, new in (
+            ("commit", existing.get("code", {}).get("commit"), record.get("code", {}).get("commit")),
+            ("CPU", existing.get("machine", {}).get("cpu"), record.get("machine", {}).get("cpu")),
+        )
+        if old != new
+    ]
+    if not differs:
+        return f"a rerun of a ledgerless record at its commit on its CPU moved {listed}"
+    return f"replace a ledgerless record (rerun on another {' and '.join(differs)} moved {listed})"
 
 
 def verdict(record: dict, existing: dict | None, replace: bool = False) -> str:

@@ -98,11 +98,15 @@ def test_collect_records_replaces_a_ledgerless_record_only_by_a_rerun_that_repro
     assert collect.verdict(rerun, old) == "another run of this cell is recorded"  # never without --replace
     assert collect.verdict(rerun, old, replace=True).startswith("replace a ledgerless record")
     old["machine"] = rerun["machine"] = moved["machine"] = {"cpu": "AMD EPYC avx2"}
-    assert collect.verdict(moved, old, replace=True).startswith("a rerun of a ledgerless record on its CPU moved 1")
+    assert collect.verdict(moved, old, replace=True).startswith(
+        "a rerun of a ledgerless record at its commit on its CPU moved 1"
+    )
     elsewhere = dict(moved, machine={"cpu": "Intel(R) Xeon(R) avx2"})  # another CPU: replaced, the move printed
     assert collect.verdict(elsewhere, old, replace=True) == (
         "replace a ledgerless record (rerun on another CPU moved 1 number(s): marginals.tv_3 0.25 → 0.2500001)"
     )
+    later = dict(elsewhere, code={"commit": "b" * 40, "dirty": False})
+    assert "(rerun on another commit and CPU moved 1" in collect.verdict(later, old, replace=True)
     assert collect.verdict(dict(rerun, ledger=None), old, replace=True) == "another run of this cell is recorded"
     with_ledger = dict(old, ledger={"releases": []})
     assert collect.verdict(rerun, with_ledger, replace=True) == "another run of this cell is recorded"
@@ -114,7 +118,7 @@ def test_collect_records_replaces_a_ledgerless_record_only_by_a_rerun_that_repro
     (target / "cell.json").write_text(json.dumps(old))
     (source / "cell.json").write_text(json.dumps(moved))
     counts = collect.collect(source, target, dry=False, replace=True)
-    assert counts == {"a rerun of a ledgerless record on its CPU moved 1 number(s)": 1}
+    assert counts == {"a rerun of a ledgerless record at its commit on its CPU moved 1 number(s)": 1}
     assert json.loads((target / "cell.json").read_text())["run_id"] == "old"  # kept
     (source / "cell.json").write_text(json.dumps(rerun))
     collect.collect(source, target, dry=False, replace=True)
