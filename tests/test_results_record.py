@@ -376,4 +376,19 @@ def test_a_failed_cell_is_exported_with_its_reason_and_listed_by_the_report(work
     assert listing.items[0].startswith(record.label) and "deliberate failure" in listing.items[0]
     assert failure_reason({"error": "interrupted (SIGTERM) before the cell finished; rerun to resume"}) is None
     assert failure_reason({"error": "x", "outbox.waiting": "1"}) is None
+    reaped = "killed: its runner (vm:1) stopped without finishing the cell (kill -9, crash or power loss)"
+    assert failure_reason({"error": reaped}) is None  # the runner died, not the method: rerun to resume
     assert not math.isnan(record.start_time)
+
+    # a failed run killed before its cell was stored cannot be rebuilt: skipped with a warning, the
+    # others exported (an export that stopped there kept a whole campaign's runs from the record)
+    client = tracking.client()
+    lost = client.create_run(
+        tracking.experiment_id(client, "fails"), tags={"cell_key": "0" * 20, "cell": "lost/cell", "error": "crashed"}
+    )
+    client.set_terminated(lost.info.run_id, status="FAILED")
+    again = run_cli("export", "--experiment", "fails", "--out", str(workdir / "again"), "--allow-dirty")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "warning: not exported, its cell cannot be rebuilt: lost/cell" in again.stderr
+    assert "1 skipped: their cell cannot be rebuilt" in again.stdout
+    assert [r.label for r in load_records(workdir / "again")] == [record.label]

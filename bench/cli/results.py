@@ -214,6 +214,8 @@ def command_export(args: argparse.Namespace) -> int:
     summary = export_store(tracking.client(), args.experiment, args.out, args.allow_dirty)
     if args.experiment and not summary.experiments:
         raise tracking.TrackingError(f"no finished run of {', '.join(args.experiment)} in {tracking.tracking_uri()}")
+    for line in summary.unreadable:
+        print(f"warning: not exported, its cell cannot be rebuilt: {line}", file=sys.stderr)
     print(summary.text(args.out, args.allow_dirty))
     if summary.dirty and not args.allow_dirty:
         print(

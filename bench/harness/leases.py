@@ -17,6 +17,7 @@ from bench.harness.tracking import cell_tags, create_cell_run, iter_runs
 
 HEARTBEAT_S = 15.0
 LEASE_STALE_S = 120.0
+REAPED = "killed: its runner"  # the error a reaped run carries: the runner died, not the method
 
 
 def lease_tags() -> dict[str, str]:
@@ -70,7 +71,7 @@ def reap_dead_leases(mlflow_client, experiment: str, key: str | None = None) -> 
             tags=[
                 RunTag(
                     "error",
-                    f"killed: its runner ({who}) stopped without finishing the cell (kill -9, crash or power loss)",
+                    f"{REAPED} ({who}) stopped without finishing the cell (kill -9, crash or power loss)",
                 )
             ],
         )

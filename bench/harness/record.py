@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from bench.core.errors import UsageError
 from bench.harness.cell import CELL_FILE, Cell
+from bench.harness.legacy import LegacyRunError
 from bench.harness.record_json import loose, shape_problems, strict
 
 SCHEMA = "dpbench.run-record/2"  # /1: before key version 2 (benchmarks/rekey_records.py reads it)
@@ -247,6 +248,7 @@ class ExportSummary:
     dirty: list[str] = field(default_factory=list)  # labels refused (or, with allow_dirty, exported marked)
     without_ledger: int = 0
     experiments: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # "label: why", runs whose cell cannot be rebuilt
 
     def text(self, folder: Path, allow_dirty: bool) -> str:
         parts = [f"exported {self.written} run record(s) of {len(self.experiments)} experiment(s) to {folder}"]
@@ -258,15 +260,19 @@ class ExportSummary:
             )
         if self.without_ledger:
             parts.append(f"{self.without_ledger} without a ledger (artifacts not in this store)")
+        if self.unreadable:
+            parts.append(f"{len(self.unreadable)} skipped: their cell cannot be rebuilt (listed above)")
         return "; ".join(parts)
 
 
 def failure_reason(tags: dict[str, str]) -> str | None:
     """A failed cell's one-line reason when the failure is a result (a library that raised, a fit
-    past its --timeout), None when it is not: stopped by a signal or a deadline (rerun to
-    resume), or results waiting in the outbox (``sync``)."""
+    past its --timeout), None when it is not: stopped by a signal or a deadline, or its runner
+    gone (reaped by the next runner): rerun to resume; or results waiting in the outbox (``sync``)."""
+    from bench.harness.leases import REAPED
+
     error = tags.get("error", "")
-    if not error or error.startswith("interrupted") or "outbox.waiting" in tags:
+    if not error or error.startswith(("interrupted", REAPED)) or "outbox.waiting" in tags:
         return None
     return " ".join(error.split())[:300]
 
@@ -314,7 +320,11 @@ def export_store(
                     continue
             from bench.harness import tracking
 
-            cell = tracking.stored_cell(mlflow_client, run) if "cell_key" in run.data.tags else None
+            try:
+                cell = tracking.stored_cell(mlflow_client, run) if "cell_key" in run.data.tags else None
+            except LegacyRunError as error:  # one unreadable run must not keep the others from the record
+                summary.unreadable.append(f"{run.data.tags.get('cell', run.info.run_id)} ({run.info.run_id}): {error}")
+                continue
             record = record_of(
                 experiment, run, cell, tracking.json_artifact(mlflow_client, run.info.run_id, "ledger.json")
             )
