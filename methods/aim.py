@@ -36,11 +36,15 @@ from bench.core.data import DataKind
 from bench.api.contracts import FitContext
 from bench.api.declare import method
 from bench.privacy.releases import COUNT_L2_SENSITIVITY
-from methods.pgm import GraphicalModelSampler, Measurer, column_index, domain_of, estimate, model_marginals
-
-with __import__("warnings").catch_warnings():
-    __import__("warnings").simplefilter("ignore")
-    from mbi.junction_tree import hypothetical_model_size
+from methods.pgm import (
+    GraphicalModelSampler,
+    JunctionTreeSizes,
+    Measurer,
+    column_index,
+    domain_of,
+    estimate,
+    model_marginals,
+)
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,8 @@ def aim(data: PrivateData, context: FitContext[AIMParams]) -> GraphicalModelSamp
             final_round = True
         used = rho - remaining + 1 / (2 * multiplier**2) + selection_epsilon**2 / 8
         size_limit = p.max_model_size_mb * used / rho
-        eligible = [c for c in candidates if hypothetical_model_size(domain, cliques + [c]) <= size_limit]
+        model_size = JunctionTreeSizes(domain, cliques)  # mbi's hypothetical_model_size, ≈ 10× faster
+        eligible = [c for c in candidates if model_size.size_mb(c) <= size_limit]
         noise_std = multiplier * COUNT_L2_SENSITIVITY
         estimates = model_marginals(
             model,

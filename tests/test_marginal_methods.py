@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 
 import numpy as np
@@ -193,3 +194,87 @@ def test_independent_pair_tables_equal_mbi_projection(data_dir):
     two_way = estimate(domain, measurer.measure([pairs[0]], 3.0, "a 2-way marginal"), 20)
     with pytest.raises(ValueError, match="1-way cliques only"):
         independent_pair_tables(two_way, pairs)
+
+
+def test_junction_tree_sizes_are_mbis_on_random_and_aim_sized_models():
+    """AIM's model-size filter (methods.pgm.JunctionTreeSizes) is mbi's hypothetical_model_size,
+    number for number: random domains with ties in the attribute sizes, trees (mbi's depth-first
+    branch), isolated attributes, and a 36-column model of 1-way and 3-way cliques as AIM builds it.
+    Each of these breaks it: taking the last of equal-cost attributes, dropping the tree branch,
+    keeping non-maximal cliques."""
+    import random
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import mbi
+        from mbi.junction_tree import hypothetical_model_size
+
+    from methods.pgm import JunctionTreeSizes
+
+    rng = random.Random(0)
+    cases = []
+    for _ in range(150):
+        names = [f"a{i}" for i in range(rng.randint(1, 12))]
+        domain = mbi.Domain(names, [rng.choice([1, 2, 2, 3, 5, 10, 16, 50]) for _ in names])
+        if rng.random() < 0.3:
+            order = rng.sample(names, len(names))
+            cliques = [(order[i], order[rng.randrange(i)]) for i in range(1, len(order))]
+        else:
+            cliques = [tuple(rng.sample(names, rng.randint(1, min(3, len(names))))) for _ in range(rng.randint(0, 20))]
+        cases.append((domain, cliques))
+    names = [f"c{i}" for i in range(36)]
+    wide = mbi.Domain(names, [rng.choice([2, 3, 4, 8, 10]) for _ in names])
+    cases.append((wide, [(a,) for a in names] + [tuple(rng.sample(names, 3)) for _ in range(12)]))
+    for domain, cliques in cases:
+        sizes = JunctionTreeSizes(domain, cliques)
+        attributes = list(domain.attributes)
+        extras = [None] + [tuple(rng.sample(attributes, min(len(attributes), rng.randint(1, 3)))) for _ in range(4)]
+        for extra in extras:
+            want = hypothetical_model_size(domain, cliques + ([extra] if extra else []))
+            assert sizes.size_mb(extra) == want, (domain, cliques, extra)
+
+
+def _string_hash() -> int:
+    return hash("marital-status")
+
+
+def test_every_cell_interpreter_hashes_strings_alike_whatever_the_runner_s_seed(monkeypatch):
+    """The local executor starts each cell's interpreter with PYTHONHASHSEED = HASH_SEED (the
+    end-to-end consequence for AIM is the slow test below)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from bench.harness.executors import LocalExecutor
+    from bench.harness.worker import HASH_SEED
+
+    hashes = []
+    for runner_seed in ("random", "7"):
+        monkeypatch.setenv("PYTHONHASHSEED", runner_seed)
+        executor = LocalExecutor()
+        with ProcessPoolExecutor(1, mp_context=executor.context) as pool:
+            hashes.append(pool.submit(_string_hash).result())
+        executor.close()
+    assert os.environ["PYTHONHASHSEED"] == HASH_SEED and hashes[0] == hashes[1]
+
+
+@pytest.mark.slow
+def test_a_marginal_method_s_cell_draws_the_same_rows_whatever_hash_seed_its_runner_has(workdir, data_dir):
+    """mbi's sampler iterates a set of column names, whose order follows Python's per-process
+    string hashing: the same AIM cell drew other rows in every process until each cell's
+    interpreter got a fixed PYTHONHASHSEED (bench.harness.worker.HASH_SEED)."""
+    import hashlib
+
+    from tests.conftest import run_cli
+
+    digests = []
+    for seed in ("1", "2"):
+        before = set(workdir.glob("mlartifacts/*/artifacts/synthetic.npz"))
+        done = run_cli(
+            "run", "--methods", "aim", "--datasets", "adult-discrete", "--eps", "1", "--profile", "paper",
+            "--evaluators", "none", "--data-dir", str(data_dir), "--no-progress", "--set", "aim.iterations=20", "--set", "aim.final_iterations=50",
+            "--experiment", f"hash-seed-{seed}", env={"PYTHONHASHSEED": seed},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        (sample,) = set(workdir.glob("mlartifacts/*/artifacts/synthetic.npz")) - before
+        digests.append(hashlib.sha256(sample.read_bytes()).hexdigest())
+    assert digests[0] == digests[1]

@@ -5,6 +5,7 @@ fits); ``bench.harness.ray_executor`` has the same methods for a Ray cluster."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue as queue_module
 import signal
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.cell import Cell
-from bench.harness.worker import Outcome, worker_main
+from bench.harness.worker import HASH_SEED, Outcome, worker_main
 
 
 @dataclass
@@ -32,6 +33,7 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self) -> None:
+        os.environ["PYTHONHASHSEED"] = HASH_SEED  # read by each spawned worker's interpreter (HASH_SEED)
         self.context = mp.get_context("spawn")
         self.queue = self.context.Queue()
         self.errors: dict[str, str] = {}

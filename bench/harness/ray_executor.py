@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.grid import GridError
-from bench.harness.worker import Outcome
+from bench.harness.worker import HASH_SEED, Outcome
 
 INSTALL_HINT = "pip install 'dpbench[ray]' (or pip install 'ray[default]')"
 
@@ -122,7 +122,13 @@ class RayExecutor:
             raise GridError(
                 f"--threads {cpus:g}: no node of the Ray cluster has {cpus:g} CPUs ({resources.get('CPU', 0):g} in all)"
             )
-        self.task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_calls=1, max_retries=0)(_run_cell)
+        self.task = ray.remote(
+            num_cpus=cpus,
+            num_gpus=gpus,
+            max_calls=1,
+            max_retries=0,
+            runtime_env={"env_vars": {"PYTHONHASHSEED": HASH_SEED}},  # as the local executor (worker.HASH_SEED)
+        )(_run_cell)
 
     def start(self, job) -> None:
         job.handle = self.task.remote(job.cell.to_json())

@@ -12,6 +12,7 @@ evaluation, is reported, and the pass goes on. The real splits are loaded as the
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -29,6 +30,7 @@ from bench.harness.artifacts import DRAWN_KINDS, SAMPLES_PNG
 from bench.harness.record import IMPORTED_TAG, SplitFacts
 from bench.harness.runner import available_cores
 from bench.harness.samples import SAMPLE_FILE
+from bench.harness.worker import HASH_SEED
 
 
 class RescoreError(UsageError, ValueError):
@@ -169,6 +171,7 @@ def rescore(
             )
     done: list[Rescored] = []
     evaluating_commit = provenance.git_commit()
+    os.environ["PYTHONHASHSEED"] = HASH_SEED  # each evaluation's interpreter, as a cell's (shadow fits refit)
     # the cores no other program keeps busy, read before each run (see pools_held_to)
     foreign, cores = ForeignLoad(), available_cores()
     for run in tracking.iter_runs(client, experiment_id, "attributes.status = 'FINISHED'"):

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     from bench.api.contracts import Evaluation, Evaluator
 
 OUTCOME_FILE = "outcome.json"
+# Python's string hashes, and so the iteration order of a set of column names, are randomised per
+# interpreter unless PYTHONHASHSEED is set: mbi's sampler orders a column's parents by iterating a
+# set (MarkovRandomField.synthetic_data: ``tuple(used.intersection(...))``), so an AIM or MST fit
+# drew other rows in every process. Each cell's interpreter starts with this fixed seed instead.
+HASH_SEED = "0"
 
 
 def _progress(report: Callable[[float], None], cores: "LentCores") -> Callable[[int, int], None]:
