@@ -35,7 +35,6 @@ DOCUMENTED_SECONDS = {
     ("dp-hp", "mnist", "paper"): 4515,  # results/README, lost store: fit 3,656 s + classifiers 505 s + FID 354 s
     ("dp-merf", "mnist", "paper"): 1030,  # results/README, lost store: fit 526 s; classifiers ≈ DP-HP's 505 s
     ("mst", "census-discrete", "paper"): 923,  # results/README, lost store: MST fit 189 s + marginals 734 s
-    ("aim", "adult-discrete", "paper"): 2400,  # README: ≈ 10 s per round, 16·15 rounds
     # docs/data.md, lost store, seed 0 at ε = 1 beside 3–5 other jobs (upper bounds): fit, 12
     # classifiers and FID at 5,000 samples
     ("dp-mepf", "mnist", "cpu"): 4650,
