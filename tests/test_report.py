@@ -450,7 +450,7 @@ def test_every_marked_number_of_the_results_narrative_is_the_record_s(tmp_path):
     gives; an edited number is caught (issue 59: the narrative had drifted from the record)."""
     from pathlib import Path
 
-    from bench.report.narrative import MARK, rendered
+    from bench.report.narrative import MARK, MEASURED_MARK, PAPER_MARK, rendered, unmarked_spreads
     from bench.report.source import RecordSource
 
     repo = Path(__file__).resolve().parents[1]
@@ -458,10 +458,37 @@ def test_every_marked_number_of_the_results_narrative_is_the_record_s(tmp_path):
     source = RecordSource(repo / "results" / "runs")
     assert len(MARK.findall(text)) >= 40
     assert rendered(text, source) == (text, [])
-    first = MARK.search(text)
-    edited = text[: first.start("text")] + "0.999" + text[first.end("text") :]
-    again, changed = rendered(edited, source)
-    assert again == text and len(changed) == 1 and "0.999 →" in changed[0]
+    for mark in (MARK, PAPER_MARK, MEASURED_MARK):  # a record's, a paper's and another code's number
+        first = mark.search(text)
+        edited = text[: first.start("text")] + "0.999" + text[first.end("text") :]
+        again, changed = rendered(edited, source)
+        assert again == text and len(changed) == 1 and "0.999 →" in changed[0]
+    # and no mean ± sd is quoted by hand: each is one of those, or marked as history
+    assert unmarked_spreads(text) == []
+
+
+def test_narrative_marks_name_a_paper_s_value_or_another_code_s_seeds_and_refuse_what_is_not_there():
+    from bench.report.narrative import NarrativeError, rendered, unmarked_spreads
+
+    text = (
+        "<!--p dphp-fig3 | mnist | dp-hp | 1 | n=60000 | mean±sd -->?<!--/p--> "
+        "<!--p dpmerf-table1 | adult | real | inf | ROC (hard labels) | mean -->?<!--/p--> "
+        "<!--m authors_dphp_adult_seeds_2026-11-26.json | roc | n -->?<!--/m--> "
+        "<!--h an old record -->0.111 ± 0.222<!--/h-->"
+    )
+    new, changed = rendered(text, source=None)
+    assert "-->0.7299 ± 0.0103<!--/p-->" in new and "-->0.730<!--/p-->" in new and "-->10<!--/m-->" in new
+    assert len(changed) == 3 and "0.111 ± 0.222" in new and unmarked_spreads(new) == []
+    assert unmarked_spreads("ours 0.5 ± 0.1 and\n0.25 ±\n 0.05") == ["line 1: 0.5 ± 0.1", "line 2: 0.25 ±\n 0.05"]
+    for bad, why in (
+        ("<!--p dphp-table99 | mnist | dp-hp | 1 | MEAN | mean -->?<!--/p-->", "no published table"),
+        ("<!--p dpmerf-table1 | adult | real | inf | ROC (hard labels) | mean±sd -->?<!--/p-->", "no spread"),
+        ("<!--p dpmerf-table1 | adult | real | 1 | ROC (hard labels) | mean -->?<!--/p-->", "prints no number"),
+        ("<!--m nothing.json | roc | mean -->?<!--/m-->", "no measurement file"),
+        ("<!--m authors_dphp_adult_seeds_2026-11-26.json | roc | median -->?<!--/m-->", "a mark needs"),
+    ):
+        with pytest.raises(NarrativeError, match=why):
+            rendered(bad, source=None)
 
 
 def test_the_front_page_quotes_the_committed_report_s_coverage(tmp_path):

@@ -8,7 +8,7 @@ A mark is an HTML comment naming the number, then the number, then a closing com
 
 Its fields: experiment, dataset label and method label as the report's tables show them
 (:func:`bench.report.frame.runs_frame`), ε (``inf`` for none), metric, and what to write: ``mean``,
-``mean±sd`` (both to 3 decimals) or ``n`` (the number of seeds). Comments do not show on a
+``mean±sd`` (both to 3 decimals), ``min`` (the lowest seed) or ``n`` (the number of seeds). Comments do not show on a
 rendered page, so the prose reads as before.
 
 A coverage mark takes one of REPORT.md's coverage totals (the lines under "Coverage of the papers'
@@ -16,6 +16,14 @@ tables and figures": how many setups of the papers' tables are run, and at how m
 line's opening words, so that the front page's claim of what is reproduced is the report's::
 
     <!--coverage images -->62 setups; 20 run (32%), …<!--/coverage-->
+
+Numbers that are not ours have marks of their own, checked the same way: a paper's value
+(``<!--p TABLE | dataset | method | ε | column | mean or mean±sd -->``, read from
+``bench/report/published/TABLE.toml``), and another code's seeds measured here
+(``<!--m FILE | key | mean, mean±sd, n or min -->``, from the per-seed values of
+``docs/measurements/FILE``). A number of a record since replaced, quoted as history, is marked
+``<!--h why -->…<!--/h-->``: said to be old, and not checked. A mean ± sd outside every mark is an
+error (:func:`unmarked_spreads`), so none is quoted by hand.
 """
 
 from __future__ import annotations
@@ -28,11 +36,17 @@ from pathlib import Path
 import pandas as pd
 
 from bench.report.frame import TableError, load_runs
+from bench.report.preset import MEASUREMENTS, MeasuredSeeds
+from bench.report.published import published, table_names
 
 MARK = re.compile(r"<!--r (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/r-->", re.DOTALL)
+PAPER_MARK = re.compile(r"<!--p (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/p-->", re.DOTALL)
+MEASURED_MARK = re.compile(r"<!--m (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/m-->", re.DOTALL)
+HISTORY_MARK = re.compile(r"<!--h (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/h-->", re.DOTALL)
+SPREAD = re.compile(r"(?<![\d.])\d+\.\d+\s*±\s*\d+\.\d+")
 COVERAGE_MARK = re.compile(r"<!--coverage (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/coverage-->", re.DOTALL)
 COVERAGE_HEADING = "## Coverage of the papers' tables and figures"
-FORMATS = ("mean", "mean±sd", "n")
+FORMATS = ("mean", "mean±sd", "n", "min")
 
 
 class NarrativeError(TableError):
@@ -68,6 +82,8 @@ class Mark:
         values = selected[self.metric].dropna()
         if self.form == "n":
             return str(len(values))
+        if self.form == "min":  # the lowest seed
+            return f"{values.min():.3f}"
         if self.form == "mean":
             return f"{values.mean():.3f}"
         return f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
@@ -76,20 +92,77 @@ class Mark:
         return f"{self.experiment} | {self.dataset} | {self.method} | ε = {self.epsilon:g} | {self.metric}"
 
 
+def _fields(spec: str, count: int, forms: tuple[str, ...], shape: str) -> list[str]:
+    fields = [field.strip() for field in spec.split("|")]
+    if len(fields) != count or fields[-1] not in forms:
+        raise NarrativeError(f"a mark needs '{shape} | {'/'.join(forms)}'; got {spec!r}")
+    return fields
+
+
+def paper_text(spec: str) -> str:
+    """A paper's value as a ``<!--p …-->`` mark names it, from the published tables."""
+    table, dataset, method, epsilon, column, form = _fields(
+        spec, 6, ("mean", "mean±sd"), "published table | dataset | method | ε | column"
+    )
+    if table not in table_names():
+        raise NarrativeError(f"no published table {table!r}; bench/report/published holds {', '.join(table_names())}")
+    setups = published(table).get(dataset, {})
+    value = setups.get((method, float(epsilon)), {}).get(column)
+    if value is None or isinstance(value, str):
+        raise NarrativeError(f"{table} prints no number for {dataset} | {method} | ε = {epsilon} | {column}")
+    mean, sd = (value[0], value[1]) if isinstance(value, tuple) else (value, None)
+    # as many decimals as the paper prints (0.7299 ± 0.0103), at least three (0.73 reads 0.730)
+    digits = max(3, *(len(repr(v).partition(".")[2]) for v in (mean, sd) if v is not None))
+    if form == "mean":
+        return f"{mean:.{digits}f}"
+    if sd is None:
+        raise NarrativeError(f"{table} prints no spread for {dataset} | {method} | ε = {epsilon} | {column}")
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def measured_text(spec: str) -> str:
+    """Another code's seeds as a ``<!--m …-->`` mark names them, from a committed measurement."""
+    file, key, form = _fields(spec, 3, FORMATS, "docs/measurements file | per-seed key")
+    if not (MEASUREMENTS / file).is_file():
+        raise NarrativeError(f"no measurement file docs/measurements/{file}")
+    values = pd.Series(MeasuredSeeds("", file, ((key, key),)).values()[key])
+    if form == "n":
+        return str(len(values))
+    if form == "min":
+        return f"{values.min():.3f}"
+    if form == "mean":
+        return f"{values.mean():.3f}"
+    return f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
+
+
 def rendered(text: str, source) -> tuple[str, list[str]]:
-    """``text`` with every mark's number written from the record, and the marks whose number
-    changed (as 'mark: old → new')."""
+    """``text`` with every mark's number written from where it names (the record, a paper's
+    table, a measurement file), and the marks whose number changed (as 'mark: old → new')."""
     frames: dict[str, pd.DataFrame] = {}
     changed: list[str] = []
 
-    def fill(match: re.Match) -> str:
-        mark = Mark.parse(match["spec"])
-        new = mark.text(frames, source)
-        if new != match["text"]:
-            changed.append(f"{mark}: {match['text']} → {new}")
-        return f"<!--r {match['spec']} -->{new}<!--/r-->"
+    def filler(kind: str, text_of):
+        def fill(match: re.Match) -> str:
+            new = text_of(match["spec"])
+            if new != match["text"]:
+                changed.append(f"{kind} {match['spec'].strip()}: {match['text']} → {new}")
+            return f"<!--{kind} {match['spec']} -->{new}<!--/{kind}-->"
 
-    return MARK.sub(fill, text), changed
+        return fill
+
+    text = MARK.sub(filler("r", lambda spec: Mark.parse(spec).text(frames, source)), text)
+    text = PAPER_MARK.sub(filler("p", paper_text), text)
+    return MEASURED_MARK.sub(filler("m", measured_text), text), changed
+
+
+def unmarked_spreads(text: str) -> list[str]:
+    """Every 'mean ± sd' of ``text`` outside a mark, with the line it sits on: each is a number
+    quoted by hand, which nothing keeps true."""
+    blank = lambda match: re.sub(r"[^\n]", " ", match[0])  # noqa: E731 (lines kept, so they stay countable)
+    for mark in (MARK, PAPER_MARK, MEASURED_MARK, HISTORY_MARK):
+        text = mark.sub(blank, text)
+    text = re.sub(r"<!--[^>]*-->", blank, text)
+    return [f"line {text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in SPREAD.finditer(text)]
 
 
 def coverage_totals(report_markdown: str) -> dict[str, str]:
