@@ -71,6 +71,44 @@ def test_independent_accountant_agrees_with_every_kind_of_ledger():
         assert check.epsilon >= ledger.epsilon_spent * 0.9, (releases, check)  # and not trivially small
 
 
+def test_grouping_one_mechanism_s_releases_gives_dp_accounting_s_release_by_release_composition():
+    """The independent accountant self-composes the releases of one mechanism (one noise
+    multiplier and sampling rate, whatever Δ) instead of composing them one by one; on ledgers
+    shaped like the record's (per-column marginals, DP-HP's per-epoch releases of varying Δ,
+    DP-SGD beside a Gaussian, pure releases) the two agree, and a release of another multiplier
+    is not merged into a group."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    def one_by_one(releases, delta):
+        total = None
+        for r in releases:
+            for _ in range(r.compositions):
+                if isinstance(r, PureRelease):
+                    one = pld.from_laplace_mechanism(r.sensitivity / r.epsilon, sensitivity=r.sensitivity)
+                elif r.subsampled:
+                    one = pld.from_gaussian_mechanism(
+                        r.noise_std / (r.sensitivity / 2),
+                        sampling_prob=r.sampling_rate,
+                        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+                    )
+                else:
+                    one = pld.from_gaussian_mechanism(r.noise_std, sensitivity=r.sensitivity)
+                total = one if total is None else total.compose(one)
+        return total.get_epsilon_for_delta(delta)
+
+    marginals = [GaussianRelease(f"column {i}", math.sqrt(2), 12.4) for i in range(40)]
+    per_epoch = [GaussianRelease(f"epoch {i}", 2.5e-5 * (1 + i % 3), 0.9127) for i in range(20)]
+    per_epoch += [GaussianRelease("sum kernel", math.sqrt(2), 0.9127), GaussianRelease("other", 1.0, 3.0, 2)]
+    dp_sgd = [GaussianRelease("dp-sgd", 2.0, 0.9, compositions=30, sampling_rate=0.02), *marginals[:3]]
+    laplace = [PureRelease("counts", 0.2, 2.0, "laplace", 3), *marginals[:5]]
+    for releases in (marginals, per_epoch, dp_sgd, laplace):
+        grouped = independent_epsilon(releases, 1e-5).epsilon
+        assert grouped == pytest.approx(one_by_one(releases, 1e-5), rel=1e-4), releases[0].what
+    # a single release of a smaller multiplier among many is composed as itself
+    leaky = [*marginals, GaussianRelease("leak", math.sqrt(2), 1.0)]
+    assert independent_epsilon(leaky, 1e-5).epsilon > independent_epsilon(marginals, 1e-5).epsilon + 0.5
+
+
 @pytest.mark.parametrize("broken", ["sensitivity halved", "add/remove DP-SGD"])
 def test_a_mis_accounted_release_fails_the_independent_check(broken):
     if broken == "sensitivity halved":  # the release really had sensitivity 2, recorded as 1

@@ -391,7 +391,7 @@ def ledger_problem(record: Record) -> str | None:
     (dp-accounting, :mod:`bench.privacy.independent`) recomputed from the recorded releases finds
     more than the claim or another value than the one recorded. None when it stands (or there is
     no ledger: see ``ledger_missing``)."""
-    from bench.privacy.independent import TOLERANCE, independent_epsilon
+    from bench.privacy.independent import TOLERANCE, independent_epsilon, loss_signature
     from bench.privacy.releases import release_from_dict
 
     ledger = record.ledger
@@ -411,11 +411,10 @@ def ledger_problem(record: Record) -> str | None:
         return f"the ledger spends ε = {claimed:.6g}, more than its target {target['epsilon']}"
     # at the δ the claim is made at, as the run-time check (a pure ledger spends δ = 0)
     delta_spent = float(spent.get("delta", target["delta"]))
-    # the seeds of a setup record the same releases: each distinct list (its description aside) is
-    # recomputed once per process
-    key = json.dumps([{k: v for k, v in r.items() if k != "what"} for r in ledger["releases"]], sort_keys=True)
+    # the seeds of a setup record the same mechanisms: each distinct set is recomputed once per process
+    releases = [release_from_dict(r) for r in ledger["releases"]]
+    key = loss_signature(releases)
     if (key, delta_spent) not in _RECOMPUTED:
-        releases = [release_from_dict(r) for r in ledger["releases"]]
         _RECOMPUTED[(key, delta_spent)] = independent_epsilon(releases, delta_spent).epsilon
     found = _RECOMPUTED[(key, delta_spent)]
     if found > claimed * (1 + TOLERANCE) + 1e-9:

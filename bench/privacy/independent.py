@@ -16,6 +16,11 @@ It sees only the recorded releases — not the calibrators or the accountants of
   Cesar & Rogers 2021) composed and converted by dp-accounting's RDP accountant on a dense
   order grid.
 
+Releases of one mechanism (a Gaussian's noise multiplier std/Δ and sampling rate; any other
+release's parameters) are composed by dp-accounting's self-composition, not one by one: the same
+privacy loss distribution, far faster on ledgers of hundreds of per-column releases
+(``tests/test_privacy_audit.py`` compares the two).
+
 A run fails when this value exceeds the claimed ε by more than ``TOLERANCE`` (worker).
 """
 
@@ -55,20 +60,20 @@ def _pld_epsilon(
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     total = None
-    for r in releases:
+    for r, compositions in _grouped(releases):
         if isinstance(r, GaussianRelease):
-            if r.subsampled:
+            if r.subsampled:  # a row moves the clipped sum by ≤ Δ/2: std / (Δ/2) per unit bound
                 one = pld.from_gaussian_mechanism(
-                    standard_deviation=r.noise_std / (r.sensitivity / 2),
+                    standard_deviation=2 * r.noise_multiplier,
                     sensitivity=1.0,
                     sampling_prob=r.sampling_rate,
                     value_discretization_interval=discretisation,
                     neighboring_relation=NeighboringRelation.REPLACE_ONE,
                 )
-            else:
+            else:  # std / Δ per unit sensitivity
                 one = pld.from_gaussian_mechanism(
-                    standard_deviation=r.noise_std,
-                    sensitivity=r.sensitivity,
+                    standard_deviation=r.noise_multiplier,
+                    sensitivity=1.0,
                     value_discretization_interval=discretisation,
                 )
         elif r.mechanism == "laplace" and not laplace_as_pure:
@@ -88,12 +93,37 @@ def _pld_epsilon(
             # compose and self_compose truncate tail mass (1e-15 by default) into infinite loss,
             # which at δ = 0 reads as ε = inf once enough releases compose (PrivBayes on
             # census-discrete: 81); pure PLDs have finite support, so compose them untruncated
-            for _ in range(r.compositions):
+            for _ in range(compositions):
                 total = one if total is None else total.compose(one, tail_mass_truncation=0.0)
             continue
-        one = one.self_compose(r.compositions) if r.compositions > 1 else one
+        one = one.self_compose(compositions) if compositions > 1 else one
         total = one if total is None else total.compose(one)
     return float(total.get_epsilon_for_delta(delta))
+
+
+def _mechanism(release: Release) -> tuple:
+    """What a release's privacy loss depends on. A Gaussian release's loss depends on Δ and its
+    std only through their ratio, the recorded noise multiplier (std = multiplier × Δ): releases
+    of one multiplier and sampling rate are one mechanism, whatever they are of."""
+    if isinstance(release, GaussianRelease):
+        return ("gaussian", release.noise_multiplier, release.sampling_rate)
+    return (type(release).__name__, *(v for k, v in vars(release).items() if k not in ("what", "compositions")))
+
+
+def _grouped(releases: Sequence[Release]) -> list[tuple[Release, int]]:
+    """The releases as (one of a mechanism, how many times it composes): dp-accounting then
+    composes each mechanism with one self-composition instead of one composition per release (a
+    ledger of 618 per-column marginals took 29 s, one group 0.7 s)."""
+    groups: dict[tuple, list] = {}
+    for r in releases:
+        groups.setdefault(_mechanism(r), [r, 0])[1] += getattr(r, "compositions", 1)  # a claim is one
+    return [(r, count) for r, count in groups.values()]
+
+
+def loss_signature(releases: Sequence[Release]) -> tuple:
+    """Everything :func:`independent_epsilon` reads of ``releases``: two ledgers with one
+    signature have one independent ε (a cache key)."""
+    return tuple(sorted((repr(_mechanism(r)), count) for r, count in _grouped(releases)))
 
 
 def _rdp_epsilon(releases: Sequence[Release], delta: float) -> float:
