@@ -54,3 +54,17 @@ def test_tost_is_the_larger_of_two_one_sided_welch_tests():
         stats.ttest_1samp(ours, 0.60 + margin, alternative="less").pvalue,
     )
     assert point.p == pytest.approx(one)
+
+
+def test_the_spread_test_is_brown_forsythe_an_anova_of_distances_from_each_group_s_median():
+    from bench.report.stats import spread
+
+    rng = np.random.default_rng(1)
+    ours, theirs = pd.Series(rng.normal(0.6, 0.06, 15)), list(rng.normal(0.62, 0.01, 15))
+    result = spread(ours, theirs, "authors' code", 3)
+    deviations = [np.abs(ours - ours.median()), np.abs(np.array(theirs) - np.median(theirs))]
+    assert result.p == pytest.approx(stats.f_oneway(*deviations).pvalue)
+    assert result.significant and "the spreads differ" in result.text()  # sd ×6: told apart at 15 seeds
+    alike = spread(pd.Series(rng.normal(0.6, 0.03, 15)), list(rng.normal(0.6, 0.03, 15)), "x", 3)
+    assert not alike.significant and "not shown to differ" in alike.text()
+    assert spread(ours[:2], theirs, "x", 3) is None  # too few seeds: no test

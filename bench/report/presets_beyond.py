@@ -47,7 +47,8 @@ _OUTSIDE = (  # issue 60: other libraries' DP generators, each in its own enviro
 _AUTHORS_NOTE = (
     "authors' code: their released code run on the same rows on this machine, one row per seed "
     "(`python benchmarks/authors_seeds.py`, output in docs/measurements), mean ± sd (seeds); our rows "
-    "of the same method and ε are compared with it by Welch's t below the table."
+    "of the same method and ε are compared with it below the table: Welch's t (means), TOST at ±0.02 "
+    "(agreement), Brown–Forsythe (spread)."
 )
 
 # Methods every tabular and discretized preset carries: the trivial baselines (methods/baselines.py)

@@ -8,7 +8,8 @@
 - Against `uniform` on the same seeds: a paired t.
 - Against other code on the same rows (the authors' code here): Welch's t for a difference, and
   TOST (two one-sided Welch tests) at the margin ``EQUIVALENCE_MARGIN`` for "agrees with": a
-  large p alone never says two numbers are the same.
+  large p alone never says two numbers are the same; and the Brown–Forsythe test (Levene's,
+  median-centred: robust to a skewed seed) of whether the seeds spread alike.
 
 Every test is two-sided at the 5% level and needs at least ``MIN_SEEDS_FOR_EVIDENCE`` values (with
 fewer a cell is greyed and never tested). The tests of one table are a family: their p-values are
@@ -78,6 +79,35 @@ class Equivalence:
             f"TOST ±{self.margin:g}: Δ = {self.difference:+.3g}, 90% CI [{self.low:+.3g}, {self.high:+.3g}], "
             f"p = {self.p:.2g}: {verdict}"
         )
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Brown–Forsythe: do our seeds and the reference's spread alike (equal variances)?"""
+
+    against: str
+    sd: float  # ours
+    reference_sd: float
+    p: float
+
+    @property
+    def significant(self) -> bool:
+        return self.p < LEVEL
+
+    def text(self) -> str:
+        verdict = "the spreads differ" if self.significant else "spreads not shown to differ"
+        return f"Brown–Forsythe: sd {self.sd:.3g} against {self.reference_sd:.3g}, p = {self.p:.2g}: {verdict}"
+
+
+def spread(ours: pd.Series, theirs: Sequence[float], against: str, min_seeds: int) -> Spread | None:
+    """Brown–Forsythe (Levene's test about the medians) of our seeds against another code's."""
+    from scipy import stats
+
+    ours, other = ours.dropna(), pd.Series(list(theirs), dtype=float).dropna()
+    if len(ours) < min_seeds or len(other) < min_seeds or (ours.std(ddof=1) == 0 and other.std(ddof=1) == 0):
+        return None
+    p = float(stats.levene(ours, other, center="median").pvalue)
+    return Spread(against, float(ours.std(ddof=1)), float(other.std(ddof=1)), p)
 
 
 def holm(tests: Sequence[TTest]) -> list[TTest]:

@@ -13,10 +13,12 @@ from bench.report.published import Value, named_like_twin, published, registered
 from bench.report.stats import (
     EQUIVALENCE_MARGIN,
     Equivalence,
+    Spread,
     TTest,
     holm,
     marks,
     paired,
+    spread,
     tost,
     versus_published,
     welch,
@@ -240,6 +242,7 @@ def versus_seeds_rows(
                             where,
                             tost(mine, reference[1][header], reference[0], EQUIVALENCE_MARGIN, MIN_SEEDS_FOR_EVIDENCE),
                         )
+                        family.note(where, spread(mine, reference[1][header], reference[0], MIN_SEEDS_FOR_EVIDENCE))
                     text = cell_text(selected, metric)
                     if text:
                         family.marks.append((len(rows), 3 + column, found, higher_is_better(metric)))
@@ -295,7 +298,7 @@ class Family:
 
     def __init__(self) -> None:
         self.found: list[tuple[tuple[str, str, str], TTest]] = []
-        self.listed: list[tuple[tuple[str, str, str], TTest | Equivalence | int]] = []
+        self.listed: list[tuple[tuple[str, str, str], TTest | Equivalence | Spread | int]] = []
         self.marks: list[tuple[int, int, tuple[int | None, ...], bool | None]] = []  # row, cell, tests, direction
 
     def add(self, where: tuple[str, str, str], test: TTest | None) -> int | None:
@@ -305,7 +308,7 @@ class Family:
         self.listed.append((where, len(self.found) - 1))
         return len(self.found) - 1
 
-    def note(self, where: tuple[str, str, str], test: Equivalence | None) -> None:
+    def note(self, where: tuple[str, str, str], test: Equivalence | Spread | None) -> None:
         if test is not None:
             self.listed.append((where, test))
 
