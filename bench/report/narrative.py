@@ -8,7 +8,8 @@ A mark is an HTML comment naming the number, then the number, then a closing com
 
 Its fields: experiment, dataset label and method label as the report's tables show them
 (:func:`bench.report.frame.runs_frame`), ε (``inf`` for none), metric, and what to write: ``mean``,
-``mean±sd`` (both to 3 decimals), ``min`` (the lowest seed) or ``n`` (the number of seeds). Comments do not show on a
+``mean±sd`` (both to 3 decimals), ``min`` (the lowest seed), ``seeds`` (each seed's value, in
+seed order) or ``n`` (the number of seeds). Comments do not show on a
 rendered page, so the prose reads as before.
 
 A coverage mark takes one of REPORT.md's coverage totals (the lines under "Coverage of the papers'
@@ -46,7 +47,7 @@ HISTORY_MARK = re.compile(r"<!--h (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/h-->", r
 SPREAD = re.compile(r"(?<![\d.])\d+\.\d+\s*±\s*\d+\.\d+")
 COVERAGE_MARK = re.compile(r"<!--coverage (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/coverage-->", re.DOTALL)
 COVERAGE_HEADING = "## Coverage of the papers' tables and figures"
-FORMATS = ("mean", "mean±sd", "n", "min")
+FORMATS = ("mean", "mean±sd", "n", "min", "seeds")
 
 
 class NarrativeError(TableError):
@@ -79,7 +80,9 @@ class Mark:
         selected = frame[(frame["dataset"] == self.dataset) & (frame["method"] == self.method) & same_eps]
         if selected.empty or self.metric not in selected.columns or selected[self.metric].dropna().empty:
             raise NarrativeError(f"no runs of {self} in the record")
-        values = selected[self.metric].dropna()
+        values = selected.sort_values("seed")[self.metric].dropna()
+        if self.form == "seeds":  # each seed's value, in seed order
+            return ", ".join(f"{value:.3f}" for value in values)
         if self.form == "n":
             return str(len(values))
         if self.form == "min":  # the lowest seed
@@ -128,6 +131,8 @@ def measured_text(spec: str) -> str:
     values = pd.Series(MeasuredSeeds("", file, ((key, key),)).values()[key])
     if form == "n":
         return str(len(values))
+    if form == "seeds":
+        return ", ".join(f"{value:.3f}" for value in values)
     if form == "min":
         return f"{values.min():.3f}"
     if form == "mean":
