@@ -208,7 +208,8 @@ def preset_blocks(
                     "The tests behind the marks (two-sided t; ✱: p < 0.05 after Holm's correction over this "
                     "table's tests, the Holm p beside the raw one; Δ: ours − the paper's mean, the mean paired "
                     "difference to `uniform`, or ours − the other code's mean; ≈: equivalent within "
-                    f"±{EQUIVALENCE_MARGIN:g} by TOST, for the other code's rows):",
+                    f"±{EQUIVALENCE_MARGIN:g} by TOST, for the other code's rows, beside Brown–Forsythe's test of "
+                    "whether the two codes' seeds spread alike; neither is a mark nor in Holm's family):",
                 )
             )
             blocks.append(
