@@ -245,8 +245,10 @@ def test_audit_of_an_outside_generator_is_black_box_by_default_and_logged_beside
         ["audit", "--method", "test-outside", "--dataset", "adult-discrete", "--runs", "20", "--rows", "200"]
         + ["--data-dir", DATA_DIR]
     )
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert code == 0 and "audited ε ≥" in out and "against the claimed ε = 1" in out, out
+    assert "audit (black-box)" in captured.err and "20/20" in captured.err  # its progress over the runs
     client = tracking.client()
     (run,) = tracking.iter_runs(client, tracking.experiment_id(client, "audit", create=False))
     assert run.data.params["level"] == "black-box"

@@ -99,11 +99,29 @@ def command_audit(args: argparse.Namespace) -> int:
     shared = dict(data_dir=settings["data_dir"], overrides=overrides, profile=args.profile)
     if args.level != "black-box":  # the black-box audit calibrates nothing: the method's own fit does
         shared["calibrator"] = args.calibrator
+    if args.level != "step":  # one DP-SGD step's audit takes seconds; the others fit the method 2 × runs times
+        shared["progress"] = audit_progress(args.runs, args.level, disabled=args.no_progress)
     result = audit(args.method, args.dataset, epsilon, delta, args.runs, args.rows, **shared)
     print(result.summary())
     run_id = log_audit_result(result, args, settings)
     print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
     return 0
+
+
+def audit_progress(runs: int, level: str, disabled: bool):
+    """A progress callback over the audit's runs, each a fit on D and one on D′ (or the releases
+    of both): a bar on stderr, also in a log file, updated at most every 10 s."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=runs, desc=f"audit ({level})", unit="run", disable=disabled, mininterval=10, dynamic_ncols=True)
+
+    def report(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return report
 
 
 def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:

@@ -308,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--experiment", type=experiment_name, default="audit", help="MLflow experiment the result is logged to"
     )
+    audit.add_argument("--no-progress", action="store_true", help="hide the progress bar over the runs")
     pretrain = commands.add_parser(
         "pretrain-encoder",
         help="train a CIFAR-style ResNet18 on public images for dp-mepf's resnet18-cifar encoder",
