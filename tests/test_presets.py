@@ -158,6 +158,42 @@ def test_run_preset_runs_its_grids_into_its_experiment(workdir, data_dir, monkey
     assert all(r.data.params["seed"] == "0" for r in runs)
 
 
+def test_a_cell_two_presets_share_is_fitted_once_and_counts_for_both(workdir, data_dir, monkeypatch, capsys):
+    """`Preset.shares`: the external preset's built-ins are privacy-utility's own cells (the same
+    keys); a cell finished in the experiment a preset shares is not run again by `run --preset`, and
+    the report reads it as the preset's (its status, tables and coverage), the preset's own
+    experiment first."""
+    from bench.report.source import MlflowSource
+    from bench.report.status import preset_frame, preset_status
+
+    uniform = GridSpec(("uniform",), ("cervical",), [1.0], FIVE_SEEDS, evaluators=["downstream"])
+    first = Preset("first", "a test", "uniform on cervical", "exp-first", (uniform,), (("ROC", "downstream.roc_auc"),))
+    real = GridSpec(("real",), ("cervical",), [math.inf], FIVE_SEEDS, evaluators=["downstream"])
+    second = Preset(
+        "second", "a test", "uniform and real", "exp-second", (uniform, real), first.columns, shares=("exp-first",)
+    )
+    monkeypatch.setitem(PRESETS, "first", first)
+    monkeypatch.setitem(PRESETS, "second", second)
+    common = ["--seeds", "0", "--no-progress", "--data-dir", str(data_dir)]
+    assert main(["run", "--preset", "first", *common]) == 0
+    capsys.readouterr()
+    assert main(["run", "--preset", "second", *common]) == 0
+    assert (
+        "1 cell(s) finished in experiment 'exp-first', which this preset shares: not run again"
+        in capsys.readouterr().err
+    )
+    client = tracking.client()
+    runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "exp-second", create=False)))
+    assert [r.data.params["method"] for r in runs] == ["real"]  # uniform was not fitted a second time
+    frame = preset_frame(second, {}, MlflowSource())
+    assert sorted(frame["method"]) == ["real", "uniform"]
+    status = preset_status(second, frame)
+    assert status.finished == 2 and all(m.seeds == (1, 2, 3, 4) for m in status.missing)
+    # a preset that shares nothing reads its own experiment only
+    alone = dataclasses.replace(second, shares=())
+    assert sorted(preset_frame(alone, {}, MlflowSource())["method"]) == ["real"]
+
+
 def test_methods_datasets_and_eps_narrow_a_preset_to_the_cells_it_shares_with_them(
     workdir, data_dir, monkeypatch, capsys
 ):

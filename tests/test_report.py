@@ -335,7 +335,7 @@ def test_a_method_has_one_colour_in_every_plot():
 
 
 def test_a_missing_command_carries_its_measured_cost_and_never_a_guess():
-    from bench.report.report import MissingCells, missing_cost
+    from bench.report.status import MissingCells, missing_cost
 
     import json
 

@@ -89,6 +89,36 @@ def _preset_specs(args: argparse.Namespace) -> list[tuple[GridSpec, str]]:
     ]
 
 
+def without_shared_cells(shares: tuple[str, ...], grids: list[tuple[str, list, list]]) -> list[tuple[str, list, list]]:
+    """The grids less the cells finished in an experiment the preset shares cells with
+    (``Preset.shares``): a cell is fitted once, whichever preset runs it first."""
+    if not shares:
+        return grids
+    client, done = tracking.client(), {}
+    for experiment in shares:
+        try:
+            found = tracking.experiment_id(client, experiment, create=False)
+            keys = tracking.finished_cell_keys(client, found) if found else set()
+        except Exception as error:  # noqa: BLE001 — an unreachable server: the outbox takes the results
+            print(
+                f"note: could not read experiment {experiment!r} ({type(error).__name__}); its cells run",
+                file=sys.stderr,
+            )
+            keys = set()
+        done.update({key: experiment for key in keys})
+    kept = []
+    for experiment, cells, notes in grids:
+        shared = [cell for cell in cells if cell.key in done]
+        for name in sorted({done[cell.key] for cell in shared}):
+            count = sum(done[cell.key] == name for cell in shared)
+            print(
+                f"{count} cell(s) finished in experiment {name!r}, which this preset shares: not run again",
+                file=sys.stderr,
+            )
+        kept.append((experiment, [cell for cell in cells if cell.key not in done], notes))
+    return kept
+
+
 def default_jobs(cells: list, threads: int) -> int:
     """Worker processes when --jobs is not given: the cores this process may use, divided by the
     threads of a cell, so that a grid uses the machine without oversubscribing it; one when a cell
@@ -152,6 +182,10 @@ def command_run(args: argparse.Namespace) -> int:
     check_data(every_cell)
     if not tracking.is_remote():
         tracking.check_tracking(for_writing=True)  # a server that is down is the outbox's case
+    if args.preset and not args.rerun:
+        from bench.report.presets import get_preset
+
+        grids = without_shared_cells(get_preset(args.preset).shares, grids)
     executor = None
     if args.executor == "ray":
         from bench.harness.ray_executor import RayExecutor

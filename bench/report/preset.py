@@ -86,6 +86,10 @@ class Preset:
     # the published values are each column's best of n runs (DP-MERF supp. Table 7): ours shows each
     # column's best over its seeds, untested (an order statistic is no estimate of a mean)
     best_of_seeds: bool = False
+    # other experiments holding some of this preset's exact cells (the same cell key: method, data,
+    # ε, seed and every setting): their finished runs count as this preset's, in the report and for
+    # `run --preset`, so that a cell two presets share is fitted once
+    shares: tuple[str, ...] = ()
 
 
 # The authors' own code on the rows our dataset variant rebuilds, seeds 0 … n−1 on this machine

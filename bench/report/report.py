@@ -12,7 +12,6 @@ images are embedded as base64 data.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +19,9 @@ import pandas as pd
 
 from bench.harness import provenance
 from bench.report.presets import PRESETS
-from bench.report.costs import (
-    CostKey,
-    approximately,
-    cost_key,
-    duration,
-    logged_seconds,
-    measured_cost_blocks,
-    seconds_for,
-)
+from bench.report.costs import CostKey, approximately, duration, logged_seconds, measured_cost_blocks, seconds_for
 from bench.report.preset import NOT_IN_MIRROR, Preset, grid_cells, measured_references
+from bench.report.status import PresetStatus, missing_cost, preset_frame, preset_status
 from bench.report.coverage import (
     EVIDENCE_SEEDS,
     counted_presets,
@@ -43,96 +35,10 @@ from bench.report.stats import EQUIVALENCE_MARGIN, MARK_LEGEND
 from bench.report.tables import CELL_LEGEND
 from bench.report.versus import versus_seeds_rows
 from bench.report.gaps import Gap, gap_blocks, narrative_of, read_tags, summary_blocks
-from bench.report.frame import TableError, base_dataset, load_runs
+from bench.report.frame import TableError
 from bench.report.blocks import Block, to_html, to_markdown
 from bench.report.calibration import calibration_blocks, selection_gain_blocks
 from bench.report.figures import FILES_FOLDER, plot_blocks, sample_blocks, triad_blocks
-
-
-def _runs_or_empty(experiment: str, source: RunSource) -> pd.DataFrame:
-    try:
-        return load_runs(experiment, source)
-    except TableError:  # no such experiment, or no finished run in it yet
-        return pd.DataFrame(columns=["dataset", "method", "method_name", "epsilon", "seed", "cell_key", "setup_key"])
-
-
-def preset_runs(preset: Preset, frame: pd.DataFrame) -> pd.DataFrame:
-    """The experiment's runs that belong to this preset: its methods on its datasets (presets
-    may share an experiment, as Table 2 and Table 7 do)."""
-    methods = {m for grid in preset.grids for m in grid.methods}
-    datasets = {d for grid in preset.grids for d in grid.datasets}
-    if frame.empty:
-        return frame
-    keep = frame["method_name"].isin(methods) & frame["dataset"].map(base_dataset).isin(datasets)
-    return frame[keep]
-
-
-@dataclass(frozen=True)
-class MissingCells:
-    method: str
-    dataset: str
-    epsilon: float
-    seeds: tuple[int, ...]
-    command: str
-    key: CostKey | None = None  # what prices these cells (bench.report.costs.cost_key)
-
-
-def missing_cells(preset: Preset, finished_keys: set[str]) -> list[MissingCells]:
-    """The preset's cells without a finished run, grouped per (grid, method, dataset, ε) into one
-    command each, narrowed to exactly those seeds."""
-    missing = []
-    for grid in preset.grids:
-        groups: dict[tuple[str, str, float], list[int]] = {}
-        keys: dict[tuple[str, str, float], CostKey] = {}
-        for cell in grid_cells(grid, preset.experiment):
-            if cell.key not in finished_keys:
-                groups.setdefault((cell.method, cell.dataset, cell.epsilon), []).append(cell.seed)
-                keys.setdefault((cell.method, cell.dataset, cell.epsilon), cost_key(cell))
-        for (method, dataset, epsilon), seeds in groups.items():
-            # a non-private method runs at ∞ whatever --eps says
-            command = grid.narrowed(
-                methods=[method], datasets=[dataset], epsilons=[epsilon], seeds=sorted(seeds)
-            ).command(preset.experiment)
-            missing.append(
-                MissingCells(method, dataset, epsilon, tuple(sorted(seeds)), command, keys[(method, dataset, epsilon)])
-            )
-    return missing
-
-
-def missing_cost(missing: MissingCells, timings: dict[CostKey, float]) -> str:
-    """The estimated CPU time of one missing command: its cells × the median logged (or
-    documented) seconds of cells of the same setting; never a guess."""
-    seconds = None if missing.key is None else seconds_for(missing.key, timings)
-    if seconds is None:
-        return "not measured: no run of this setting timed yet"
-    return f"{approximately(seconds)} {duration(seconds * len(missing.seeds))} on 2 CPU cores"
-
-
-@dataclass(frozen=True)
-class PresetStatus:
-    """What the store holds of one preset: its finished runs and the cells still to run."""
-
-    runs: pd.DataFrame
-    missing: list[MissingCells]
-    total: int
-
-    @property
-    def to_run(self) -> int:
-        return sum(len(m.seeds) for m in self.missing)
-
-    @property
-    def finished(self) -> int:
-        return self.total - self.to_run
-
-    @property
-    def lacking_data(self) -> list[str]:
-        return sorted({m.dataset for m in self.missing if m.dataset in NOT_IN_MIRROR})
-
-
-def preset_status(preset: Preset, frame: pd.DataFrame) -> PresetStatus:
-    runs = preset_runs(preset, frame)
-    missing = missing_cells(preset, finished_cell_keys(preset, runs))
-    return PresetStatus(runs, missing, sum(len(grid_cells(grid, preset.experiment)) for grid in preset.grids))
 
 
 def preset_blocks(
@@ -318,7 +224,7 @@ def report_blocks(
     timings = logged_seconds(source=source)
     summary, sections, gaps = [], [], {}
     for preset in presets:
-        frame = frames.setdefault(preset.experiment, _runs_or_empty(preset.experiment, source))
+        frame = preset_frame(preset, frames, source)
         status = preset_status(preset, frame)
         summary.append(summary_row(preset, status, timings))
         sections += preset_blocks(preset, status, timings, earlier_report, frame, source, gaps)
@@ -345,7 +251,9 @@ def report_blocks(
             rows=summary,
         )
     )
-    blocks += coverage_blocks(presets, frames, timings)
+    blocks += coverage_blocks(
+        presets, {preset.name: preset_frame(preset, frames, source) for preset in presets}, timings
+    )
     blocks += summary_blocks(gaps, read_tags(narrative_of(earlier_report)), whole_record=not experiments)
     return blocks + sections
 
@@ -354,10 +262,11 @@ def coverage_blocks(
     presets: list[Preset], frames: dict[str, pd.DataFrame], timings: dict[CostKey, float] | None = None
 ) -> list[Block]:
     """The coverage matrix (bench/report/coverage.py): totals for the tabular and 2-D setups and
-    for the image setups, then one matrix per reproduced table or figure."""
+    for the image setups, then one matrix per reproduced table or figure; ``frames``: each
+    preset's runs (:func:`preset_frame`) by its name."""
     found = []
     for preset in counted_presets(presets):
-        frame = frames[preset.experiment]
+        frame = frames[preset.name]
         found.append((preset, setup_coverage(preset, finished_cell_keys(preset, frame), timings)))
     if not found:
         return []
