@@ -173,6 +173,7 @@ BEYOND_PRESETS: tuple[Preset, ...] = (
         "DP-HP (arXiv:2106.05042) Table 2 (adult), Table 1 (discretized Adult), Fig. 2 (gmm2d, read off the figure)",
         plot_metrics=("marginals.tv_3",),
         paper_settings=TABLE1_SETTINGS,
+        shares=("table2", "table1", "table5", "table8", "gmm2d-paper"),
     ),
     Preset(
         "faithfulness",
@@ -399,6 +400,7 @@ BEYOND_PRESETS: tuple[Preset, ...] = (
         # against ε per dataset (issue 30): where the output starts to give rows away
         plot_metrics=("downstream.roc_auc", "downstream.f1_weighted", "marginals.tv_3", "privacy.mia_auc"),
         triad=True,
+        shares=("table2",),
     ),
     Preset(
         "external",

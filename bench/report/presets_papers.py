@@ -146,6 +146,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         "DP-HP (arXiv:2106.05042) Fig. 2, values read off the figure",
         plot_metrics=("nll.mean",),
         sample_grids=True,
+        shares=("dphp-gaps",),
     ),
     Preset(
         "dphp-table1",
@@ -176,6 +177,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         "DP-HP (arXiv:2106.05042) Table 1",
         plot_metrics=("marginals.tv_3",),
         paper_settings=TABLE1_SETTINGS,
+        shares=("dphp-gaps",),
     ),
     Preset(
         "dphp-table5",
@@ -188,6 +190,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         published("dphp-table5"),
         "DP-HP (arXiv:2106.05042) Table 5",
         paper_settings=published_settings("dphp-table5"),
+        shares=("dphp-gaps",),
     ),
     Preset(
         "dphp-table8",
@@ -199,6 +202,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         published("dphp-table8"),
         "DP-HP (arXiv:2106.05042) Table 8",
         paper_settings=published_settings("dphp-table8"),
+        shares=("dphp-gaps",),
     ),
     Preset(
         "dphp-table2",
@@ -222,6 +226,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         plot_metrics=("downstream.roc_auc",),
         selection_gain=_TABLE2_SELECTION_GAIN,
         calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP, "census": _CENSUS, "intrusion": _INTRUSION},
+        shares=("privacy-utility", "dphp-gaps"),
     ),
     Preset(
         "dphp-table7",
@@ -233,6 +238,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         merged("dphp-table2", "dphp-table7"),
         "DP-HP (arXiv:2106.05042) Table 7",
         calibration_notes={"adult": _ADULT_P, "cervical": _CERVICAL_DPHP, "census": _CENSUS, "intrusion": _INTRUSION},
+        shares=("dphp-gaps",),
     ),
     Preset(
         "dphp-fig6",
@@ -303,6 +309,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         "DP-MERF (arXiv:2002.11603) Table 1",
         plot_metrics=("downstream.paper.roc_auc",),
         calibration_notes={"cervical": _CERVICAL_DPMERF, "census": _CENSUS_DPMERF, "intrusion": _INTRUSION},
+        shares=("faithfulness",),
     ),
     Preset(
         "dpmerf-supp-table8",
