@@ -391,3 +391,17 @@ def test_a_published_ablation_row_is_matched_only_by_runs_with_its_settings():
     # the default γ is not in our label; beside its twin the row names it as the twin does
     twin = names.index(("dp-hp [gamma=1] ε=0.3", "paper"))
     assert names[twin - 1] == ("dp-hp [epochs=8, gamma=1] ε=0.3", "ours"), names
+
+
+def test_every_preset_shares_only_experiments_that_hold_some_of_its_cells():
+    """A misspelt or stale `Preset.shares` entry would silently read nothing: each names another
+    preset's experiment, one with cells of the same keys."""
+    by_experiment: dict[str, set[str]] = {}
+    for preset in PRESETS.values():
+        keys = {cell.key for grid in preset.grids for cell in grid_cells(grid, preset.experiment)}
+        by_experiment.setdefault(preset.experiment, set()).update(keys)
+    for preset in PRESETS.values():
+        own = {cell.key for grid in preset.grids for cell in grid_cells(grid, preset.experiment)}
+        for experiment in preset.shares:
+            assert experiment != preset.experiment and experiment in by_experiment, (preset.name, experiment)
+            assert own & by_experiment[experiment], f"{preset.name} shares no cell with {experiment}"
