@@ -37,7 +37,8 @@ def preset_frame(preset: Preset, frames: dict[str, pd.DataFrame], source: RunSou
         taken = other[other["cell_key"].isin(lacking)] if len(other) else other.iloc[0:0]
         lacking -= set(taken["cell_key"])
         parts += [taken] if len(taken) else []
-    return pd.concat(parts, ignore_index=True) if parts else frame
+    # one block per dtype again (a concatenation of frames of other columns is fragmented)
+    return pd.concat(parts, ignore_index=True).copy() if parts else frame
 
 
 def preset_runs(preset: Preset, frame: pd.DataFrame) -> pd.DataFrame:
