@@ -481,7 +481,10 @@ def test_a_reference_row_follows_the_paper_row_and_our_rows_are_tested_against_i
     )
     assert [r[2] for r in rows] == ["ours", "paper", "authors' code"]
     assert rows[2][3] == f"{np.mean(theirs):.3f} ± {np.std(theirs, ddof=1):.3f} (6)"
-    welch, equivalence = [t for t in tests if t[3] == "authors' code"]
+    welch, equivalence, spread = [t for t in tests if t[3] == "authors' code"]
     assert equivalence[4].startswith("TOST ±0.02: Δ = ")  # "agrees" is only ever said by an equivalence test
+    # and whether the two codes' seeds spread alike (Brown–Forsythe: Levene's about the medians)
+    assert f"p = {stats.levene(ours, theirs, center='median').pvalue:.2g}" in spread[4]
+    assert spread[4].startswith("Brown–Forsythe: sd ")
     expected = stats.ttest_ind(ours, theirs, equal_var=False)
     assert "t(" in welch[4] and f"{expected.statistic:.2f}" in welch[4] and f"p = {expected.pvalue:.2g}" in welch[4]

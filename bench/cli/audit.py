@@ -110,13 +110,16 @@ def command_audit(args: argparse.Namespace) -> int:
 
 def audit_progress(runs: int, level: str, disabled: bool):
     """A progress callback over the audit's runs, each a fit on D and one on D′ (or the releases
-    of both): a bar on stderr, also in a log file, updated at most every 10 s."""
+    of both): a bar on stderr, also in a log file, updated at most every 10 s. The bar starts at
+    the first run's end, so that an audit refused before any run prints its one-line error alone."""
     from tqdm import tqdm
 
-    bar = tqdm(total=runs, desc=f"audit ({level})", unit="run", disable=disabled, mininterval=10, dynamic_ncols=True)
+    bars = []
 
     def report(done: int, total: int) -> None:
-        bar.total = total
+        if not bars:
+            bars.append(tqdm(total=total, desc=f"audit ({level})", unit="run", disable=disabled, mininterval=10))
+        bar = bars[0]
         bar.update(done - bar.n)
         if done >= total:
             bar.close()
