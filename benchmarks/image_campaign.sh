@@ -20,13 +20,24 @@
 # SEEDS (e.g. 0-2, then 3-4) takes the seeds in rounds, so that every setup reaches three seeds
 # before any reaches five. THREADS: torch threads per cell, part of each cell's key: keep the
 # default 1 so that later rounds find the earlier seeds (cores no cell uses are lent to fits whose
-# numbers do not depend on the thread count anyway). `--deadline` starts no cell after DEADLINE; a
+# numbers do not depend on the thread count anyway). DEADLINE (a clock time, HH:MM) is fixed once, at
+# the script's start — the next such time — and each run gets the time left to it as `--deadline`
+# (a clock time given to every run anew would name tomorrow's once today's has passed); `--deadline` starts no cell after DEADLINE; a
 # running one finishes (the session's end kills it: it is marked FAILED and the same command runs
 # it again). A run is recorded only from a worktree whose tracked files equal its commit (the script
 # refuses otherwise), so every record names its code.
 set -u
 : "${WORKTREE:?}" "${STORE:?}" "${RECORDS:?}"
 DEADLINE=${DEADLINE:-}; SEEDS=${SEEDS:-}; THREADS=${THREADS:-1}
+if [ -n "$DEADLINE" ]; then
+  until_epoch=$(date -d "today $DEADLINE" +%s) || { echo "error: DEADLINE $DEADLINE is not a clock time HH:MM"; exit 2; }
+  [ "$until_epoch" -le "$(date +%s)" ] && until_epoch=$(date -d "tomorrow $DEADLINE" +%s)
+fi
+left() {  # seconds from now to DEADLINE (nothing without one; 0 once it has passed)
+  [ -z "$DEADLINE" ] && return
+  local now; now=$(date +%s)
+  echo $(( until_epoch > now ? until_epoch - now : 0 ))
+}
 PRESETS=${PRESETS:-dphp-fig6 dphp-fig3 dpmerf-table3 dpmepf-table2 dpmepf-table2-phi1}
 # cheapest first, from REPORT's measured costs of a seed (fit and scoring, 2 cores)
 SETUPS=${SETUPS:-"full-mmd mnist inf;full-mmd fashion-mnist inf;dp-hp fashion-mnist 1;dp-hp fashion-mnist inf;\
@@ -64,8 +75,10 @@ for setup in "${setups[@]}"; do
   read -r method dataset eps <<< "$setup"
   for preset in $PRESETS; do
     grep -qx "$preset $method $dataset $eps" <<< "$PLAN" || continue
+    seconds=$(left)
+    if [ "$seconds" = 0 ]; then status=4; break; fi  # the deadline has passed: no run starts
     nice -n 10 python -m bench run --preset "$preset" --methods "$method" --datasets "$dataset" --eps "$eps" \
-      --jobs 1 --threads "$THREADS" --no-progress ${DEADLINE:+--deadline "$DEADLINE"} ${SEEDS:+--seeds "$SEEDS"}
+      --jobs 1 --threads "$THREADS" --no-progress ${seconds:+--deadline "${seconds}s"} ${SEEDS:+--seeds "$SEEDS"}
     status=$?
     [ $status -eq 4 ] && break
   done
