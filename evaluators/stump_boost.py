@@ -24,19 +24,20 @@ compares predictions against it on real and generated MNIST):
   heaviest class (its rows' weights summed per class, as scikit-learn sums them: an exact tie goes
   to the lower class); a node whose Gini impurity is ≤ float64 epsilon stays a leaf;
 - the prediction: Σ_t α_t (1 for the stump's class, −1/(K − 1) otherwise), normalised, argmax.
-What can differ: an exact tie between two splits of different features (scikit-learn visits the
-features in a random order and keeps the first strict best; here the lowest feature index wins),
-and the last bits of the histogram sums (another summation order), which can only decide between
-two splits whose proxies agree to ≈ 1e-15. Measured (2026-11-30, 10,000 real test digits): on real
-digits (2,000 images, 150 rounds) and on 8 generator samples of the image campaign (2,000 and
-20,000 images, 100 rounds) no round had a tie; at 60 real images (effective-size's smallest) ties
-occur and the predictions agreed with scikit-learn's (random_state 0) on 100%, scikit-learn's own
-random states with each other on 96%. On a degenerate sample — a DP-MERF smoke fit on 3,000
-digits, whose classes many pixels separate exactly, every one of 150 rounds tied (up to 39
-features) — scikit-learn's pick is decided by the rounding of its sorted sums, which no histogram
-reproduces: predictions agreed on 37% (scikit-learn with another random state: 88%), accuracy
-0.078 against 0.090–0.101, all at chance. Drawing the tied feature at random instead was tried: 50%
-agreement, accuracy 0.093–0.102, but 96–99% at 60 real images; not adopted.
+What can differ is the choice among tied splits. scikit-learn visits the features in a random
+order and keeps the first strict best, so between features whose sums are bit-equal (a duplicated
+column) its choice is random; here a tied feature is drawn from ``random_state`` likewise (before
+fit_version 3 the lowest feature index won every tie). Where splits of different pixels tie only
+mathematically, scikit-learn's choice is decided by the rounding of its sorted sums, which
+histograms (another summation order) cannot reproduce. Measured with the lowest-index rule
+(``python benchmarks/stump_ties.py``, docs/measurements/stump_ties_2026-11-30.json): no round tied
+on 2,000 real digits (150 rounds) nor on 8 generator samples of the image campaign (2,000 and 20,000
+images, 100 rounds); at 60 real digits (effective-size's smallest size) 4 of 1,000 rounds tied,
+98.5% of test predictions agreed with scikit-learn's (its random states with each other: 96.1%),
+accuracy 0.275 against its 0.267–0.270; on a degenerate sample (a DP-MERF smoke fit on 3,000
+digits, whose classes many pixels separate exactly) all 150 rounds tied among up to 39 features,
+37% agreed (scikit-learn with itself: 88%), accuracy 0.078 against 0.091–0.101. Drawing the tied
+feature puts the accuracy inside scikit-learn's range in both (the file's second half).
 
 Columns with more than :data:`MAX_LEVELS` levels (continuous data) are fitted by scikit-learn's
 own ``AdaBoostClassifier`` instead, so the classifier is the same on any input; ``fitted_by``
@@ -50,10 +51,14 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
 
 MAX_LEVELS = 256
 FEATURE_THRESHOLD = 1e-7  # scikit-learn's trees: values closer than this are one level
 EPSILON = np.finfo(np.float64).eps
+# two splits' Gini proxies this close (relative) are one value: an exact tie whose last bits the
+# histogram sums (another summation order than scikit-learn's sorted scan) may still have split
+TIE_RTOL = 1e-12
 
 
 def column_levels(x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]] | None:
@@ -98,20 +103,28 @@ class StumpHistograms:
         return h, totals
 
 
-def best_stump(h: np.ndarray, totals: np.ndarray, splittable: np.ndarray) -> tuple[int, int] | None:
+def best_stump(
+    h: np.ndarray, totals: np.ndarray, splittable: np.ndarray, random_state: np.random.RandomState | None = None
+) -> tuple[int, int] | None:
     """(feature, level) of the best Gini split "level ≤ v goes left", or None when there is none
     (every feature constant). ``splittable[j, v]``: a boundary between level v and v + 1 exists.
-    Among equal proxies the lowest (feature, level) wins."""
+    Proxies within :data:`TIE_RTOL` of the best are a tie: among tied features one drawn uniformly
+    from ``random_state`` (the lowest without one), as scikit-learn's random feature order keeps
+    the first it meets; within the feature, its lowest tied level (scikit-learn scans upwards and
+    keeps the first strict best). Nothing is drawn in a round without a tie."""
     left = np.cumsum(h, axis=1)
     right = totals - left
     w_left, w_right = left.sum(axis=2), right.sum(axis=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         proxy = (left * left).sum(axis=2) / w_left + (right * right).sum(axis=2) / w_right
     proxy = np.where(splittable & (w_left > 0) & (w_right > 0), proxy, -np.inf)
-    flat = int(np.argmax(proxy))
-    if not np.isfinite(proxy.flat[flat]):
+    best = float(proxy.max())
+    if not np.isfinite(best):
         return None
-    return divmod(flat, h.shape[1])
+    tied = proxy >= best - abs(best) * TIE_RTOL
+    features = np.flatnonzero(tied.any(axis=1))
+    feature = int(features[0] if len(features) == 1 or random_state is None else random_state.choice(features))
+    return feature, int(np.flatnonzero(tied[feature])[0])
 
 
 def level_boundaries(values: np.ndarray) -> np.ndarray:
@@ -146,13 +159,14 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
     histograms when every column has at most 256 levels (module docstring)."""
 
     # the evaluation cache's key holds it (evaluators/image_downstream.py fit_key): 2 = each side's
-    # class from its rows' sums (an exact class tie went the other way when read off the histograms)
-    fit_version = 2
+    # class from its rows' sums (an exact class tie went the other way when read off the histograms);
+    # 3 = a tie between features drawn from random_state, no longer the lowest index
+    fit_version = 3
 
     def __init__(self, n_estimators: int = 50, learning_rate: float = 1.0, random_state: Any = None) -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
-        self.random_state = random_state  # only scikit-learn's path (continuous columns) draws from it
+        self.random_state = random_state  # breaks ties between features; scikit-learn's path draws from it too
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> "SammeStumpBoost":
         x = np.asarray(x, dtype=np.float32)
@@ -169,10 +183,12 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
         self.fallback_ = None
         self.fitted_by = "histograms"
         codes, levels = coded
-        self._boost(codes, levels, y_codes.astype(np.int64))
+        self._boost(codes, levels, y_codes.astype(np.int64), check_random_state(self.random_state))
         return self
 
-    def _boost(self, all_codes: np.ndarray, all_levels: list[np.ndarray], y: np.ndarray) -> None:
+    def _boost(
+        self, all_codes: np.ndarray, all_levels: list[np.ndarray], y: np.ndarray, random_state: np.random.RandomState
+    ) -> None:
         n = len(all_codes)
         k = len(self.classes_)
         boundaries = [level_boundaries(values) for values in all_levels]
@@ -188,7 +204,7 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
         for round_ in range(self.n_estimators):
             w = np.clip(w, EPSILON, None)
             h, totals = histograms.fill(w)
-            split = self._split(h, totals, splittable, levels)
+            split = self._split(h, totals, splittable, levels, random_state)
             if split is None:  # a leaf: every row gets the heaviest class
                 heaviest = int(np.argmax(totals))
                 stump, predicted = (-1, math.inf, heaviest, heaviest), np.full(n, heaviest)
@@ -225,13 +241,17 @@ class SammeStumpBoost(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _split(
-        h: np.ndarray, totals: np.ndarray, splittable: np.ndarray, levels: list[np.ndarray]
+        h: np.ndarray,
+        totals: np.ndarray,
+        splittable: np.ndarray,
+        levels: list[np.ndarray],
+        random_state: np.random.RandomState,
     ) -> tuple[int, int, float] | None:
         """(feature, level, threshold) of the round's stump, rows whose feature code is ≤ level going
         left; None when the node stays a leaf."""
         weight = totals.sum()
         impurity = 1.0 - float(np.sum((totals / weight) ** 2))
-        found = None if impurity <= EPSILON else best_stump(h, totals, splittable)
+        found = None if impurity <= EPSILON else best_stump(h, totals, splittable, random_state)
         if found is None:
             return None
         feature, level = found

@@ -74,6 +74,28 @@ def test_generated_digits_give_scikit_learns_predictions(generated, mnist):
     assert_same_classifier(found)
 
 
+def test_a_tie_between_features_is_drawn_at_random_as_scikit_learns_feature_order_draws_it(mnist):
+    """Every column twice: each stump's best split has a bit-equal twin, which scikit-learn's
+    random feature order picks about half the time. The lowest-index rule (fit_version < 3) took
+    the first copy every round; drawn from random_state, both copies are used, the fit and its
+    predictions are those of the columns once (the copies hold the same values), and a
+    random_state gives the same fit again."""
+    x, y = mnist.train.x[:500], mnist.train.y[:500]
+    twice = np.hstack([x, x])
+    once = SammeStumpBoost(n_estimators=60, learning_rate=0.7, random_state=0).fit(x, y)
+    drawn = SammeStumpBoost(n_estimators=60, learning_rate=0.7, random_state=0).fit(twice, y)
+    theirs = AdaBoostClassifier(n_estimators=60, learning_rate=0.7, random_state=0).fit(twice, y)
+    copies = np.array([stump[0] >= x.shape[1] for stump in drawn.stumps_])
+    their_copies = np.array([t.tree_.feature[0] >= x.shape[1] for t in theirs.estimators_])
+    assert 0.25 <= copies.mean() <= 0.75 and 0.25 <= their_copies.mean() <= 0.75, (copies.mean(), their_copies.mean())
+    assert [(f % x.shape[1], *rest) for f, *rest in drawn.stumps_] == [tuple(s) for s in once.stumps_]
+    np.testing.assert_array_equal(drawn.estimator_weights_, once.estimator_weights_)
+    test = np.hstack([mnist.test.x[:2000], mnist.test.x[:2000]])
+    np.testing.assert_array_equal(drawn.predict(test), theirs.predict(test))
+    again = SammeStumpBoost(n_estimators=60, learning_rate=0.7, random_state=0).fit(twice, y)
+    assert again.stumps_ == drawn.stumps_
+
+
 def test_two_classes_and_a_stop_on_a_perfect_stump_are_handled_as_scikit_learn_does():
     rng = np.random.default_rng(0)
     x = rng.integers(0, 5, size=(400, 6)).astype(np.float32) / 4
@@ -154,19 +176,18 @@ def test_table_10s_thousand_rounds_on_real_and_generated_digits(mnist, generated
 def test_histograms_of_the_splittable_columns_and_present_levels_are_the_full_search(mnist, monkeypatch, n):
     """effective-size trains on as few as 60 images, whose columns take few levels: the histograms
     keep only the splittable columns and the levels present. The same 1,000 rounds with every
-    column at 256 levels give the same stumps and weights, bit for bit (ties included: at 60
-    images scikit-learn's random feature order breaks some ties otherwise, the difference the
-    module documents, so the reference here is the full search)."""
+    column at 256 levels give the same stumps and weights, bit for bit, ties included (at 60 images
+    some rounds tie: the same random_state draws the same tied feature from the same candidates)."""
     from evaluators import stump_boost
 
     x, y = mnist.train.x[:n], mnist.train.y[:n]
-    narrow = SammeStumpBoost(n_estimators=1000, learning_rate=0.7).fit(x, y)
+    narrow = SammeStumpBoost(n_estimators=1000, learning_rate=0.7, random_state=0).fit(x, y)
     monkeypatch.setattr(
         stump_boost,
         "histogram_shape",
         lambda levels, boundaries: (np.arange(len(levels)), stump_boost.MAX_LEVELS),
     )
-    full = SammeStumpBoost(n_estimators=1000, learning_rate=0.7).fit(x, y)
+    full = SammeStumpBoost(n_estimators=1000, learning_rate=0.7, random_state=0).fit(x, y)
     assert narrow.stumps_ == full.stumps_
     assert np.array_equal(narrow.estimator_weights_, full.estimator_weights_)
 
