@@ -29,15 +29,16 @@ order and keeps the first strict best, so between features whose sums are bit-eq
 column) its choice is random; here a tied feature is drawn from ``random_state`` likewise (before
 fit_version 3 the lowest feature index won every tie). Where splits of different pixels tie only
 mathematically, scikit-learn's choice is decided by the rounding of its sorted sums, which
-histograms (another summation order) cannot reproduce. Measured with the lowest-index rule
-(``python benchmarks/stump_ties.py``, docs/measurements/stump_ties_2026-11-30.json): no round tied
-on 2,000 real digits (150 rounds) nor on 8 generator samples of the image campaign (2,000 and 20,000
-images, 100 rounds); at 60 real digits (effective-size's smallest size) 4 of 1,000 rounds tied,
-98.5% of test predictions agreed with scikit-learn's (its random states with each other: 96.1%),
-accuracy 0.275 against its 0.267–0.270; on a degenerate sample (a DP-MERF smoke fit on 3,000
-digits, whose classes many pixels separate exactly) all 150 rounds tied among up to 39 features,
-37% agreed (scikit-learn with itself: 88%), accuracy 0.078 against 0.091–0.101. Drawing the tied
-feature puts the accuracy inside scikit-learn's range in both (the file's second half).
+histograms (another summation order) cannot reproduce. Measured (``python
+benchmarks/stump_ties.py``, docs/measurements/stump_ties_2026-11-30.json; scikit-learn at
+random_state 0–2): no round tied on 2,000 real digits (150 rounds) nor on 8 generator samples of
+the image campaign (2,000 and 20,000 images, 100 rounds). At 60 real digits (effective-size's
+smallest size) 4 of 1,000 rounds tied: scikit-learn's accuracy 0.267–0.270 (its random states agree
+with each other on 96.1% of test predictions), ours drawing 0.267–0.270 (96–99% agreement with
+scikit-learn at the same random state), the lowest tied feature 0.275. On a degenerate sample (a
+DP-MERF smoke fit on 3,000 digits, whose classes many pixels separate exactly) all 150 rounds tied
+among up to 39 features: scikit-learn 0.091–0.101 (88% self-agreement), ours drawing 0.093–0.099
+(45–54%), the exact argmax of fit_version 2 0.078 (37%).
 
 Columns with more than :data:`MAX_LEVELS` levels (continuous data) are fitted by scikit-learn's
 own ``AdaBoostClassifier`` instead, so the classifier is the same on any input; ``fitted_by``
