@@ -21,8 +21,16 @@ from typing import Sequence
 
 import jax
 
+from bench.core.paths import cache_dir
+
 jax.config.update("jax_enable_x64", True)  # mbi warns that float32 stalls estimation on N > 100K
-jax.config.update("jax_enable_compilation_cache", False)  # mbi: counterproductive for its small programs
+# Private-PGM compiles ≈ 200 small XLA programs a fit, ≈ 14 of an MST cell's ≈ 40 s on adult-discrete,
+# again in every cell's fresh process. Kept on disk in the grid's shared cache, a later cell (another
+# seed, ε or method) loads those it shares: the same executables, bit-identical samples, ≈ 30% off
+# an MST fit (docs/performance.md, "JAX's compilation cache"). XLA's CPU loader refuses an
+# executable compiled for another machine type, which is then compiled again.
+jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import mbi  # noqa: E402

@@ -278,3 +278,34 @@ def test_a_marginal_method_s_cell_draws_the_same_rows_whatever_hash_seed_its_run
         (sample,) = set(workdir.glob("mlartifacts/*/artifacts/synthetic.npz")) - before
         digests.append(hashlib.sha256(sample.read_bytes()).hexdigest())
     assert digests[0] == digests[1]
+
+
+@pytest.mark.slow
+def test_a_later_process_loads_private_pgm_s_compiled_programs_and_samples_the_same(tmp_path, data_dir):
+    """methods/pgm.py keeps mbi's compiled XLA programs in the grid's shared cache: a second cell in
+    a fresh process compiles (almost) nothing new, and its sample is the one a process without the
+    cache draws (≈ 1 min: three MST smoke fits, each in its own interpreter)."""
+    import subprocess
+    import sys
+
+    from bench.harness.samples import SAMPLE_FILE
+
+    fit = (
+        "import sys, bench; r = bench.run_cell('mst', 'adult-discrete', epsilon=1.0, evaluators=(), "
+        "profile='smoke', data_dir=sys.argv[1], out=sys.argv[2]); assert r.ok, r.error"
+    )
+    cache = tmp_path / "cache"
+    env = {**os.environ, "DPBENCH_CACHE_DIR": str(cache)}
+    counts = []
+    for name, extra in (("first", {}), ("second", {}), ("uncached", {"JAX_ENABLE_COMPILATION_CACHE": "false"})):
+        subprocess.run(
+            [sys.executable, "-c", fit, str(data_dir), str(tmp_path / name)], env={**env, **extra}, check=True
+        )
+        counts.append(len(list((cache / "jax").iterdir())))
+    assert counts[0] > 100, counts  # ≈ 200 programs written by the first fit
+    assert counts[1] - counts[0] <= 0.05 * counts[0], counts  # the second loaded them
+    samples = [np.load(tmp_path / name / SAMPLE_FILE) for name in ("first", "second", "uncached")]
+    for other in samples[1:]:
+        assert sorted(other.files) == sorted(samples[0].files)
+        for key in samples[0].files:
+            np.testing.assert_array_equal(other[key], samples[0][key])
