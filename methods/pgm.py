@@ -31,6 +31,7 @@ jax.config.update("jax_enable_x64", True)  # mbi warns that float32 stalls estim
 # executable compiled for another machine type, which is then compiled again.
 jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_compilation_cache_max_size", 2**30)  # bytes; the least recently used go first
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import mbi  # noqa: E402
