@@ -54,6 +54,7 @@ def main() -> None:
     parser.add_argument("--method", default="mst")
     parser.add_argument("--dataset", default="adult-discrete")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--more-seeds", type=int, default=0, help="seeds 2, 3, … cached and uncached, alternating")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rounds = []
@@ -66,6 +67,14 @@ def main() -> None:
             "warm_next_seed": cell(args.method, args.dataset, 1, cache),
             "uncached_next_seed": cell(args.method, args.dataset, 1, None),
         }
+        # further seeds, cached and uncached side by side in alternating order (a load that drifts
+        # between the two then favours each side once): what a later cell of a new seed gains
+        for seed in range(2, 2 + args.more_seeds):
+            order = ("cached", "uncached") if seed % 2 == 0 else ("uncached", "cached")
+            for kind in order:
+                found[f"{kind}_seed_{seed}"] = cell(
+                    args.method, args.dataset, seed, cache if kind == "cached" else None
+                )
         found["programs_cached"] = len(list((cache / "jax").iterdir()))
         print(json.dumps(found), flush=True)
         rounds.append(found)
