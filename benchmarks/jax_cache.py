@@ -41,7 +41,7 @@ def cell(method: str, dataset: str, seed: int, cache: Path | None) -> dict:
     if cache is None:
         env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     else:
-        env["DPBENCH_CACHE_DIR"] = str(cache)
+        env["DPBENCH_CACHE_DIR"], env["DPBENCH_JAX_CACHE"] = str(cache), "1"
     done = subprocess.run(
         [sys.executable, "-c", FIT, method, dataset, str(seed)], env=env, capture_output=True, text=True, check=True
     )

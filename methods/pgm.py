@@ -15,6 +15,7 @@ measurements use L2 sensitivity √2 and selection scores built from L1 errors h
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -23,15 +24,21 @@ import jax
 
 from bench.core.paths import cache_dir
 
+JAX_CACHE_VARIABLE = "DPBENCH_JAX_CACHE"  # set (e.g. 1): keep compiled programs across cells
+
 jax.config.update("jax_enable_x64", True)  # mbi warns that float32 stalls estimation on N > 100K
 # Private-PGM compiles ≈ 200 small XLA programs a fit, ≈ 14 of an MST cell's ≈ 40 s on adult-discrete,
-# again in every cell's fresh process. Kept on disk in the grid's shared cache, a later cell (another
-# seed, ε or method) loads those it shares: the same executables, bit-identical samples, ≈ 30% off
-# an MST fit (docs/performance.md, "JAX's compilation cache"). XLA's CPU loader refuses an
-# executable compiled for another machine type, which is then compiled again.
-jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-jax.config.update("jax_compilation_cache_max_size", 2**30)  # bytes; the least recently used go first
+# again in every cell's fresh process. With $DPBENCH_JAX_CACHE set, they are kept on disk in the grid's
+# shared cache and a later cell loads those it shares: the same executables, bit-identical samples.
+# Measured (docs/performance.md, "JAX's compilation cache"): MST ≈ 33% faster at a new seed, but AIM,
+# whose every seed compiles ≈ 700 programs of its own, was slower at two new seeds of three (writing
+# them costs more than it saves), so it is not on by default.
+if os.environ.get(JAX_CACHE_VARIABLE):
+    jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_compilation_cache_max_size", 2**30)  # bytes; the least recently used go first
+else:
+    jax.config.update("jax_enable_compilation_cache", False)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import mbi  # noqa: E402

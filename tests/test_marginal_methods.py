@@ -282,7 +282,7 @@ def test_a_marginal_method_s_cell_draws_the_same_rows_whatever_hash_seed_its_run
 
 @pytest.mark.slow
 def test_a_later_process_loads_private_pgm_s_compiled_programs_and_samples_the_same(tmp_path, data_dir):
-    """methods/pgm.py keeps mbi's compiled XLA programs in the grid's shared cache: a second cell in
+    """With $DPBENCH_JAX_CACHE, methods/pgm.py keeps mbi's compiled XLA programs in the grid's shared cache: a second cell in
     a fresh process compiles (almost) nothing new, and its sample is the one a process without the
     cache draws (≈ 1 min: three MST smoke fits, each in its own interpreter)."""
     import subprocess
@@ -295,7 +295,7 @@ def test_a_later_process_loads_private_pgm_s_compiled_programs_and_samples_the_s
         "profile='smoke', data_dir=sys.argv[1], out=sys.argv[2]); assert r.ok, r.error"
     )
     cache = tmp_path / "cache"
-    env = {**os.environ, "DPBENCH_CACHE_DIR": str(cache)}
+    env = {**os.environ, "DPBENCH_CACHE_DIR": str(cache), "DPBENCH_JAX_CACHE": "1"}
     counts = []
     for name, extra in (("first", {}), ("second", {}), ("uncached", {"JAX_ENABLE_COMPILATION_CACHE": "false"})):
         subprocess.run(

@@ -22,7 +22,8 @@ def data_folder(data_dir: Path | str | None) -> Path:
 def cache_dir() -> Path:
     """``$DPBENCH_CACHE_DIR``, else ``~/.cache/dpbench``: where the grid's cells share what they
     compute from the real data (it holds derivatives of private data: keep it as private as the
-    data folder), and the XLA programs Private-PGM compiles (``jax/``, methods/pgm.py)."""
+    data folder), and with ``$DPBENCH_JAX_CACHE`` the XLA programs Private-PGM compiles (``jax/``,
+    methods/pgm.py)."""
     return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "dpbench")
 
 
