@@ -36,14 +36,10 @@ def tie_counter(lowest: bool):
     original = stump_boost.best_stump
 
     def counting(h, totals, splittable, random_state=None):
-        left = np.cumsum(h, axis=1)
-        right = totals - left
-        w_left, w_right = left.sum(axis=2), right.sum(axis=2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            proxy = (left * left).sum(axis=2) / w_left + (right * right).sum(axis=2) / w_right
-        proxy = np.where(splittable & (w_left > 0) & (w_right > 0), proxy, -np.inf)
+        proxy = stump_boost.gini_proxies(h, totals, splittable)
         best = proxy.max()
-        counts.append(int((proxy >= best - abs(best) * 1e-12).any(axis=1).sum()) if np.isfinite(best) else 0)
+        tied = proxy >= best - abs(best) * stump_boost.TIE_RTOL
+        counts.append(int(tied.any(axis=1).sum()) if np.isfinite(best) else 0)
         return original(h, totals, splittable, None if lowest else random_state)
 
     return counts, counting

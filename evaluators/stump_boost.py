@@ -104,6 +104,17 @@ class StumpHistograms:
         return h, totals
 
 
+def gini_proxies(h: np.ndarray, totals: np.ndarray, splittable: np.ndarray) -> np.ndarray:
+    """The Gini proxy Σ_k L_k²/w_L + Σ_k R_k²/w_R of the split "level ≤ v goes left" at every
+    (feature, level); −inf where no split is (no boundary, or an empty side)."""
+    left = np.cumsum(h, axis=1)
+    right = totals - left
+    w_left, w_right = left.sum(axis=2), right.sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        proxy = (left * left).sum(axis=2) / w_left + (right * right).sum(axis=2) / w_right
+    return np.where(splittable & (w_left > 0) & (w_right > 0), proxy, -np.inf)
+
+
 def best_stump(
     h: np.ndarray, totals: np.ndarray, splittable: np.ndarray, random_state: np.random.RandomState | None = None
 ) -> tuple[int, int] | None:
@@ -113,12 +124,7 @@ def best_stump(
     from ``random_state`` (the lowest without one), as scikit-learn's random feature order keeps
     the first it meets; within the feature, its lowest tied level (scikit-learn scans upwards and
     keeps the first strict best). Nothing is drawn in a round without a tie."""
-    left = np.cumsum(h, axis=1)
-    right = totals - left
-    w_left, w_right = left.sum(axis=2), right.sum(axis=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        proxy = (left * left).sum(axis=2) / w_left + (right * right).sum(axis=2) / w_right
-    proxy = np.where(splittable & (w_left > 0) & (w_right > 0), proxy, -np.inf)
+    proxy = gini_proxies(h, totals, splittable)
     best = float(proxy.max())
     if not np.isfinite(best):
         return None
