@@ -450,7 +450,15 @@ def test_every_marked_number_of_the_results_narrative_is_the_record_s(tmp_path):
     gives; an edited number is caught (issue 59: the narrative had drifted from the record)."""
     from pathlib import Path
 
-    from bench.report.narrative import MARK, MEASURED_MARK, PAPER_MARK, rendered, unmarked_spreads
+    from bench.report.narrative import (
+        COMPARISON_MARK,
+        MARK,
+        MEASURED_MARK,
+        PAPER_MARK,
+        rendered,
+        unmarked_numbers,
+        unmarked_spreads,
+    )
     from bench.report.source import RecordSource
 
     repo = Path(__file__).resolve().parents[1]
@@ -458,13 +466,14 @@ def test_every_marked_number_of_the_results_narrative_is_the_record_s(tmp_path):
     source = RecordSource(repo / "results" / "runs")
     assert len(MARK.findall(text)) >= 40
     assert rendered(text, source) == (text, [])
-    for mark in (MARK, PAPER_MARK, MEASURED_MARK):  # a record's, a paper's and another code's number
+    # a record's, a paper's, another code's number and a comparison's
+    for mark in (MARK, PAPER_MARK, MEASURED_MARK, COMPARISON_MARK):
         first = mark.search(text)
         edited = text[: first.start("text")] + "0.999" + text[first.end("text") :]
         again, changed = rendered(edited, source)
         assert again == text and len(changed) == 1 and "0.999 →" in changed[0]
-    # and no mean ± sd is quoted by hand: each is one of those, or marked as history
-    assert unmarked_spreads(text) == []
+    # and no number is quoted by hand: each is one of those, or marked as history or as no result
+    assert unmarked_spreads(text) == [] and unmarked_numbers(text) == []
 
 
 def test_narrative_marks_name_a_paper_s_value_or_another_code_s_seeds_and_refuse_what_is_not_there():
@@ -489,6 +498,66 @@ def test_narrative_marks_name_a_paper_s_value_or_another_code_s_seeds_and_refuse
     ):
         with pytest.raises(NarrativeError, match=why):
             rendered(bad, source=None)
+
+
+def test_comparison_and_range_marks_are_scipy_s_tests_on_the_record_s_seeds():
+    """A ``<!--d …-->`` mark's Δ and p are scipy's paired / Welch t on the two setups' seeds (read
+    here from the JSON records directly, not through the report's frame); ``range`` and ``max``
+    are the seeds' extremes; a malformed mark is one clear error."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+    from scipy import stats
+
+    from bench.report.narrative import NarrativeError, rendered
+    from bench.report.source import RecordSource
+
+    repo = Path(__file__).resolve().parents[1]
+    seeds: dict[str, dict[int, float]] = {}
+    for path in (repo / "results" / "runs" / "table2").glob("*.json"):
+        record = json.loads(path.read_text())
+        params = record["params"]  # Table 2's adult at ε = 1 under the sound protocol
+        if (params["dataset"], params["protocol"], params["epsilon"]) == ("adult", "sound", "1.0"):
+            seeds.setdefault(params["method"], {})[int(params["seed"])] = record["metrics"].get("downstream.roc_auc")
+    ours, theirs = (pd.Series(seeds[m]).sort_index() for m in ("dp-hp", "uniform"))
+    assert len(ours) == len(theirs) == 5
+    side = "table2 | adult | {} | 1 | downstream.roc_auc"
+    text = " ".join(
+        f"<!--d {side.format('dp-hp')} vs {side.format('uniform')} | {test} | {form} -->?<!--/d-->"
+        for test, form in (("paired", "Δ"), ("paired", "p"), ("welch", "p"))
+    ) + "".join(f" <!--r {side.format('dp-hp')} | {form} -->?<!--/r-->" for form in ("range:2", "max", "seed3"))
+    new, changed = rendered(text, RecordSource(repo / "results" / "runs"))
+    values = re.findall(r"-->([^<]*)<!--/", new)
+    paired, welch = stats.ttest_rel(ours, theirs), stats.ttest_ind(ours, theirs, equal_var=False)
+    assert values[0] == f"{(ours - theirs).mean():+.3f}".replace("-", "−")
+    assert values[1] == f"{paired.pvalue:.2g}" and values[2] == f"{welch.pvalue:.2g}"
+    assert values[3] == f"{ours.min():.2f}–{ours.max():.2f}" and values[4] == f"{ours.max():.3f}"
+    assert values[5] == f"{ours[3]:.3f}" and len(changed) == 6
+    for bad, why in (
+        (f"<!--d {side.format('dp-hp')} | paired | Δ -->?<!--/d-->", "SIDE vs SIDE"),
+        (f"<!--d {side.format('dp-hp')} vs {side.format('uniform')} | anova | Δ -->?<!--/d-->", "SIDE vs SIDE"),
+        (
+            f"<!--d {side.format('dp-hp')} vs {side.format('uniform')} | paired | ci -->?<!--/d-->",
+            "'ci' is the equivalence",
+        ),
+        (f"<!--d {side.format('dp-hp')} vs {side.format('nobody')} | welch | p -->?<!--/d-->", "no runs of"),
+        (f"<!--r {side.format('dp-hp')} | range:x -->?<!--/r-->", "a record mark needs"),
+        (f"<!--r {side.format('dp-hp')} | seed7 -->?<!--/r-->", "no seed 7"),
+    ):
+        with pytest.raises(NarrativeError, match=why):
+            rendered(bad, RecordSource(repo / "results" / "runs"))
+
+
+def test_a_decimal_number_outside_every_mark_is_quoted_by_hand():
+    from bench.report.narrative import unmarked_numbers
+
+    text = (
+        "ours 0.536 and <!--r x | y | z | 1 | m | mean -->0.512<!--/r--> at the <!--c a margin -->0.02<!--/c--> margin,\n"
+        "`--eps 0.25` in code, ε = 1.5 (one decimal: a setting), 3.50 NLL <!--h old -->3.45<!--/h-->, v1.17.2\n"
+        "a code span naming a mark, `<!--r`, opens none: 0.591. <!-- a comment 0.25 -->"
+    )
+    assert unmarked_numbers(text) == ["line 1: 0.536", "line 2: 3.50", "line 3: 0.591"]
 
 
 def test_the_front_page_quotes_the_committed_report_s_coverage(tmp_path):

@@ -25,6 +25,20 @@ Numbers that are not ours have marks of their own, checked the same way: a paper
 ``docs/measurements/FILE``). A number of a record since replaced, quoted as history, is marked
 ``<!--h why -->…<!--/h-->``: said to be old, and not checked. A mean ± sd outside every mark is an
 error (:func:`unmarked_spreads`), so none is quoted by hand.
+
+A form may name its decimals after a colon (``range:0`` writes "582–614"; default 3); ``max`` is
+the highest seed, ``range`` the lowest–highest and ``seedK`` seed K's value. A comparison of two setups is a ``<!--d …-->``
+mark, computed by the report's own tests (:mod:`bench.report.stats`)::
+
+    <!--d table2 | adult | dp-hp | 1 | downstream.roc_auc vs table2 | adult | uniform | 1 | downstream.roc_auc | paired | Δ -->+0.035<!--/d-->
+
+Each side names a record's setup (experiment | dataset | method | ε | metric) or another code's
+seeds (docs/measurements file | per-seed key); then the test (``paired``: the seeds both sides
+have, ``welch``, ``tost``: the equivalence test at ``EQUIVALENCE_MARGIN``, ``spread``:
+Brown–Forsythe) and what to write: ``Δ`` (ours − theirs, signed), ``p`` (the raw two-sided p;
+TOST's larger one-sided p) or ``ci`` (TOST's 90% interval). A number that is no result — a
+setting, a margin, a threshold — is marked ``<!--c why -->…<!--/c-->``. Every other decimal number
+outside a mark is quoted by hand (:func:`unmarked_numbers`).
 """
 
 from __future__ import annotations
@@ -44,10 +58,15 @@ MARK = re.compile(r"<!--r (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/r-->", re.DOTALL
 PAPER_MARK = re.compile(r"<!--p (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/p-->", re.DOTALL)
 MEASURED_MARK = re.compile(r"<!--m (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/m-->", re.DOTALL)
 HISTORY_MARK = re.compile(r"<!--h (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/h-->", re.DOTALL)
+COMPARISON_MARK = re.compile(r"<!--d (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/d-->", re.DOTALL)
+CONSTANT_MARK = re.compile(r"<!--c (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/c-->", re.DOTALL)
 SPREAD = re.compile(r"(?<![\d.])\d+\.\d+\s*±\s*\d+\.\d+")
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d{2,}(?!\d|\.\d)")  # 0.53, 3.50 (a result's precision), not 1.17.2
 COVERAGE_MARK = re.compile(r"<!--coverage (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/coverage-->", re.DOTALL)
 COVERAGE_HEADING = "## Coverage of the papers' tables and figures"
-FORMATS = ("mean", "mean±sd", "n", "min", "seeds")
+FORMATS = ("mean", "mean±sd", "n", "min", "max", "range", "seeds")
+TESTS = ("paired", "welch", "tost", "spread")
+COMPARISON_FORMS = ("Δ", "p", "ci")
 
 
 class NarrativeError(TableError):
@@ -66,13 +85,15 @@ class Mark:
     @staticmethod
     def parse(spec: str) -> "Mark":
         fields = [field.strip() for field in spec.split("|")]
-        if len(fields) != 6 or fields[5] not in FORMATS:
+        if len(fields) != 6 or not _is_form(fields[5]):
             raise NarrativeError(
-                f"a record mark needs 'experiment | dataset | method | ε | metric | {'/'.join(FORMATS)}'; got {spec!r}"
+                f"a record mark needs 'experiment | dataset | method | ε | metric | {'/'.join(FORMATS)}[:decimals]'; "
+                f"got {spec!r}"
             )
-        return Mark(fields[0], fields[1], fields[2], float(fields[3]), fields[4], fields[5])
+        return Mark(fields[0], fields[1], fields[2], _epsilon(fields[3], spec), fields[4], fields[5])
 
-    def text(self, frames: dict[str, pd.DataFrame], source) -> str:
+    def values(self, frames: dict[str, pd.DataFrame], source) -> pd.Series:
+        """The setup's values, indexed by seed."""
         if self.experiment not in frames:
             frames[self.experiment] = load_runs(self.experiment, source)
         frame = frames[self.experiment]
@@ -80,24 +101,55 @@ class Mark:
         selected = frame[(frame["dataset"] == self.dataset) & (frame["method"] == self.method) & same_eps]
         if selected.empty or self.metric not in selected.columns or selected[self.metric].dropna().empty:
             raise NarrativeError(f"no runs of {self} in the record")
-        values = selected.sort_values("seed")[self.metric].dropna()
-        if self.form == "seeds":  # each seed's value, in seed order
-            return ", ".join(f"{value:.3f}" for value in values)
-        if self.form == "n":
-            return str(len(values))
-        if self.form == "min":  # the lowest seed
-            return f"{values.min():.3f}"
-        if self.form == "mean":
-            return f"{values.mean():.3f}"
-        return f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
+        return selected.set_index("seed").sort_index()[self.metric].dropna().astype(float)
+
+    def text(self, frames: dict[str, pd.DataFrame], source) -> str:
+        return summary(self.values(frames, source), self.form)
 
     def __str__(self) -> str:
         return f"{self.experiment} | {self.dataset} | {self.method} | ε = {self.epsilon:g} | {self.metric}"
 
 
+def _is_form(form: str) -> bool:
+    name, colon, decimals = form.partition(":")
+    return (name in FORMATS or re.fullmatch(r"seed\d+", name) is not None) and (not colon or decimals.isdigit())
+
+
+def _epsilon(text: str, spec: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise NarrativeError(f"ε must be a number or inf; got {text!r} in {spec!r}") from None
+
+
+def summary(values: pd.Series, form: str) -> str:
+    """Seeds' values written as ``form`` says (:data:`FORMATS`, optionally ``:decimals``)."""
+    name, _, decimals = form.partition(":")
+    digits = int(decimals or 3)
+    write = lambda value: f"{value:.{digits}f}"  # noqa: E731
+    if name == "n":
+        return str(len(values))
+    if name == "seeds":  # each seed's value, in seed order
+        return ", ".join(write(value) for value in values)
+    if name == "min":  # the lowest seed
+        return write(values.min())
+    if name == "max":
+        return write(values.max())
+    if name.startswith("seed"):  # one seed's value, e.g. seed0
+        seed = int(name[4:])
+        if seed not in values.index:
+            raise NarrativeError(f"no seed {seed} among the seeds {', '.join(map(str, values.index))}")
+        return write(values.loc[seed])
+    if name == "range":
+        return f"{write(values.min())}–{write(values.max())}"
+    if name == "mean":
+        return write(values.mean())
+    return f"{write(values.mean())} ± {write(values.std(ddof=1))}"
+
+
 def _fields(spec: str, count: int, forms: tuple[str, ...], shape: str) -> list[str]:
     fields = [field.strip() for field in spec.split("|")]
-    if len(fields) != count or fields[-1] not in forms:
+    if len(fields) != count or not (fields[-1] in forms or (forms == FORMATS and _is_form(fields[-1]))):
         raise NarrativeError(f"a mark needs '{shape} | {'/'.join(forms)}'; got {spec!r}")
     return fields
 
@@ -126,18 +178,70 @@ def paper_text(spec: str) -> str:
 def measured_text(spec: str) -> str:
     """Another code's seeds as a ``<!--m …-->`` mark names them, from a committed measurement."""
     file, key, form = _fields(spec, 3, FORMATS, "docs/measurements file | per-seed key")
+    return summary(_measured(file, key), form)
+
+
+def _measured(file: str, key: str) -> pd.Series:
     if not (MEASUREMENTS / file).is_file():
         raise NarrativeError(f"no measurement file docs/measurements/{file}")
-    values = pd.Series(MeasuredSeeds("", file, ((key, key),)).values()[key])
-    if form == "n":
-        return str(len(values))
-    if form == "seeds":
-        return ", ".join(f"{value:.3f}" for value in values)
-    if form == "min":
-        return f"{values.min():.3f}"
-    if form == "mean":
-        return f"{values.mean():.3f}"
-    return f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
+    try:
+        return pd.Series(MeasuredSeeds("", file, ((key, key),)).values()[key], dtype=float)
+    except KeyError:
+        raise NarrativeError(f"docs/measurements/{file} has no per-seed {key!r}") from None
+
+
+def _signed(value: float, digits: int) -> str:
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+def _p_text(p: float) -> str:
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def comparison_text(spec: str, frames: dict[str, pd.DataFrame], source) -> str:
+    """Two setups compared as a ``<!--d …-->`` mark names them, by the report's own tests."""
+    from bench.report import stats
+    from bench.report.tables import MIN_SEEDS_FOR_EVIDENCE
+
+    body, test, form = ([spec, "", ""] + spec.rsplit("|", 2))[-3:]
+    test, form = test.strip(), form.strip()
+    name, _, decimals = form.partition(":")
+    sides = body.split(" vs ")
+    if len(sides) != 2 or test not in TESTS or name not in COMPARISON_FORMS or (decimals and not decimals.isdigit()):
+        raise NarrativeError(
+            f"a comparison mark needs 'SIDE vs SIDE | {'/'.join(TESTS)} | {'/'.join(COMPARISON_FORMS)}[:decimals]' "
+            f"(a side: 'experiment | dataset | method | ε | metric' or 'measurement file | key'); got {spec!r}"
+        )
+
+    def side(text: str) -> pd.Series:
+        fields = [field.strip() for field in text.split("|")]
+        if len(fields) == 5:
+            return Mark.parse(text + " | mean").values(frames, source)
+        if len(fields) == 2:
+            return _measured(*fields)
+        raise NarrativeError(f"a side of a comparison names 5 fields (a record's) or 2 (a measurement's); got {text!r}")
+
+    ours, theirs = side(sides[0]), side(sides[1])
+    digits = int(decimals or 3)
+    if test == "paired":
+        result = stats.paired(ours, theirs, min_seeds=MIN_SEEDS_FOR_EVIDENCE)
+    elif test == "welch":
+        result = stats.welch(ours, list(theirs), "theirs", min_seeds=MIN_SEEDS_FOR_EVIDENCE)
+    elif test == "tost":
+        result = stats.tost(ours, list(theirs), "theirs", stats.EQUIVALENCE_MARGIN, min_seeds=MIN_SEEDS_FOR_EVIDENCE)
+    else:
+        result = stats.spread(ours, list(theirs), "theirs", min_seeds=MIN_SEEDS_FOR_EVIDENCE)
+    if result is None:
+        raise NarrativeError(f"{test} cannot compare {spec!r}: too few seeds, or no spread")
+    if name == "p":
+        return _p_text(result.p)
+    if name == "ci":
+        if not isinstance(result, stats.Equivalence):
+            raise NarrativeError(f"'ci' is the equivalence test's interval: use 'tost' in {spec!r}")
+        return f"[{_signed(result.low, digits)}, {_signed(result.high, digits)}]"
+    if isinstance(result, stats.Spread):
+        raise NarrativeError(f"the spread test gives a p only; got {spec!r}")
+    return _signed(result.difference, digits)
 
 
 def rendered(text: str, source) -> tuple[str, list[str]]:
@@ -157,16 +261,31 @@ def rendered(text: str, source) -> tuple[str, list[str]]:
 
     text = MARK.sub(filler("r", lambda spec: Mark.parse(spec).text(frames, source)), text)
     text = PAPER_MARK.sub(filler("p", paper_text), text)
+    text = COMPARISON_MARK.sub(filler("d", lambda spec: comparison_text(spec, frames, source)), text)
     return MEASURED_MARK.sub(filler("m", measured_text), text), changed
+
+
+def _outside_marks(text: str) -> str:
+    """``text`` with every mark, comment and code span blanked (its lines kept, so they stay countable)."""
+    blank = lambda match: re.sub(r"[^\n]", " ", match[0])  # noqa: E731
+    # code first: a code span may name a mark (`<!--r`) without opening one
+    text = re.sub(r"```.*?```|`[^`\n]*`", blank, text, flags=re.DOTALL)
+    for mark in (MARK, PAPER_MARK, MEASURED_MARK, HISTORY_MARK, COMPARISON_MARK, CONSTANT_MARK, COVERAGE_MARK):
+        text = mark.sub(blank, text)
+    return re.sub(r"<!--.*?-->", blank, text, flags=re.DOTALL)
+
+
+def unmarked_numbers(text: str) -> list[str]:
+    """Every decimal number of ``text`` (two or more decimals: a result's precision) outside a mark,
+    a comment or a code span, with its line: each is quoted by hand, which nothing keeps true."""
+    text = _outside_marks(text)
+    return [f"line {text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in DECIMAL.finditer(text)]
 
 
 def unmarked_spreads(text: str) -> list[str]:
     """Every 'mean ± sd' of ``text`` outside a mark, with the line it sits on: each is a number
     quoted by hand, which nothing keeps true."""
-    blank = lambda match: re.sub(r"[^\n]", " ", match[0])  # noqa: E731 (lines kept, so they stay countable)
-    for mark in (MARK, PAPER_MARK, MEASURED_MARK, HISTORY_MARK):
-        text = mark.sub(blank, text)
-    text = re.sub(r"<!--[^>]*-->", blank, text)
+    text = _outside_marks(text)
     return [f"line {text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in SPREAD.finditer(text)]
 
 
