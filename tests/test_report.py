@@ -558,6 +558,33 @@ def test_a_decimal_number_outside_every_mark_is_quoted_by_hand():
         "a code span naming a mark, `<!--r`, opens none: 0.591. <!-- a comment 0.25 -->"
     )
     assert unmarked_numbers(text) == ["line 1: 0.536", "line 2: 3.50", "line 3: 0.591"]
+    # and every time: a cost is read from the record too
+    times = "fit 582–614 s, a cell 13–31 min or 1.5 h, <!--r a | b | c | 1 | time.fit_s | max:0 -->3,359<!--/r--> s; 2 seeds"
+    assert unmarked_numbers(times) == ["line 1: 582–614 s", "line 1: 13–31 min", "line 1: 1.5 h"]
+
+
+def test_a_cell_s_cost_is_the_sum_of_its_logged_seconds_written_in_the_unit_the_mark_names():
+    """``time.cell_s`` and ``time.evaluation_s`` sum a run's logged seconds (as the report's cost
+    table does); ``/60`` writes minutes; whole numbers group thousands, and per-seed lists of them
+    are kept apart by semicolons."""
+    import pandas as pd
+
+    from bench.report.costs import summed_seconds
+    from bench.report.narrative import NarrativeError, summary
+
+    runs = pd.DataFrame(
+        {"time.fit_s": [600.0, 3000.0], "time.eval_downstream_s": [60.0, 359.0], "time.eval_fid_s": [None, 1.0]}
+    )
+    assert summed_seconds(runs, "time.evaluation_s").tolist() == [60.0, 360.0]
+    assert summed_seconds(runs, "time.cell_s").tolist() == [660.0, 3360.0]
+    assert summed_seconds(runs, "time.fit_s") is None
+    cells = summed_seconds(runs, "time.cell_s")
+    assert summary(cells, "range:0") == "660–3,360" and summary(cells, "range:0/60") == "11–56"
+    assert summary(cells, "seeds:0") == "660; 3,360" and summary(cells, "mean:1/3600") == "0.6"
+    with pytest.raises(NarrativeError, match="a record mark needs"):
+        from bench.report.narrative import Mark
+
+        Mark.parse("a | b | c | 1 | time.fit_s | range:0/7")
 
 
 def test_the_front_page_quotes_the_committed_report_s_coverage(tmp_path):

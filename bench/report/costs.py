@@ -169,12 +169,27 @@ COST_LEGEND = (
 )
 
 
+def summed_seconds(runs: pd.DataFrame, name: str) -> pd.Series | None:
+    """Per-run sums of logged wall seconds that no single metric holds: ``time.evaluation_s``
+    (every evaluator's ``time.eval_*_s``) and ``time.cell_s`` (load, fit, sample, accounting and
+    every evaluator: the cell's cost); None for any other name."""
+    parts = {
+        "time.evaluation_s": [c for c in runs.columns if c.startswith("time.eval_") and c.endswith("_s")],
+        "time.cell_s": [c for c in runs.columns if c.startswith("time.") and c.endswith("_s") and c not in SUMMED],
+    }.get(name)
+    if parts is None:
+        return None
+    return runs[parts].sum(axis=1, min_count=1) if parts else pd.Series(math.nan, index=runs.index)
+
+
+SUMMED = ("time.evaluation_s", "time.cell_s")
+
+
 def measured_cost_rows(runs: pd.DataFrame) -> list[list[str]]:
     """One row per (dataset, method) label of ``runs``: median fit s, evaluation s, peak MiB, runs."""
     if runs.empty or "time.fit_s" not in runs.columns:
         return []
-    evaluation = [c for c in runs.columns if c.startswith("time.eval_") and c.endswith("_s")]
-    frame = runs.assign(evaluation_s=runs[evaluation].sum(axis=1, min_count=1) if evaluation else math.nan)
+    frame = runs.assign(evaluation_s=summed_seconds(runs, "time.evaluation_s"))
     if "peak_memory_mib" not in frame.columns:
         frame = frame.assign(peak_memory_mib=math.nan)
     rows = []

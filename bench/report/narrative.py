@@ -26,8 +26,11 @@ Numbers that are not ours have marks of their own, checked the same way: a paper
 ``<!--h why -->…<!--/h-->``: said to be old, and not checked. A mean ± sd outside every mark is an
 error (:func:`unmarked_spreads`), so none is quoted by hand.
 
-A form may name its decimals after a colon (``range:0`` writes "582–614"; default 3); ``max`` is
-the highest seed, ``range`` the lowest–highest and ``seedK`` seed K's value. A comparison of two setups is a ``<!--d …-->``
+A form may name its decimals after a colon (``range:0`` writes "582–614"; default 3; none groups
+thousands, "3,359") and a unit after a slash (``/60``: seconds written in minutes, ``/3600`` in
+hours); ``max`` is the highest seed, ``range`` the lowest–highest and ``seedK`` seed K's value.
+Besides the logged metrics, ``time.evaluation_s`` and ``time.cell_s`` are a run's evaluation and
+whole-cell seconds (:func:`bench.report.costs.summed_seconds`). A comparison of two setups is a ``<!--d …-->``
 mark, computed by the report's own tests (:mod:`bench.report.stats`)::
 
     <!--d table2 | adult | dp-hp | 1 | downstream.roc_auc vs table2 | adult | uniform | 1 | downstream.roc_auc | paired | Δ -->+0.035<!--/d-->
@@ -50,6 +53,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.report.costs import summed_seconds
 from bench.report.frame import TableError, load_runs
 from bench.report.preset import MEASUREMENTS, MeasuredSeeds
 from bench.report.published import published, table_names
@@ -62,6 +66,8 @@ COMPARISON_MARK = re.compile(r"<!--d (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/d-->"
 CONSTANT_MARK = re.compile(r"<!--c (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/c-->", re.DOTALL)
 SPREAD = re.compile(r"(?<![\d.])\d+\.\d+\s*±\s*\d+\.\d+")
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d{2,}(?!\d|\.\d)")  # 0.53, 3.50 (a result's precision), not 1.17.2
+# a time: 582–614 s, 3,359 s, 1.5 h, 13–31 min (a cost, read from the record's time.*_s)
+DURATION = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?:\s?[–-]\s?\d[\d,]*(?:\.\d+)?)?\s?(?:s|min|h)\b")
 COVERAGE_MARK = re.compile(r"<!--coverage (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/coverage-->", re.DOTALL)
 COVERAGE_HEADING = "## Coverage of the papers' tables and figures"
 FORMATS = ("mean", "mean±sd", "n", "min", "max", "range", "seeds")
@@ -99,6 +105,9 @@ class Mark:
         frame = frames[self.experiment]
         same_eps = frame["epsilon"].map(lambda e: e == self.epsilon or (math.isinf(e) and math.isinf(self.epsilon)))
         selected = frame[(frame["dataset"] == self.dataset) & (frame["method"] == self.method) & same_eps]
+        summed = summed_seconds(selected, self.metric)  # a cell's or its evaluation's seconds
+        if summed is not None:
+            selected = selected.assign(**{self.metric: summed})
         if selected.empty or self.metric not in selected.columns or selected[self.metric].dropna().empty:
             raise NarrativeError(f"no runs of {self} in the record")
         return selected.set_index("seed").sort_index()[self.metric].dropna().astype(float)
@@ -110,9 +119,14 @@ class Mark:
         return f"{self.experiment} | {self.dataset} | {self.method} | ε = {self.epsilon:g} | {self.metric}"
 
 
+FORM = re.compile(r"(?P<name>[a-z±]+|seed\d+)(?::(?P<decimals>\d+))?(?:/(?P<unit>60|3600))?")
+
+
 def _is_form(form: str) -> bool:
-    name, colon, decimals = form.partition(":")
-    return (name in FORMATS or re.fullmatch(r"seed\d+", name) is not None) and (not colon or decimals.isdigit())
+    match = FORM.fullmatch(form)
+    return match is not None and (
+        match["name"] in FORMATS or match["name"].startswith("seed") and match["name"] != "seeds"
+    )
 
 
 def _epsilon(text: str, spec: str) -> float:
@@ -123,14 +137,16 @@ def _epsilon(text: str, spec: str) -> float:
 
 
 def summary(values: pd.Series, form: str) -> str:
-    """Seeds' values written as ``form`` says (:data:`FORMATS`, optionally ``:decimals``)."""
-    name, _, decimals = form.partition(":")
-    digits = int(decimals or 3)
-    write = lambda value: f"{value:.{digits}f}"  # noqa: E731
+    """Seeds' values written as ``form`` says (:data:`FORMATS` or ``seedK``, optionally ``:decimals``
+    and ``/60`` or ``/3600`` for seconds written in minutes or hours); no decimals group thousands."""
+    match = FORM.fullmatch(form)
+    name, digits = match["name"], int(match["decimals"] or 3)
+    values = values / int(match["unit"] or 1)
+    write = lambda value: f"{value:,.0f}" if digits == 0 else f"{value:.{digits}f}"  # noqa: E731
     if name == "n":
         return str(len(values))
-    if name == "seeds":  # each seed's value, in seed order
-        return ", ".join(write(value) for value in values)
+    if name == "seeds":  # each seed's value, in seed order (";" between values that group thousands)
+        return ("; " if "," in "".join(map(write, values)) else ", ").join(write(value) for value in values)
     if name == "min":  # the lowest seed
         return write(values.min())
     if name == "max":
@@ -276,10 +292,12 @@ def _outside_marks(text: str) -> str:
 
 
 def unmarked_numbers(text: str) -> list[str]:
-    """Every decimal number of ``text`` (two or more decimals: a result's precision) outside a mark,
-    a comment or a code span, with its line: each is quoted by hand, which nothing keeps true."""
+    """Every decimal number (two or more decimals: a result's precision) and every time of ``text``
+    outside a mark, a comment or a code span, with its line: each is quoted by hand, which nothing
+    keeps true."""
     text = _outside_marks(text)
-    return [f"line {text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in DECIMAL.finditer(text)]
+    found = sorted((m.start(), m[0]) for pattern in (DECIMAL, DURATION) for m in pattern.finditer(text))
+    return [f"line {text.count(chr(10), 0, start) + 1}: {number}" for start, number in found]
 
 
 def unmarked_spreads(text: str) -> list[str]:
