@@ -483,11 +483,13 @@ def test_narrative_marks_name_a_paper_s_value_or_another_code_s_seeds_and_refuse
         "<!--p dphp-fig3 | mnist | dp-hp | 1 | n=60000 | mean±sd -->?<!--/p--> "
         "<!--p dpmerf-table1 | adult | real | inf | ROC (hard labels) | mean -->?<!--/p--> "
         "<!--m authors_dphp_adult_seeds_2026-11-26.json | roc | n -->?<!--/m--> "
-        "<!--h an old record -->0.111 ± 0.222<!--/h-->"
+        "<!--h an old record -->0.111 ± 0.222<!--/h--> "
+        "<!--m image_cell_costs_2026-11-27.json | @setups[method=dp-gan,dataset=mnist].fit_seconds | mean:0 -->?<!--/m-->"
     )
     new, changed = rendered(text, source=None)
     assert "-->0.7299 ± 0.0103<!--/p-->" in new and "-->0.730<!--/p-->" in new and "-->10<!--/m-->" in new
-    assert len(changed) == 3 and "0.111 ± 0.222" in new and unmarked_spreads(new) == []
+    assert "-->795<!--/m-->" in new  # a file without seeds: one number, by its path
+    assert len(changed) == 4 and "0.111 ± 0.222" in new and unmarked_spreads(new) == []
     assert unmarked_spreads("ours 0.5 ± 0.1 and\n0.25 ±\n 0.05") == ["line 1: 0.5 ± 0.1", "line 2: 0.25 ±\n 0.05"]
     for bad, why in (
         ("<!--p dphp-table99 | mnist | dp-hp | 1 | MEAN | mean -->?<!--/p-->", "no published table"),
@@ -495,6 +497,11 @@ def test_narrative_marks_name_a_paper_s_value_or_another_code_s_seeds_and_refuse
         ("<!--p dpmerf-table1 | adult | real | 1 | ROC (hard labels) | mean -->?<!--/p-->", "prints no number"),
         ("<!--m nothing.json | roc | mean -->?<!--/m-->", "no measurement file"),
         ("<!--m authors_dphp_adult_seeds_2026-11-26.json | roc | median -->?<!--/m-->", "a mark needs"),
+        ("<!--m image_cell_costs_2026-11-27.json | @setups[method=dp-gan].fit_seconds | mean -->?<!--/m-->", "2 items"),
+        (
+            "<!--m image_cell_costs_2026-11-27.json | @setups[method=real,dataset=mnist].cpu | mean -->?<!--/m-->",
+            "no 'cpu'",
+        ),
     ):
         with pytest.raises(NarrativeError, match=why):
             rendered(bad, source=None)

@@ -22,7 +22,8 @@ Numbers that are not ours have marks of their own, checked the same way: a paper
 (``<!--p TABLE | dataset | method | ε | column | mean or mean±sd -->``, read from
 ``bench/report/published/TABLE.toml``), and another code's seeds measured here
 (``<!--m FILE | key | mean, mean±sd, n or min -->``, from the per-seed values of
-``docs/measurements/FILE``). A number of a record since replaced, quoted as history, is marked
+``docs/measurements/FILE``; a key ``@path`` names one number of a file without seeds,
+``@setups[method=dp-gan,dataset=mnist].fit_seconds``). A number of a record since replaced, quoted as history, is marked
 ``<!--h why -->…<!--/h-->``: said to be old, and not checked. A mean ± sd outside every mark is an
 error (:func:`unmarked_spreads`), so none is quoted by hand.
 
@@ -200,10 +201,34 @@ def measured_text(spec: str) -> str:
 def _measured(file: str, key: str) -> pd.Series:
     if not (MEASUREMENTS / file).is_file():
         raise NarrativeError(f"no measurement file docs/measurements/{file}")
+    if key.startswith("@"):
+        return pd.Series([_json_value(file, key[1:])], dtype=float)
     try:
         return pd.Series(MeasuredSeeds("", file, ((key, key),)).values()[key], dtype=float)
     except KeyError:
         raise NarrativeError(f"docs/measurements/{file} has no per-seed {key!r}") from None
+
+
+def _json_value(file: str, path: str) -> float:
+    """The number at ``path`` of a measurement file that holds no per-seed values: dotted keys, a
+    list item picked by its fields (``setups[method=dp-gan,dataset=mnist].fit_seconds``)."""
+    import json
+
+    node = json.loads((MEASUREMENTS / file).read_text())
+    for step in path.split("."):
+        name, _, picked = step.partition("[")
+        if not isinstance(node, dict) or name not in node:
+            raise NarrativeError(f"docs/measurements/{file} has no {name!r} on the path {path!r}")
+        node = node[name]
+        if picked:
+            wanted = dict(pair.split("=", 1) for pair in picked.rstrip("]").split(","))
+            items = [item for item in node if all(str(item.get(k)) == v for k, v in wanted.items())]
+            if len(items) != 1:
+                raise NarrativeError(f"docs/measurements/{file}: {len(items)} items of {name!r} match [{picked}")
+            node = items[0]
+    if not isinstance(node, (int, float)):
+        raise NarrativeError(f"docs/measurements/{file}: {path!r} is not a number")
+    return float(node)
 
 
 def _signed(value: float, digits: int) -> str:
