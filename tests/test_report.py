@@ -567,7 +567,12 @@ def test_a_decimal_number_outside_every_mark_is_quoted_by_hand():
     assert unmarked_numbers(text) == ["line 1: 0.536", "line 2: 3.50", "line 3: 0.591"]
     # and every time: a cost is read from the record too
     times = "fit 582–614 s, a cell 13–31 min or 1.5 h, <!--r a | b | c | 1 | time.fit_s | max:0 -->3,359<!--/r--> s; 2 seeds"
-    assert unmarked_numbers(times) == ["line 1: 582–614 s", "line 1: 13–31 min", "line 1: 1.5 h"]
+    assert unmarked_numbers(times) == ["line 1: 582–614 s", "line 1: 13–31 min", "line 1: 1.5 h", "line 1: 2"]
+    # and every seed count a finding rests on (not a seed's number)
+    counts = (
+        "over 5 seeds, 3–5 seeds, seeds 0–4, <!--r a | b | c | 1 | m | n -->5<!--/r--> seeds, 12 seeded, 2 seed-sds"
+    )
+    assert unmarked_numbers(counts) == ["line 1: 5", "line 1: 3–5"]
 
 
 def test_a_cell_s_cost_is_the_sum_of_its_logged_seconds_written_in_the_unit_the_mark_names():

@@ -68,6 +68,8 @@ CONSTANT_MARK = re.compile(r"<!--c (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/c-->", 
 SPREAD = re.compile(r"(?<![\d.])\d+\.\d+\s*±\s*\d+\.\d+")
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d{2,}(?!\d|\.\d)")  # 0.53, 3.50 (a result's precision), not 1.17.2
 # a time: 582–614 s, 3,359 s, 1.5 h, 13–31 min (a cost, read from the record's time.*_s)
+# a seed count a finding rests on: 5 seeds, 3–5 seeds (read from the record: form ``n``)
+SEED_COUNT = re.compile(r"(?<![\w.,])\d+(?:\s?[–-]\s?\d+)?(?= seeds?\b(?!-))")  # not "2 seed-sds"
 DURATION = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?:\s?[–-]\s?\d[\d,]*(?:\.\d+)?)?\s?(?:s|min|h)\b")
 COVERAGE_MARK = re.compile(r"<!--coverage (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/coverage-->", re.DOTALL)
 COVERAGE_HEADING = "## Coverage of the papers' tables and figures"
@@ -317,11 +319,11 @@ def _outside_marks(text: str) -> str:
 
 
 def unmarked_numbers(text: str) -> list[str]:
-    """Every decimal number (two or more decimals: a result's precision) and every time of ``text``
-    outside a mark, a comment or a code span, with its line: each is quoted by hand, which nothing
-    keeps true."""
+    """Every decimal number (two or more decimals: a result's precision), every time and every seed
+    count of ``text`` outside a mark, a comment or a code span, with its line: each is quoted by
+    hand, which nothing keeps true."""
     text = _outside_marks(text)
-    found = sorted((m.start(), m[0]) for pattern in (DECIMAL, DURATION) for m in pattern.finditer(text))
+    found = sorted((m.start(), m[0]) for pattern in (DECIMAL, DURATION, SEED_COUNT) for m in pattern.finditer(text))
     return [f"line {text.count(chr(10), 0, start) + 1}: {number}" for start, number in found]
 
 
