@@ -161,6 +161,21 @@ def test_listing_help_and_argument_errors_import_no_heavy_package(argv):
     assert heavy_modules_after(code) == []
 
 
+def test_planning_a_grid_of_light_methods_does_not_import_torch():
+    """`run`'s process expands the grid and picks its worker count before any cell starts: for
+    methods that need no torch, on a machine without a GPU driver, neither step imports it (a
+    second or more of every such CLI run; the cells' own processes import what they fit with)."""
+    from bench.cli.run import gpu_driver_present
+
+    code = (
+        "from bench.harness.grid import GridSpec, expand\nfrom bench.cli.run import default_jobs\n"
+        "cells, _ = expand(GridSpec(['uniform', 'independent'], ['cervical', 'adult'], [1.0], [0]))\n"
+        "assert len(cells) == 4 and {c.evaluators for c in cells} == {('downstream',)}\n"
+        "assert default_jobs(cells, 1) >= 1"
+    )
+    assert "torch" not in heavy_modules_after(code) or gpu_driver_present()
+
+
 def test_plugin_packages_and_core_contracts_are_light():
     code = "import methods, datasets, evaluators, bench.core.data, bench.api.contracts, bench.api.registry, bench.core.params"
     assert heavy_modules_after(code) == []

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import datetime
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -119,14 +120,22 @@ def without_shared_cells(shares: tuple[str, ...], grids: list[tuple[str, list, l
     return kept
 
 
+# what a CUDA (or ROCm, or WSL's) GPU driver exposes; without any of them torch sees no GPU
+GPU_DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/dev/kfd")
+
+
+def gpu_driver_present() -> bool:
+    return any(os.path.exists(path) for path in GPU_DRIVER_PATHS)
+
+
 def default_jobs(cells: list, threads: int) -> int:
     """Worker processes when --jobs is not given: the cores this process may use, divided by the
     threads of a cell, so that a grid uses the machine without oversubscribing it; one when a cell
     runs on a GPU (cells would share it)."""
     if any(cell.device == "cuda" for cell in cells):
         return 1
-    if any(cell.device == "auto" for cell in cells):
-        import torch
+    if any(cell.device == "auto" for cell in cells) and gpu_driver_present():
+        import torch  # only where a GPU driver is: importing torch costs this process seconds
 
         if torch.cuda.is_available():
             return 1

@@ -10,7 +10,7 @@ from typing import Any
 
 from pathlib import Path
 
-from bench.core.data import RunProtocol
+from bench.core.data import DataKind, RunProtocol
 from bench.core.errors import UsageError
 from bench.core.params import PROFILES, HyperParameterError, ResolvedParams, parse_like
 from bench.api.registry import DATASETS, EVALUATORS, METHODS
@@ -254,6 +254,19 @@ def _cell_evaluator_settings(
     return settings
 
 
+def default_evaluators(kinds: set[DataKind]) -> list:
+    """The evaluators a grid of these data kinds may run unnamed, read off their cards first, so
+    that a tabular grid does not import the image evaluators (and torch) to learn they do not apply:
+    a card without kinds or tags is loaded and asked (the conformance check holds built-ins' cards
+    to their objects)."""
+    wanted = {kind.value for kind in kinds}
+    return [
+        EVALUATORS.get(card.name)
+        for card in EVALUATORS.cards()
+        if not card.kinds or (wanted & set(card.kinds) and "named-only" not in card.tags)
+    ]
+
+
 def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     """The grid's cells and notes on skipped combinations. Unknown names raise RegistryError."""
     methods = [METHODS.get(name) for name in spec.methods]
@@ -261,7 +274,7 @@ def expand(spec: GridSpec) -> tuple[list[Cell], list[str]]:
     chosen_evaluators = (
         [EVALUATORS.get(name) for name in spec.evaluators]
         if spec.evaluators is not None
-        else [e for e in EVALUATORS if getattr(e, "run_by_default", True)]
+        else [e for e in default_evaluators({d.kind for d in datasets}) if getattr(e, "run_by_default", True)]
     )
     settings = evaluator_settings(spec.evaluator_overrides)
     cells: list[Cell] = []
