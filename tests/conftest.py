@@ -189,6 +189,11 @@ def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin_dir), str(REPO), os.environ.get("PYTHONPATH", "")]))
+    # the registries read DPBENCH_PLUGINS once per process: let this process read it before it names
+    # the test plugins, so that they reach the CLI's processes only and never the other tests here
+    from bench.api.registry import METHODS
+
+    METHODS.names()
     monkeypatch.setenv("DPBENCH_PLUGINS", "dpbench_test_plugins")
     monkeypatch.syspath_prepend(str(plugin_dir))
     return tmp_path
