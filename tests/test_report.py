@@ -496,7 +496,7 @@ def test_narrative_marks_name_a_paper_s_value_or_another_code_s_seeds_and_refuse
         ("<!--p dpmerf-table1 | adult | real | inf | ROC (hard labels) | mean±sd -->?<!--/p-->", "no spread"),
         ("<!--p dpmerf-table1 | adult | real | 1 | ROC (hard labels) | mean -->?<!--/p-->", "prints no number"),
         ("<!--m nothing.json | roc | mean -->?<!--/m-->", "no measurement file"),
-        ("<!--m authors_dphp_adult_seeds_2026-11-26.json | roc | median -->?<!--/m-->", "a mark needs"),
+        ("<!--m authors_dphp_adult_seeds_2026-11-26.json | roc | mode -->?<!--/m-->", "a mark needs"),
         ("<!--m image_cell_costs_2026-11-27.json | @setups[method=dp-gan].fit_seconds | mean -->?<!--/m-->", "2 items"),
         (
             "<!--m image_cell_costs_2026-11-27.json | @setups[method=real,dataset=mnist].cpu | mean -->?<!--/m-->",
@@ -573,6 +573,15 @@ def test_a_decimal_number_outside_every_mark_is_quoted_by_hand():
         "over 5 seeds, 3–5 seeds, seeds 0–4, <!--r a | b | c | 1 | m | n -->5<!--/r--> seeds, 12 seeded, 2 seed-sds"
     )
     assert unmarked_numbers(counts) == ["line 1: 5", "line 1: 3–5"]
+    # and every number grouped in thousands (a sum, a row count) and every percentage
+    grouped = "sums 317,000 [373,000, 1,070,000], <!--c rows -->22,561<!--/c--> rows, 86% and 5.4% of it, 2026, 1000"
+    assert unmarked_numbers(grouped) == [
+        "line 1: 317,000",
+        "line 1: 373,000",
+        "line 1: 1,070,000",
+        "line 1: 86%",
+        "line 1: 5.4%",
+    ]
 
 
 def test_a_cell_s_cost_is_the_sum_of_its_logged_seconds_written_in_the_unit_the_mark_names():
@@ -597,6 +606,18 @@ def test_a_cell_s_cost_is_the_sum_of_its_logged_seconds_written_in_the_unit_the_
         from bench.report.narrative import Mark
 
         Mark.parse("a | b | c | 1 | time.fit_s | range:0/7")
+
+
+def test_median_and_iqr_marks_write_a_heavy_tailed_metric_as_the_report_s_tables_do():
+    import pandas as pd
+
+    from bench.report.narrative import summary
+    from bench.report.tables import summary_text
+
+    sums = pd.Series([542550.0, 447220.0, 2818775.0, 528944.0, 570292.0])
+    assert summary(sums, "median:0") == "542,550" and summary(sums, "iqr:0") == "[528,944, 570,292]"
+    # the same statistics REPORT's cell rounds to 3 significant digits
+    assert summary_text(sums, heavy_tailed=True) == "median 543,000 [529,000, 570,000] (5)"
 
 
 def test_the_front_page_quotes_the_committed_report_s_coverage(tmp_path):

@@ -29,7 +29,8 @@ error (:func:`unmarked_spreads`), so none is quoted by hand.
 
 A form may name its decimals after a colon (``range:0`` writes "582–614"; default 3; none groups
 thousands, "3,359") and a unit after a slash (``/60``: seconds written in minutes, ``/3600`` in
-hours); ``max`` is the highest seed, ``range`` the lowest–highest and ``seedK`` seed K's value.
+hours); ``max`` is the highest seed, ``range`` the lowest–highest, ``median`` and ``iqr`` ("[q1, q3]") as REPORT
+writes a heavy-tailed metric, and ``seedK`` seed K's value.
 Besides the logged metrics, ``time.evaluation_s`` and ``time.cell_s`` are a run's evaluation and
 whole-cell seconds (:func:`bench.report.costs.summed_seconds`). A comparison of two setups is a ``<!--d …-->``
 mark, computed by the report's own tests (:mod:`bench.report.stats`)::
@@ -70,10 +71,13 @@ DECIMAL = re.compile(r"(?<![\w.])\d+\.\d{2,}(?!\d|\.\d)")  # 0.53, 3.50 (a resul
 # a time: 582–614 s, 3,359 s, 1.5 h, 13–31 min (a cost, read from the record's time.*_s)
 # a seed count a finding rests on: 5 seeds, 3–5 seeds (read from the record: form ``n``)
 SEED_COUNT = re.compile(r"(?<![\w.,])\d+(?:\s?[–-]\s?\d+)?(?= seeds?\b(?!-))")  # not "2 seed-sds"
+# a number grouped in thousands (a sum, a row count) and a percentage
+GROUPED = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
+PERCENT = re.compile(r"(?<![\w.,])\d+(?:\.\d+)?\s?%")
 DURATION = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?:\s?[–-]\s?\d[\d,]*(?:\.\d+)?)?\s?(?:s|min|h)\b")
 COVERAGE_MARK = re.compile(r"<!--coverage (?P<spec>[^>]*?) -->(?P<text>.*?)<!--/coverage-->", re.DOTALL)
 COVERAGE_HEADING = "## Coverage of the papers' tables and figures"
-FORMATS = ("mean", "mean±sd", "n", "min", "max", "range", "seeds")
+FORMATS = ("mean", "mean±sd", "n", "min", "max", "range", "median", "iqr", "seeds")
 TESTS = ("paired", "welch", "tost", "spread")
 COMPARISON_FORMS = ("Δ", "p", "ci")
 
@@ -161,6 +165,10 @@ def summary(values: pd.Series, form: str) -> str:
         return write(values.loc[seed])
     if name == "range":
         return f"{write(values.min())}–{write(values.max())}"
+    if name == "median":  # with iqr, a heavy-tailed metric's summary as REPORT's tables give it
+        return write(values.median())
+    if name == "iqr":
+        return f"[{write(values.quantile(0.25))}, {write(values.quantile(0.75))}]"
     if name == "mean":
         return write(values.mean())
     return f"{write(values.mean())} ± {write(values.std(ddof=1))}"
@@ -319,11 +327,12 @@ def _outside_marks(text: str) -> str:
 
 
 def unmarked_numbers(text: str) -> list[str]:
-    """Every decimal number (two or more decimals: a result's precision), every time and every seed
-    count of ``text`` outside a mark, a comment or a code span, with its line: each is quoted by
+    """Every decimal number (two or more decimals: a result's precision), every time, seed count,
+    percentage and number grouped in thousands of ``text`` outside a mark, a comment or a code span, with its line: each is quoted by
     hand, which nothing keeps true."""
     text = _outside_marks(text)
-    found = sorted((m.start(), m[0]) for pattern in (DECIMAL, DURATION, SEED_COUNT) for m in pattern.finditer(text))
+    patterns = (DECIMAL, DURATION, SEED_COUNT, GROUPED, PERCENT)
+    found = sorted({(m.start(), m[0]) for pattern in patterns for m in pattern.finditer(text)})
     return [f"line {text.count(chr(10), 0, start) + 1}: {number}" for start, number in found]
 
 
