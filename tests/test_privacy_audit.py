@@ -350,3 +350,58 @@ def test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu(d
     rng = np.random.default_rng(3)  # the bound's coverage on known Gaussians: below the truth, close at n = 5,000
     d, d_prime = rng.normal(0, 1, 5000), rng.normal(1.0, 1, 5000)
     assert 0.93 < fitted_mu_lower(d, d_prime) < 1.0
+
+
+def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(tmp_path):
+    """The black-box audit fits whole generators (minutes each for an outside library): each
+    finished run is kept, so an audit killed after 7 of 20 runs fits only the other 13 when run
+    again, and ends at the same bound as an audit never stopped; a line cut short by the kill is
+    fitted again, and other settings or other code name another file."""
+    import os
+
+    from bench.harness.auditing import audit_black_box, black_box_checkpoint
+
+    data_dir = os.environ.get("DPBENCH_DATA_DIR")
+    settings = dict(method="independent", dataset="adult-discrete", epsilon=1.0, delta=1e-5, rows=200)
+    checkpoint = black_box_checkpoint(tmp_path / "audits", settings)
+    assert checkpoint != black_box_checkpoint(tmp_path / "audits", {**settings, "epsilon": 3.0})
+    arguments = ("independent", "adult-discrete", 1.0, 1e-5, 20, 200)
+
+    def killed_after(runs):
+        def progress(done, total):
+            if done == runs:
+                raise KeyboardInterrupt
+
+        return progress
+
+    with pytest.raises(KeyboardInterrupt):
+        audit_black_box(*arguments, data_dir=data_dir, checkpoint=checkpoint, progress=killed_after(7))
+    assert len(checkpoint.read_text().splitlines()) == 7
+    with checkpoint.open("a") as out:  # the kill cut the 8th run's line short
+        out.write('{"run": 7, "d": 1')
+    fitted = []
+    resumed = audit_black_box(
+        *arguments, data_dir=data_dir, checkpoint=checkpoint, progress=lambda done, total: fitted.append(done)
+    )
+    assert fitted == list(range(8, 21))  # runs 7–19 fitted; 0–6 read back
+    uninterrupted = audit_black_box(*arguments, data_dir=data_dir)
+    assert resumed.lower_bound == uninterrupted.lower_bound and resumed.claimed_epsilon == uninterrupted.claimed_epsilon
+    assert len(checkpoint.read_text().splitlines()) == 20
+
+
+def test_the_audit_command_resumes_a_black_box_audit_and_logs_its_code(tmp_path, monkeypatch, capsys):
+    from bench.cli import main
+    from bench.harness import tracking
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    command = ["audit", "--method", "independent", "--dataset", "adult-discrete", "--black-box", "--no-progress"]
+    command += ["--runs", "20", "--rows", "100"]
+    assert main(command) == 0 and "resuming" not in capsys.readouterr().err
+    assert main(command) == 0
+    assert "resuming: 20 run(s) of this audit" in capsys.readouterr().err
+    client = tracking.client()
+    runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "audit", create=False)))
+    assert [len(run.data.tags["git_commit"]) >= 40 for run in runs] == [True, True]
+    (bound,) = {run.data.metrics["audit.epsilon_lower_bound"] for run in runs}  # the same scores, read back

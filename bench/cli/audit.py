@@ -101,11 +101,26 @@ def command_audit(args: argparse.Namespace) -> int:
         shared["calibrator"] = args.calibrator
     if args.level != "step":  # one DP-SGD step's audit takes seconds; the others fit the method 2 × runs times
         shared["progress"] = audit_progress(args.runs, args.level, disabled=args.no_progress)
+    if args.level == "black-box":  # whole fits, minutes each for an outside library: a killed audit resumes
+        shared["checkpoint"] = resumable(settings)
     result = audit(args.method, args.dataset, epsilon, delta, args.runs, args.rows, **shared)
     print(result.summary())
     run_id = log_audit_result(result, args, settings)
     print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
     return 0
+
+
+def resumable(settings: dict) -> Path | None:
+    """The black-box audit's checkpoint in the cache folder, and a line on stderr when it resumes."""
+    from bench.core.paths import cache_dir
+    from bench.harness.auditing import black_box_checkpoint
+
+    identity = {k: v for k, v in settings.items() if k not in ("runs", "calibrator")}  # what the scores depend on
+    checkpoint = black_box_checkpoint(cache_dir() / "audits", identity)
+    if checkpoint is not None and checkpoint.exists():
+        done = len(checkpoint.read_text(encoding="utf-8").splitlines())
+        print(f"resuming: {done} run(s) of this audit are in {checkpoint}", file=sys.stderr)
+    return checkpoint
 
 
 def audit_progress(runs: int, level: str, disabled: bool):

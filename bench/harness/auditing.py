@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,11 +105,13 @@ def audit_method(
 
 def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any]) -> str:
     from bench.harness import tracking
+    from bench.harness.provenance import run_context_tags
 
     client = tracking.client()
     run = client.create_run(
         tracking.experiment_id(client, experiment),
         tags={
+            **run_context_tags(),  # the code and machine, as a cell's run: an audit's bound names its code
             "mlflow.runName": f"audit {result.method}/{result.dataset}",
             "kind": "audit",
             "verdict": "violation" if result.violated else "consistent",
@@ -247,13 +250,19 @@ def audit_black_box(
     overrides: Mapping[str, str] | None = None,
     profile: str = "smoke",
     progress: Callable[[int, int], None] = lambda done, total: None,
+    checkpoint: Path | None = None,
 ) -> AuditResult:
     """The output-only audit (issue 60): ``runs`` whole fits on D (the first ``rows`` training
     rows) and on D′ (row 0 replaced by :func:`canary_of`'s canary), each with its own seed; each
     fit's sample of ``rows`` rows scored by :func:`canary_statistic`; the ε lower bound of
     :func:`bench.privacy.audit.epsilon_lower_bound`. It needs no ledger, so it audits an outside
     library as it audits a built-in; a bound below the claim proves nothing (a weak statistic
-    gives a low bound for any generator)."""
+    gives a low bound for any generator).
+
+    ``checkpoint``: a file each finished run's two scores are appended to, and read back on a
+    later call (a killed audit of minutes-long fits resumes where it stopped); the caller names it
+    by everything the scores depend on (:func:`black_box_checkpoint`). Run ``i`` fits with seed
+    ``seed + 1 + i`` whatever ``runs`` is, so a longer audit extends a shorter one's runs."""
     import time
 
     from bench.api.contracts import FitContext
@@ -274,16 +283,22 @@ def audit_black_box(
     neighbour = type(full)(x, y, full.schema)
     params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
     budget = PrivacyBudget(epsilon, delta)
-    started, claimed = time.perf_counter(), math.nan
-    scores: dict[str, list[float]] = {"d": [], "d_prime": []}
-    for run in range(runs):
+    started = time.perf_counter()
+    finished = _finished_runs(checkpoint)[:runs]
+    for run in range(len(finished), runs):
+        scored = {}
         for side, data in (("d", train), ("d_prime", neighbour)):
             ledger = PrivacyLedger(budget)
             context = FitContext.of(dataset, params, seed + 1 + run, ledger, data_dir=data_dir)
             sample = method.fit(PrivateData(data, ledger), context).sample(rows)
-            scores[side].append(canary_statistic(sample, canary))
-            claimed = ledger.epsilon_spent
+            scored[side] = canary_statistic(sample, canary)
+        finished.append({"run": run, **scored, "claimed": ledger.epsilon_spent})
+        if checkpoint is not None:
+            with checkpoint.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(finished[-1]) + "\n")
         progress(run + 1, runs)
+    scores = {side: [float(done[side]) for done in finished] for side in ("d", "d_prime")}
+    claimed = finished[-1]["claimed"]
     bound = epsilon_lower_bound(np.array(scores["d"]), np.array(scores["d_prime"]), delta)
     return AuditResult(
         method_name,
@@ -297,3 +312,40 @@ def audit_black_box(
         wall_s=time.perf_counter() - started,
         releases=("black box: the synthetic output only (canary statistic)",),
     )
+
+
+def black_box_checkpoint(folder: Path, settings: Mapping[str, Any]) -> Path | None:
+    """Where a black-box audit keeps its finished runs: a file named by the hash of everything its
+    scores depend on — ``settings`` (method, dataset, ε, δ, rows, seed, profile, overrides) and the
+    code (commit, and the diff's hash when uncommitted). None when the code cannot be named (no
+    git): scores of unnamed code are not reused."""
+    import hashlib
+
+    from bench.harness.provenance import git_commit, git_diff_sha256
+
+    commit = git_commit()
+    if commit == "unknown":
+        return None
+    code = {"commit": commit, "diff": git_diff_sha256() if commit.endswith("-dirty") else None}
+    key = json.dumps({"settings": {k: str(v) for k, v in settings.items()}, "code": code}, sort_keys=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"black-box-{hashlib.sha256(key.encode()).hexdigest()[:20]}.jsonl"
+
+
+def _finished_runs(checkpoint: Path | None) -> list[dict]:
+    """The runs a checkpoint holds, in order; a line cut short by a kill, and what follows it, is
+    dropped (that run is fitted again)."""
+    finished: list[dict] = []
+    if checkpoint is None or not checkpoint.exists():
+        return finished
+    for line in checkpoint.read_text(encoding="utf-8").splitlines():
+        try:
+            run = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if run.get("run") != len(finished):
+            break
+        finished.append(run)
+    if len(finished) != len(checkpoint.read_text(encoding="utf-8").splitlines()):  # keep only whole runs
+        checkpoint.write_text("".join(json.dumps(run) + "\n" for run in finished), encoding="utf-8")
+    return finished
