@@ -664,3 +664,20 @@ def test_the_cost_table_gives_medians_of_what_the_runs_logged():
     rows = {row[1]: row for row in measured_cost_rows(frame)}
     assert rows["independent"][2:] == ["2.00", "20.0", "400", "3"]  # evaluation: the median of 12, 20 and 34
     assert rows["real"][2:] == ["0.500", "7.00", "200", "1"]
+
+
+def test_a_mark_may_name_a_setup_s_runs_in_two_experiments_as_a_preset_sharing_them_reads_them():
+    """Table 8's D_prod = 5 row is dphp-gaps' seeds 0–2 and table8's seeds 3–4 (``Preset.shares``):
+    a mark naming ``table8 + dphp-gaps`` reads all five, and one seed in both is an error."""
+    from pathlib import Path
+
+    from bench.report.narrative import Mark, NarrativeError
+    from bench.report.source import RecordSource
+
+    source = RecordSource(Path(__file__).resolve().parents[1] / "results" / "runs")
+    setup = "adult-discrete [protocol paper] | dp-hp | 1 | marginals.paper.tv_3 | seeds"
+    both = Mark.parse(f"table8 + dphp-gaps | {setup}").values({}, source)
+    apart = [Mark.parse(f"{experiment} | {setup}").values({}, source) for experiment in ("table8", "dphp-gaps")]
+    assert list(both.index) == [0, 1, 2, 3, 4] and sorted(both) == sorted([*apart[0], *apart[1]])
+    with pytest.raises(NarrativeError, match="seed 0 is in two experiments"):
+        Mark.parse(f"dphp-gaps + dphp-gaps | {setup}").values({}, source)

@@ -31,7 +31,8 @@ A form may name its decimals after a colon (``range:0`` writes "582–614"; defa
 thousands, "3,359") and a unit after a slash (``/60``: seconds written in minutes, ``/3600`` in
 hours); ``max`` is the highest seed, ``range`` the lowest–highest, ``median`` and ``iqr`` ("[q1, q3]") as REPORT
 writes a heavy-tailed metric, and ``seedK`` seed K's value.
-Besides the logged metrics, ``time.evaluation_s`` and ``time.cell_s`` are a run's evaluation and
+An experiment ``table8 + dphp-gaps`` reads a setup's seeds in both, as a preset reads the cells it
+shares with another (``Preset.shares``). Besides the logged metrics, ``time.evaluation_s`` and ``time.cell_s`` are a run's evaluation and
 whole-cell seconds (:func:`bench.report.costs.summed_seconds`). A comparison of two setups is a ``<!--d …-->``
 mark, computed by the report's own tests (:mod:`bench.report.stats`)::
 
@@ -106,17 +107,26 @@ class Mark:
         return Mark(fields[0], fields[1], fields[2], _epsilon(fields[3], spec), fields[4], fields[5])
 
     def values(self, frames: dict[str, pd.DataFrame], source) -> pd.Series:
-        """The setup's values, indexed by seed."""
-        if self.experiment not in frames:
-            frames[self.experiment] = load_runs(self.experiment, source)
-        frame = frames[self.experiment]
+        """The setup's values, indexed by seed; ``a + b`` names the setup's runs in two experiments
+        (as a preset reads a setup it shares with another: ``Preset.shares``)."""
+        parts = [self._values_in(name.strip(), frames, source) for name in self.experiment.split("+")]
+        values = pd.concat(parts).sort_index()
+        if values.index.duplicated().any():
+            raise NarrativeError(f"{self}: seed {values.index[values.index.duplicated()][0]} is in two experiments")
+        return values
+
+    def _values_in(self, experiment: str, frames: dict[str, pd.DataFrame], source) -> pd.Series:
+        if experiment not in frames:
+            frames[experiment] = load_runs(experiment, source)
+        frame = frames[experiment]
         same_eps = frame["epsilon"].map(lambda e: e == self.epsilon or (math.isinf(e) and math.isinf(self.epsilon)))
         selected = frame[(frame["dataset"] == self.dataset) & (frame["method"] == self.method) & same_eps]
         summed = summed_seconds(selected, self.metric)  # a cell's or its evaluation's seconds
         if summed is not None:
             selected = selected.assign(**{self.metric: summed})
         if selected.empty or self.metric not in selected.columns or selected[self.metric].dropna().empty:
-            raise NarrativeError(f"no runs of {self} in the record")
+            where = f" (experiment {experiment})" if "+" in self.experiment else ""
+            raise NarrativeError(f"no runs of {self} in the record{where}")
         return selected.set_index("seed").sort_index()[self.metric].dropna().astype(float)
 
     def text(self, frames: dict[str, pd.DataFrame], source) -> str:
