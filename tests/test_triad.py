@@ -89,6 +89,7 @@ def test_the_privacy_utility_section_of_the_report_shows_the_triad_once_its_runs
 def test_an_audit_logged_by_bench_audit_is_found_by_its_target_epsilon(tmp_path, monkeypatch):
     """The triad keys an audit by (method, dataset, ε) read from its typed metric, the ε it was
     asked at, not from a string param; a DP-SGD step audit's qualified names are its method's."""
+    from bench.cli import main
     from bench.harness.auditing import log_audit
     from bench.privacy.audit import AuditResult
     from bench.report.source import MlflowSource
@@ -99,3 +100,16 @@ def test_an_audit_logged_by_bench_audit_is_found_by_its_target_epsilon(tmp_path,
         result = AuditResult(method, "cervical (first 100 rows)", 50, 3.9, 1e-5, bound, 1.0, None, 1.0, ("r",))
         log_audit(result, "audit", {"epsilon": 4.0, "delta": 1e-5, "runs": 50})
     assert audit_bounds(source=MlflowSource()) == {("dp-gan", "cervical", 4.0): 0.7, ("mst", "cervical", 4.0): 0.2}
+    # exported to a record folder, each audit names its code and is read back alike (REPORT's triad)
+    from bench.harness.record import load_records
+    from bench.report.source import RecordSource
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "--experiment", "audit", "--out", str(tmp_path / "runs"), "--allow-dirty"]) == 0
+    records = load_records(tmp_path / "runs")
+    assert len(records) == 3 and all(r.kind == "audit" and len(r.code.commit) == 40 for r in records)
+    assert all(
+        path.name.startswith("audit_") and "audit_audit" not in path.name
+        for path in (tmp_path / "runs" / "audit").iterdir()
+    )
+    assert audit_bounds(source=RecordSource(tmp_path / "runs")) == audit_bounds(source=MlflowSource())

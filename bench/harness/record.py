@@ -98,7 +98,8 @@ class Record:
     schema: str = SCHEMA
 
     def file_name(self) -> str:
-        stem = self.label if self.kind == "cell" else f"audit {self.label}"
+        # an audit's label is its run's name, "audit M/D (…)"; a run named otherwise still says it is one
+        stem = self.label if self.kind == "cell" or self.label.startswith("audit ") else f"audit {self.label}"
         readable = re.sub(r"[^A-Za-z0-9.=+-]+", "_", stem.replace("ε", "eps")).strip("_")
         return f"{readable}__{self.key}.json"
 
