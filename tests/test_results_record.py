@@ -36,8 +36,12 @@ def test_every_committed_record_s_privacy_claim_is_reproduced_from_the_record_al
     everything = load_records(COMMITTED)
     # a failed cell's record (a library that crashed, a timeout) holds its reason and no numbers
     assert all(r.ledger is not None or r.ledger_missing == FAILED_LEDGER for r in everything if r.status == "FAILED")
-    records = [r for r in everything if r.status == "FINISHED"]
+    records = [r for r in everything if r.status == "FINISHED" and r.kind == "cell"]
     assert records, "results/runs holds the committed record"
+    # an audit (`bench audit`, exported) releases nothing: it holds a bound, its target and its code
+    for audit in (r for r in everything if r.kind == "audit"):
+        assert {"audit.epsilon_lower_bound", "audit.epsilon_target"} <= set(audit.metrics), audit.label
+        assert len(audit.code.commit) == 40 and not audit.code.dirty, audit.label
     with_ledger = [r for r in records if r.ledger is not None]
     problems = {r.label: ledger_problem(r) for r in with_ledger}
     assert {label: why for label, why in problems.items() if why} == {}
