@@ -355,8 +355,9 @@ def test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu(d
 def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(tmp_path):
     """The black-box audit fits whole generators (minutes each for an outside library): each
     finished run is kept, so an audit killed after 7 of 20 runs fits only the other 13 when run
-    again, and ends at the same bound as an audit never stopped; a line cut short by the kill is
-    fitted again, and other settings or other code name another file."""
+    again, and its runs' scores are those of an audit never stopped, run for run; a line cut short
+    by the kill, or bytes that are no run, are fitted again; other settings name another file."""
+    import json
     import os
 
     from bench.harness.auditing import audit_black_box, black_box_checkpoint
@@ -383,10 +384,26 @@ def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(
     resumed = audit_black_box(
         *arguments, data_dir=data_dir, checkpoint=checkpoint, progress=lambda done, total: fitted.append(done)
     )
-    assert fitted == list(range(8, 21))  # runs 7–19 fitted; 0–6 read back
-    uninterrupted = audit_black_box(*arguments, data_dir=data_dir)
+    assert fitted == list(range(8, 21)) and resumed.runs_resumed == 7  # runs 7–19 fitted; 0–6 read back
+    never_stopped = tmp_path / "never-stopped.jsonl"
+    uninterrupted = audit_black_box(*arguments, data_dir=data_dir, checkpoint=never_stopped)
     assert resumed.lower_bound == uninterrupted.lower_bound and resumed.claimed_epsilon == uninterrupted.claimed_epsilon
-    assert len(checkpoint.read_text().splitlines()) == 20
+
+    def scores(path):
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in path.read_text().splitlines()]
+
+    assert scores(checkpoint) == scores(never_stopped) and len(scores(checkpoint)) == 20
+    assert len({run["d_prime"] for run in scores(checkpoint)}) > 1  # scores that vary: a swap would show
+    # a file that holds no runs past its 3rd line (a list, a run without scores, bytes): fitted again from there
+    lines = never_stopped.read_text().splitlines()
+    for junk in ("[1, 2]", '{"run": 3}', "\udcff\udcfe"):
+        never_stopped.write_text("\n".join([*lines[:3], junk, *lines[4:]]) + "\n", errors="surrogateescape")
+        fitted.clear()
+        again = audit_black_box(
+            *arguments, data_dir=data_dir, checkpoint=never_stopped, progress=lambda done, total: fitted.append(done)
+        )
+        assert fitted == list(range(4, 21)) and again.lower_bound == uninterrupted.lower_bound
+        assert scores(never_stopped) == scores(checkpoint)
 
 
 def test_the_audit_command_resumes_a_black_box_audit_and_logs_its_code(tmp_path, monkeypatch, capsys):
@@ -400,7 +417,7 @@ def test_the_audit_command_resumes_a_black_box_audit_and_logs_its_code(tmp_path,
     command += ["--runs", "20", "--rows", "100"]
     assert main(command) == 0 and "resuming" not in capsys.readouterr().err
     assert main(command) == 0
-    assert "resuming: 20 run(s) of this audit" in capsys.readouterr().err
+    assert "resuming: 20 of 20 run(s) of this audit" in capsys.readouterr().err
     client = tracking.client()
     runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "audit", create=False)))
     assert [len(run.data.tags["git_commit"]) >= 40 for run in runs] == [True, True]

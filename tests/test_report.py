@@ -574,13 +574,16 @@ def test_a_decimal_number_outside_every_mark_is_quoted_by_hand():
     )
     assert unmarked_numbers(counts) == ["line 1: 5", "line 1: 3–5"]
     # and every number grouped in thousands (a sum, a row count) and every percentage
-    grouped = "sums 317,000 [373,000, 1,070,000], <!--c rows -->22,561<!--/c--> rows, 86% and 5.4% of it, 2026, 1000"
+    grouped = (
+        "sums 317,000 [373,000, 1,070,000], <!--c rows -->22,561<!--/c--> rows, 86% and 5.4% of it, 2026, 1000, 3,359 s"
+    )
     assert unmarked_numbers(grouped) == [
         "line 1: 317,000",
         "line 1: 373,000",
         "line 1: 1,070,000",
         "line 1: 86%",
         "line 1: 5.4%",
+        "line 1: 3,359 s",  # once: the time, not also the grouped number in it
     ]
 
 
@@ -611,13 +614,15 @@ def test_a_cell_s_cost_is_the_sum_of_its_logged_seconds_written_in_the_unit_the_
 def test_median_and_iqr_marks_write_a_heavy_tailed_metric_as_the_report_s_tables_do():
     import pandas as pd
 
-    from bench.report.narrative import summary
+    from bench.report.narrative import NarrativeError, summary
     from bench.report.tables import summary_text
 
     sums = pd.Series([542550.0, 447220.0, 2818775.0, 528944.0, 570292.0])
     assert summary(sums, "median:0") == "542,550" and summary(sums, "iqr:0") == "[528,944, 570,292]"
     # the same statistics REPORT's cell rounds to 3 significant digits
     assert summary_text(sums, heavy_tailed=True) == "median 543,000 [529,000, 570,000] (5)"
+    with pytest.raises(NarrativeError, match="an iqr needs 3"):  # REPORT gives no quartiles of 2 seeds
+        summary(sums[:2], "iqr:0")
 
 
 def test_the_front_page_quotes_the_committed_report_s_coverage(tmp_path):
@@ -679,5 +684,5 @@ def test_a_mark_may_name_a_setup_s_runs_in_two_experiments_as_a_preset_sharing_t
     both = Mark.parse(f"table8 + dphp-gaps | {setup}").values({}, source)
     apart = [Mark.parse(f"{experiment} | {setup}").values({}, source) for experiment in ("table8", "dphp-gaps")]
     assert list(both.index) == [0, 1, 2, 3, 4] and sorted(both) == sorted([*apart[0], *apart[1]])
-    with pytest.raises(NarrativeError, match="seed 0 is in two experiments"):
+    with pytest.raises(NarrativeError, match="seed 0 has two runs"):
         Mark.parse(f"dphp-gaps + dphp-gaps | {setup}").values({}, source)

@@ -61,6 +61,9 @@ def command_pretrain_encoder(args: argparse.Namespace) -> int:
 
 def command_audit(args: argparse.Namespace) -> int:
     from bench.harness.auditing import audit_black_box, audit_dp_sgd, audit_method
+    from bench.harness.provenance import run_context_tags
+
+    context = run_context_tags()  # the code as the audit starts (a long audit outlives a checkout)
 
     (epsilon,) = parse_epsilons(args.eps) if "," not in args.eps else (None,)
     if epsilon is None:
@@ -102,24 +105,24 @@ def command_audit(args: argparse.Namespace) -> int:
     if args.level != "step":  # one DP-SGD step's audit takes seconds; the others fit the method 2 × runs times
         shared["progress"] = audit_progress(args.runs, args.level, disabled=args.no_progress)
     if args.level == "black-box":  # whole fits, minutes each for an outside library: a killed audit resumes
-        shared["checkpoint"] = resumable(settings)
+        shared["checkpoint"] = resumable(settings, args.runs)
     result = audit(args.method, args.dataset, epsilon, delta, args.runs, args.rows, **shared)
     print(result.summary())
-    run_id = log_audit_result(result, args, settings)
+    run_id = log_audit_result(result, args, settings, context)
     print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
     return 0
 
 
-def resumable(settings: dict) -> Path | None:
+def resumable(settings: dict, runs: int) -> Path | None:
     """The black-box audit's checkpoint in the cache folder, and a line on stderr when it resumes."""
     from bench.core.paths import cache_dir
-    from bench.harness.auditing import black_box_checkpoint
+    from bench.harness.auditing import black_box_checkpoint, finished_runs
 
     identity = {k: v for k, v in settings.items() if k not in ("runs", "calibrator")}  # what the scores depend on
     checkpoint = black_box_checkpoint(cache_dir() / "audits", identity)
-    if checkpoint is not None and checkpoint.exists():
-        done = len(checkpoint.read_text(encoding="utf-8").splitlines())
-        print(f"resuming: {done} run(s) of this audit are in {checkpoint}", file=sys.stderr)
+    done = min(len(finished_runs(checkpoint)), runs)
+    if done:
+        print(f"resuming: {done} of {runs} run(s) of this audit are in {checkpoint}", file=sys.stderr)
     return checkpoint
 
 
@@ -142,9 +145,9 @@ def audit_progress(runs: int, level: str, disabled: bool):
     return report
 
 
-def log_audit_result(result, args: argparse.Namespace, settings: dict) -> str:
+def log_audit_result(result, args: argparse.Namespace, settings: dict, context: dict[str, str]) -> str:
     from bench.harness.auditing import log_audit
 
     logged = {k: v for k, v in settings.items() if k not in ("method", "dataset", "overrides")}
     logged.update({f"set.{k}": v for k, v in settings["overrides"].items()}, level=args.level)
-    return log_audit(result, args.experiment, logged)
+    return log_audit(result, args.experiment, logged, context)

@@ -103,7 +103,11 @@ def audit_method(
     return dataclasses.replace(result, dataset=f"{dataset_name} (first {rows} rows)")
 
 
-def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any]) -> str:
+def log_audit(
+    result: AuditResult, experiment: str, settings: Mapping[str, Any], context: Mapping[str, str] | None = None
+) -> str:
+    """The audit as a run of ``experiment``; ``context``: the code and machine it ran on
+    (:func:`bench.harness.provenance.run_context_tags`, taken when it started; now if not given)."""
     from bench.harness import tracking
     from bench.harness.provenance import run_context_tags
 
@@ -111,7 +115,7 @@ def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any])
     run = client.create_run(
         tracking.experiment_id(client, experiment),
         tags={
-            **run_context_tags(),  # the code and machine, as a cell's run: an audit's bound names its code
+            **(context if context is not None else run_context_tags()),  # an audit's bound names its code
             "mlflow.runName": f"audit {result.method}/{result.dataset}",
             "kind": "audit",
             "verdict": "violation" if result.violated else "consistent",
@@ -127,6 +131,7 @@ def log_audit(result: AuditResult, experiment: str, settings: Mapping[str, Any])
         "audit.mu_fitted": result.mu_fitted,
         "audit.runs_per_side": result.runs_per_side,
         "audit.wall_s": result.wall_s,
+        "audit.runs_resumed": result.runs_resumed,
     }
     if result.mu_claimed is not None:
         metrics["audit.mu_claimed"] = result.mu_claimed
@@ -283,16 +288,17 @@ def audit_black_box(
     neighbour = type(full)(x, y, full.schema)
     params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
     budget = PrivacyBudget(epsilon, delta)
-    started = time.perf_counter()
-    finished = _finished_runs(checkpoint)[:runs]
-    for run in range(len(finished), runs):
-        scored = {}
+    finished = finished_runs(checkpoint)[:runs]
+    resumed = len(finished)
+    for run in range(resumed, runs):
+        started, scored = time.perf_counter(), {}
         for side, data in (("d", train), ("d_prime", neighbour)):
             ledger = PrivacyLedger(budget)
             context = FitContext.of(dataset, params, seed + 1 + run, ledger, data_dir=data_dir)
             sample = method.fit(PrivateData(data, ledger), context).sample(rows)
             scored[side] = canary_statistic(sample, canary)
-        finished.append({"run": run, **scored, "claimed": ledger.epsilon_spent})
+        seconds = time.perf_counter() - started
+        finished.append({"run": run, **scored, "claimed": ledger.epsilon_spent, "seconds": seconds})
         if checkpoint is not None:
             with checkpoint.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(finished[-1]) + "\n")
@@ -309,43 +315,53 @@ def audit_black_box(
         bound.epsilon,
         mu_fitted=math.nan,
         mu_claimed=None,
-        wall_s=time.perf_counter() - started,
+        wall_s=sum(done["seconds"] for done in finished),  # the runs' fits, over every call that made them
         releases=("black box: the synthetic output only (canary statistic)",),
+        runs_resumed=resumed,
     )
 
 
 def black_box_checkpoint(folder: Path, settings: Mapping[str, Any]) -> Path | None:
     """Where a black-box audit keeps its finished runs: a file named by the hash of everything its
     scores depend on — ``settings`` (method, dataset, ε, δ, rows, seed, profile, overrides) and the
-    code (commit, and the diff's hash when uncommitted). None when the code cannot be named (no
-    git): scores of unnamed code are not reused."""
+    code (:func:`bench.harness.provenance.code_identity`: a commit of results alone keeps it). None
+    when the code cannot be named (no git): scores of unnamed code are not reused."""
     import hashlib
 
-    from bench.harness.provenance import git_commit, git_diff_sha256
+    from bench.harness.provenance import code_identity
 
-    commit = git_commit()
-    if commit == "unknown":
+    code = code_identity()
+    if code is None:
         return None
-    code = {"commit": commit, "diff": git_diff_sha256() if commit.endswith("-dirty") else None}
     key = json.dumps({"settings": {k: str(v) for k, v in settings.items()}, "code": code}, sort_keys=True)
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"black-box-{hashlib.sha256(key.encode()).hexdigest()[:20]}.jsonl"
 
 
-def _finished_runs(checkpoint: Path | None) -> list[dict]:
-    """The runs a checkpoint holds, in order; a line cut short by a kill, and what follows it, is
-    dropped (that run is fitted again)."""
+CHECKPOINT_FIELDS = {"run": int, "d": float, "d_prime": float, "claimed": float, "seconds": float}
+
+
+def finished_runs(checkpoint: Path | None) -> list[dict]:
+    """The whole runs a checkpoint holds, in order. A line a kill cut short, or anything not a run
+    (another file's bytes, a run out of order), and all after it are dropped, and the file rewritten
+    to what is kept: those runs are fitted again."""
     finished: list[dict] = []
     if checkpoint is None or not checkpoint.exists():
         return finished
-    for line in checkpoint.read_text(encoding="utf-8").splitlines():
+    text = checkpoint.read_bytes().decode("utf-8", errors="replace")
+    for line in text.splitlines():
         try:
             run = json.loads(line)
         except json.JSONDecodeError:
             break
-        if run.get("run") != len(finished):
+        well_formed = isinstance(run, dict) and all(
+            isinstance(run.get(name), (int, float)) and not isinstance(run.get(name), bool)
+            for name in CHECKPOINT_FIELDS
+        )
+        if not well_formed or run["run"] != len(finished):
             break
         finished.append(run)
-    if len(finished) != len(checkpoint.read_text(encoding="utf-8").splitlines()):  # keep only whole runs
-        checkpoint.write_text("".join(json.dumps(run) + "\n" for run in finished), encoding="utf-8")
+    kept = "".join(json.dumps(run) + "\n" for run in finished)
+    if text != kept:  # also a last line without its newline, which the next run's line would join
+        checkpoint.write_text(kept, encoding="utf-8")
     return finished

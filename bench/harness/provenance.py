@@ -61,6 +61,26 @@ def git_diff_sha256() -> str | None:
     return hashlib.sha256(diff).hexdigest() if diff else None
 
 
+def code_identity() -> str | None:
+    """The code as git holds it, outside results/ (which commits of results alone change): the
+    repository's top-level tree entries but results/ (each a hash of all below it), the uncommitted
+    diff's hash and the package versions. None without git. Untracked files are not in it."""
+    try:
+        entries = subprocess.run(
+            ["git", "ls-tree", "--full-tree", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    tree = [entry for entry in entries if entry.split("\t")[-1] != "results"]
+    identity = {"tree": tree, "diff": git_diff_sha256(), "packages": package_versions()}
+    return hashlib.sha256(repr(sorted(identity.items())).encode()).hexdigest()
+
+
 def compiled_kernels_state() -> str:
     """Whether torch.compile's C++ kernels can run here (a method may use them for long fits, e.g.
     DP-MERF's class sums: the same numbers to float rounding as its eager kernels): the compiler

@@ -74,6 +74,7 @@ class AuditResult:
     wall_s: float
     releases: tuple[str, ...]
     mu_lower: float = 0.0  # one-sided 95% lower confidence bound on the fitted μ
+    runs_resumed: int = 0  # of runs_per_side, read back from an earlier call's checkpoint (black-box)
 
     @property
     def violated(self) -> bool:
@@ -95,6 +96,7 @@ class AuditResult:
             f"{self.method} on {self.dataset}: audited ε ≥ {self.lower_bound:.3f} (95% CI, {self.runs_per_side} runs "
             f"per side) against the claimed ε = {self.claimed_epsilon:.4g} at δ = {self.delta:g}{mu} — {verdict}; "
             f"{self.wall_s:.1f} s"
+            + (f" ({self.runs_resumed} runs read back from its checkpoint)" if self.runs_resumed else "")
         )
 
 

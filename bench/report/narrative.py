@@ -109,10 +109,10 @@ class Mark:
     def values(self, frames: dict[str, pd.DataFrame], source) -> pd.Series:
         """The setup's values, indexed by seed; ``a + b`` names the setup's runs in two experiments
         (as a preset reads a setup it shares with another: ``Preset.shares``)."""
-        parts = [self._values_in(name.strip(), frames, source) for name in self.experiment.split("+")]
+        parts = [self._values_in(name.strip(), frames, source) for name in self.experiment.split(" + ")]
         values = pd.concat(parts).sort_index()
         if values.index.duplicated().any():
-            raise NarrativeError(f"{self}: seed {values.index[values.index.duplicated()][0]} is in two experiments")
+            raise NarrativeError(f"{self}: seed {values.index[values.index.duplicated()][0]} has two runs")
         return values
 
     def _values_in(self, experiment: str, frames: dict[str, pd.DataFrame], source) -> pd.Series:
@@ -125,7 +125,7 @@ class Mark:
         if summed is not None:
             selected = selected.assign(**{self.metric: summed})
         if selected.empty or self.metric not in selected.columns or selected[self.metric].dropna().empty:
-            where = f" (experiment {experiment})" if "+" in self.experiment else ""
+            where = f" (experiment {experiment})" if " + " in self.experiment else ""
             raise NarrativeError(f"no runs of {self} in the record{where}")
         return selected.set_index("seed").sort_index()[self.metric].dropna().astype(float)
 
@@ -178,6 +178,10 @@ def summary(values: pd.Series, form: str) -> str:
     if name == "median":  # with iqr, a heavy-tailed metric's summary as REPORT's tables give it
         return write(values.median())
     if name == "iqr":
+        from bench.report.tables import MIN_SEEDS_FOR_EVIDENCE
+
+        if len(values) < MIN_SEEDS_FOR_EVIDENCE:  # REPORT leaves the quartiles out too
+            raise NarrativeError(f"quartiles of {len(values)} seed(s): an iqr needs {MIN_SEEDS_FOR_EVIDENCE}")
         return f"[{write(values.quantile(0.25))}, {write(values.quantile(0.75))}]"
     if name == "mean":
         return write(values.mean())
@@ -342,7 +346,11 @@ def unmarked_numbers(text: str) -> list[str]:
     hand, which nothing keeps true."""
     text = _outside_marks(text)
     patterns = (DECIMAL, DURATION, SEED_COUNT, GROUPED, PERCENT)
-    found = sorted({(m.start(), m[0]) for pattern in patterns for m in pattern.finditer(text)})
+    longest: dict[int, str] = {}  # one finding per place: "3,359 s", not also "3,359"
+    for match in (m for pattern in patterns for m in pattern.finditer(text)):
+        if len(match[0]) > len(longest.get(match.start(), "")):
+            longest[match.start()] = match[0]
+    found = sorted(longest.items())
     return [f"line {text.count(chr(10), 0, start) + 1}: {number}" for start, number in found]
 
 
