@@ -240,6 +240,7 @@ def test_audit_of_an_outside_generator_is_black_box_by_default_and_logged_beside
 
     monkeypatch.chdir(tmp_path)  # its own ./mlflow.db (not `workdir`: that loads the test plugins for good)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))  # its audit's checkpoint: not resumed next time
 
     code = main(
         ["audit", "--method", "test-outside", "--dataset", "adult-discrete", "--runs", "20", "--rows", "200"]

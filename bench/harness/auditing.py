@@ -290,6 +290,8 @@ def audit_black_box(
     budget = PrivacyBudget(epsilon, delta)
     finished = finished_runs(checkpoint)[:runs]
     resumed = len(finished)
+    if resumed:
+        progress(resumed, runs)  # the runs read back count as done
     for run in range(resumed, runs):
         started, scored = time.perf_counter(), {}
         for side, data in (("d", train), ("d_prime", neighbour)):
