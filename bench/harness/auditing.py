@@ -340,7 +340,7 @@ def black_box_checkpoint(folder: Path, settings: Mapping[str, Any]) -> Path | No
     return folder / f"black-box-{hashlib.sha256(key.encode()).hexdigest()[:20]}.jsonl"
 
 
-CHECKPOINT_FIELDS = {"run": int, "d": float, "d_prime": float, "claimed": float, "seconds": float}
+CHECKPOINT_FIELDS = ("run", "d", "d_prime", "claimed", "seconds")  # each a number in every line
 
 
 def finished_runs(checkpoint: Path | None) -> list[dict]:
