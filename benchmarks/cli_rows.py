@@ -6,20 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    target_s: float
-    before_s: float | None  # the reviewer's measurement before this round
-    authors_s: float | None  # the authors' code on this machine, where it exists
-    run: Callable[[], float]
+from speed_rows import Row  # noqa: E402
 
 
 def _command_seconds(*argv: str) -> Callable[[], float]:

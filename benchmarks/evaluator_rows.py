@@ -13,27 +13,18 @@ fid-inception. The classifier pool uses ``$DPBENCH_EVAL_JOBS`` (default 2) worke
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    target_s: float
-    before_s: float | None
-    authors_s: float | None
-    run: Callable[[], float]  # one measurement, seconds
+import speed_rows  # noqa: E402
+from speed_rows import Row  # noqa: E402
 
 
 def _split(dataset: str, protocol: str):
@@ -136,34 +127,8 @@ ROWS: list[Row] = [
 ]
 
 
-def _text(seconds: float | None) -> str:
-    return "–" if seconds is None else f"{seconds:.1f} s"
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", help="comma-separated row names or 1-based indices (default: all)")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(2)
-    chosen = ROWS
-    if args.rows:
-        wanted = [w.strip() for w in args.rows.split(",")]
-        chosen = [r for i, r in enumerate(ROWS, 1) if str(i) in wanted or r.name in wanted]
-    print("| row | before | now (median of %d) | target | authors |" % args.repeats)
-    print("|---|---|---|---|---|")
-    for row in chosen:
-        with threadpool_limits(limits=2):
-            times = [row.run() for _ in range(args.repeats)]
-        print(
-            f"| {row.name} | {_text(row.before_s)} | {_text(statistics.median(times))} | "
-            f"{_text(row.target_s)} | {_text(row.authors_s)} |",
-            flush=True,
-        )
+    speed_rows.main(ROWS, __doc__, threads=2, argv=argv)
 
 
 if __name__ == "__main__":

@@ -13,29 +13,20 @@ load: say so when quoting them.
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    target_s: float
-    before_s: float | None
-    authors_s: float | None
-    run: Callable[[], float]
+import speed_rows  # noqa: E402
+from speed_rows import Row  # noqa: E402
 
 
 class _Enough(Exception):
@@ -178,26 +169,8 @@ ROWS = [
 ]
 
 
-def _seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g} s" if value < 100 else f"{value:.0f} s"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", help="comma-separated row numbers (1-based; default all)")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (one cell: 2)")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    chosen = [ROWS[int(i) - 1] for i in args.rows.split(",")] if args.rows else ROWS
-    print(f"{torch.get_num_threads()} torch threads, median of {args.repeats}\n")
-    print("| name | before | now | target | authors |\n|---|---|---|---|---|")
-    for row in chosen:
-        now = statistics.median(row.run() for _ in range(args.repeats))
-        print(
-            f"| {row.name} | {_seconds(row.before_s)} | {_seconds(now)} | {_seconds(row.target_s)} | {_seconds(row.authors_s)} |",
-            flush=True,
-        )
+    speed_rows.main(ROWS, __doc__, threads=2)
 
 
 if __name__ == "__main__":

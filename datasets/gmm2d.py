@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import logsumexp
 
-from bench.core.data import Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.data import Column, ColumnKind, DataKind, LabelledData, PublicFact, RunProtocol, Schema, Split
 from bench.core.walls import refuse_inside_fit
 
 GRID = 5
@@ -102,7 +102,7 @@ class GaussianMixture2D:
     kind: DataKind = DataKind.TWO_D
     schema: Schema = SCHEMA
 
-    def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+    def load(self, data_dir: Path | None, seed: int, protocol: RunProtocol = RunProtocol.SOUND) -> Split:
         refuse_inside_fit("loading gmm2d")  # its rows follow from the seed: the wall covers them too
         return draw_split(seed)  # a generated dataset: both protocols draw it the same way
 

@@ -22,7 +22,17 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.images import IMAGE_SHAPE_FACT
-from bench.core.data import PROTOCOLS, Column, ColumnKind, DataKind, LabelledData, PublicFact, Schema, Split
+from bench.core.data import (
+    PROTOCOLS,
+    Column,
+    ColumnKind,
+    DataKind,
+    LabelledData,
+    PublicFact,
+    RunProtocol,
+    Schema,
+    Split,
+)
 
 PIXEL_BOUNDS = (0.0, 1.0)
 SPLIT_NOTE = "the published split, under both protocols"
@@ -72,7 +82,7 @@ class ImageDataset:
     kind: DataKind = DataKind.IMAGE
     source: str | None = None  # the images' origin when another dataset holds the same ones (None: its own)
 
-    def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+    def load(self, data_dir: Path | None, seed: int, protocol: RunProtocol = RunProtocol.SOUND) -> Split:
         """The published split under either protocol; ``seed`` is not used (the split is fixed)."""
         if protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")

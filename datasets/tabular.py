@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from bench.core.data import PROTOCOLS, DataKind, LabelledData, Schema, Split
+from bench.core.data import PROTOCOLS, DataKind, LabelledData, RunProtocol, Schema, Split
 
 
 PAPER_CAVEATS = (
@@ -63,10 +63,10 @@ class TabularDataset:
     # frequencies), named on every split so the ledger and the report show them
     caveats: tuple[str, ...] = ()
 
-    def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+    def load(self, data_dir: Path | None, seed: int, protocol: RunProtocol = RunProtocol.SOUND) -> Split:
         if protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-        if protocol == "paper":
+        if protocol == RunProtocol.PAPER:
             table = (self.read_paper or self.read)(data_dir)
             train, test = paper_split(table, self.test_fraction, self.undersampling, seed)
             return Split(

@@ -98,7 +98,7 @@ from xgboost import XGBClassifier
 from evaluators import fitpool
 from bench.core.encoding import TabularEncoder
 from evaluators.fitpool import GROWABLE, Stage, Task, TaskResult, ensemble_of
-from bench.core.data import DataKind, LabelledData, Schema, check_same_schema
+from bench.core.data import DataKind, LabelledData, RunProtocol, Schema, check_same_schema
 from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 
 SCALINGS = ("none", "standard")
@@ -714,7 +714,7 @@ class DownstreamClassifiers(PooledClassifiers):
     ) -> Evaluation:
         check_same_schema(synthetic, real_test)
         schema = synthetic.schema
-        paper = context.protocol == "paper"
+        paper = context.protocol == RunProtocol.PAPER
         binary = schema.n_classes == 2
         encoder = TabularEncoder(schema, "codes" if paper else "onehot")
         x_train = encoder.encode(synthetic.x)

@@ -71,12 +71,6 @@ def sizes_for(n: int, ratios: tuple[float, ...]) -> list[int]:
     return sorted({max(1, int(round(ratio * n))) for ratio in ratios}, reverse=True)
 
 
-def size_of(metric: str) -> int | None:
-    """``acc_n600`` → 600; None for a name that is not a sized metric."""
-    match = SIZED_NAME.match(metric)
-    return int(match["size"]) if match else None
-
-
 class SizedMetrics(Mapping[str, MetricSpec]):
     """The declared metrics: ``n_failed``, and ``<base>_n<size>`` for any size (``in`` and
     lookup accept every size); iteration lists the sizes of a ``listed_size``-image set."""

@@ -64,7 +64,7 @@ import numpy as np
 import torch
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from bench.core.data import DataKind, LabelledData, Schema, check_same_schema
+from bench.core.data import DataKind, LabelledData, RunProtocol, Schema, check_same_schema
 from bench.api.contracts import Direction, EvalContext, Evaluation, MetricSpec
 from bench.core.images import as_images, image_shape, is_image_schema
 from bench.core.inception import (
@@ -82,7 +82,6 @@ if TYPE_CHECKING:
     from pytorch_fid import inception as fid_inception
 
 POOL3 = 3  # InceptionV3.BLOCK_INDEX_BY_DIM[2048]
-FEATURE_DIM = 2048
 # Bump when the preprocessing (clipping, channel replication, network) changes: it keys the cache.
 PREPROCESSING_VERSION = "clip01-grey3-pytorch_fid-InceptionV3-pool3-bnfolded-v2"
 REFERENCES = ("train", "test")
@@ -253,7 +252,7 @@ class FrechetInceptionDistance:
     def applies_to(self, schema: Schema) -> bool:
         return is_image_schema(schema) and image_shape(schema)[0] in (1, 3)
 
-    def reference_split(self, protocol: str) -> str:
+    def reference_split(self, protocol: RunProtocol) -> str:
         reference = self.reference or PROTOCOL_REFERENCE.get(protocol)
         if reference not in REFERENCES:
             raise ValueError(

@@ -106,7 +106,7 @@ def aim(data: PrivateData, context: FitContext[AIMParams]) -> GraphicalModelSamp
     cliques = [m.clique for m in measurements]
     final_round = False
     while not final_round:
-        remaining = rho - ledger.zcdp_rho_of(ledger.releases)
+        remaining = ledger.zcdp_remaining()  # of rho, the ledger's whole zCDP budget
         if remaining < 2 * (1 / (2 * multiplier**2) + selection_epsilon**2 / 8):
             multiplier = math.sqrt(1 / (2 * MEASUREMENT_SHARE * remaining))
             selection_epsilon = math.sqrt(8 * (1 - MEASUREMENT_SHARE) * remaining) * (1 - 1e-9)

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from bench.core.encoding import TabularEncoder
-from bench.core.data import ColumnKind, DataKind, Schema
+from bench.core.data import ColumnKind, DataKind, RunProtocol, Schema
 
 
 def _all_ordinal(schema: Schema) -> Schema:
@@ -38,11 +38,11 @@ class ModelSpace:
     range_outputs: bool = False
 
     @staticmethod
-    def for_data(kind: DataKind, schema: Schema, protocol: str) -> "ModelSpace":
+    def for_data(kind: DataKind, schema: Schema, protocol: RunProtocol) -> "ModelSpace":
         if kind == DataKind.TABULAR:
-            return ModelSpace(schema, TabularEncoder(schema, "codes" if protocol == "paper" else "onehot"))
+            return ModelSpace(schema, TabularEncoder(schema, "codes" if protocol == RunProtocol.PAPER else "onehot"))
         if kind == DataKind.DISCRETE:
-            if protocol == "paper":  # the seeds feed every integer code to the Gaussian kernel
+            if protocol == RunProtocol.PAPER:  # the seeds feed every integer code to the Gaussian kernel
                 # (github.com/ParkLabML/DP-HP dp_mehp/discretized_datasets.py)
                 return ModelSpace(schema, TabularEncoder(_all_ordinal(schema), "codes"))
             return ModelSpace(schema, TabularEncoder(schema, "onehot"))

@@ -173,7 +173,9 @@ def test_planning_a_grid_of_light_methods_does_not_import_torch():
         "assert len(cells) == 4 and {c.evaluators for c in cells} == {('downstream',)}\n"
         "assert default_jobs(cells, 1) >= 1"
     )
-    assert "torch" not in heavy_modules_after(code) or gpu_driver_present()
+    if gpu_driver_present():
+        pytest.skip("a GPU driver is present: planning asks torch whether CUDA works")
+    assert "torch" not in heavy_modules_after(code)
 
 
 def test_plugin_packages_and_core_contracts_are_light():

@@ -99,7 +99,9 @@ def test_one_full_batch_step_is_a_gaussian_mechanism_with_sensitivity_twice_the_
 
 def test_add_remove_calibration_labelled_replace_one_is_caught():
     """The bug this harness shipped: σ calibrated by Opacus' (add/remove) accountant, recorded as
-    replace-one. The independent accountant must refuse the claim."""
+    replace-one. The independent accountant, given the step as it really ran, must refuse the
+    claim (a test of the accountant; the audit of a real fit through a ledger that calibrates so is
+    tests/test_privacy_audit.py::test_dp_sgd_step_audit_catches_add_remove_accounting)."""
     sampling_rate, steps = 64 / 21_000, 20 * 329
     add_remove_sigma = get_noise_multiplier(
         target_epsilon=1.0, target_delta=1e-5, sample_rate=sampling_rate, steps=steps, accountant="prv"

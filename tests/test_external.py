@@ -92,6 +92,9 @@ def test_a_claimed_release_is_a_run_s_only_release_within_its_target():
     assert entry["kind"] == "claimed" and release_from_dict(entry) == claim
     assert independent_epsilon([release_from_dict(entry)], 1e-5).epsilon == 1.0
     assert "CLAIMED by lib 1.0" in format_ledger(stored)
+    # the run's relation is the claim's (as the library documents it), not the replace-one of our own releases
+    assert stored["neighbouring"] == claim.neighbouring != "replace-one"
+    assert json.loads(PrivacyLedger(PrivacyBudget(1.0, 1e-5)).to_json())["neighbouring"] == "replace-one"
     with pytest.raises(ValueError, match="names the library"):
         ClaimedRelease("the fit", 1.0, 0.0, "")
     with pytest.raises(ValueError, match="finite"):
@@ -230,6 +233,7 @@ def test_the_black_box_audit_flags_a_leaking_outside_generator_and_not_the_hones
     )
     assert leaking.violated and leaking.lower_bound > 1.0, leaking.summary()
     assert "VIOLATION" in leaking.summary() and "μ" not in leaking.summary()
+    assert "at 95% confidence" in leaking.summary()  # one test, the ε bound's own level
 
 
 def test_audit_of_an_outside_generator_is_black_box_by_default_and_logged_beside_the_claim(

@@ -111,6 +111,11 @@ def test_grouping_one_mechanism_s_releases_gives_dp_accounting_s_release_by_rele
 
 @pytest.mark.parametrize("broken", ["sensitivity halved", "add/remove DP-SGD"])
 def test_a_mis_accounted_release_fails_the_independent_check(broken):
+    """The independent accountant, given the mechanism as it really ran, refuses the claim made for
+    it. It reads what the ledger records, so a method that records a wrong sensitivity gets the
+    same ε from both accountants: real fits with a broken mechanism are caught by the audits
+    (test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu,
+    test_dp_sgd_step_audit_catches_add_remove_accounting), not here."""
     if broken == "sensitivity halved":  # the release really had sensitivity 2, recorded as 1
         claimed = PrivacyLedger(PrivacyBudget(5.0, 1e-5)).epsilon_of([GaussianRelease("x", 1.0, 4.0)])
         real = [GaussianRelease("x", 2.0, 2.0)]  # same noise std (4): what was really released
@@ -269,7 +274,9 @@ def test_no_method_draws_dp_noise_outside_the_ledger():
 
 def test_zero_noise_from_the_door_leaves_every_release_clean(data_dir):
     """Monkeypatch the door's noise to zero: every observed release then equals its clean
-    value, so no noise reached the releases except through the ledger."""
+    value, so nothing is added to a release after the ledger's door. The clean value is what
+    reached the door: noise a method drew *before* it would be in both, which this test cannot
+    see — test_no_method_draws_dp_noise_outside_the_ledger (a grep of methods/) covers that side."""
 
     class Zeros:
         def standard_normal(self, shape):
@@ -347,6 +354,9 @@ def test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu(d
     assert result.mu_lower <= result.mu_fitted
     assert result.violated == bool(breakage), result.summary()
     assert ("VIOLATION" in result.summary()) == bool(breakage)
+    # two one-sided tests at 95% each: the verdict's own level is 90%, and the summary says so
+    assert result.verdict_confidence == pytest.approx(0.90)
+    assert ("at 90% confidence" in result.summary()) == bool(breakage)
     rng = np.random.default_rng(3)  # the bound's coverage on known Gaussians: below the truth, close at n = 5,000
     d, d_prime = rng.normal(0, 1, 5000), rng.normal(1.0, 1, 5000)
     assert 0.93 < fitted_mu_lower(d, d_prime) < 1.0
@@ -360,7 +370,7 @@ def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(
     import json
     import os
 
-    from bench.harness.auditing import audit_black_box, black_box_checkpoint
+    from bench.harness.auditing import audit_black_box, black_box_checkpoint, finished_runs
 
     data_dir = os.environ.get("DPBENCH_DATA_DIR")
     settings = dict(method="independent", dataset="adult-discrete", epsilon=1.0, delta=1e-5, rows=200)
@@ -404,6 +414,33 @@ def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(
         )
         assert fitted == [3, *range(4, 21)] and again.lower_bound == uninterrupted.lower_bound
         assert scores(never_stopped) == scores(checkpoint)
+    # one audit claims one ε: a line claiming another (another run's file, a rebuilt library) and all after it are refitted
+    lines = never_stopped.read_text().splitlines()
+    other = json.loads(lines[5]) | {"claimed": 3.0}
+    never_stopped.write_text("\n".join([*lines[:5], json.dumps(other), *lines[6:]]) + "\n")
+    assert [run["run"] for run in finished_runs(never_stopped)] == [0, 1, 2, 3, 4]
+
+
+def test_a_black_box_checkpoint_is_named_by_the_calibrator_the_packages_and_the_plugins_sources(tmp_path, monkeypatch):
+    """Everything a black-box audit's scores depend on names its checkpoint: the calibrator its fits
+    calibrate with, and the code — here a plugin module outside the repository, edited between two
+    audits, whose old runs must not be read back."""
+    from bench.harness import provenance
+    from bench.harness.auditing import black_box_checkpoint
+
+    settings = dict(method="independent", dataset="adult-discrete", epsilon=1.0, delta=1e-5, rows=200)
+    tight = black_box_checkpoint(tmp_path, {**settings, "calibrator": "tight"})
+    assert tight != black_box_checkpoint(tmp_path, {**settings, "calibrator": "paper"})
+    plugin = tmp_path / "plugins" / "audited_plugin.py"
+    plugin.parent.mkdir()
+    plugin.write_text("NOISE_SCALE = 1.0\n")
+    monkeypatch.syspath_prepend(str(plugin.parent))
+    monkeypatch.setenv("DPBENCH_PLUGINS", "audited_plugin")
+    before = black_box_checkpoint(tmp_path, settings)
+    plugin.write_text("NOISE_SCALE = 0.5\n")
+    assert black_box_checkpoint(tmp_path, settings) != before
+    assert provenance.plugin_sources()["audited_plugin"] != "not found"
+    assert any(entry.startswith("numpy==") for entry in provenance.installed_distributions())
 
 
 def test_the_audit_command_resumes_a_black_box_audit_and_logs_its_code(tmp_path, monkeypatch, capsys):

@@ -47,7 +47,6 @@ def small_discrete_dataset():
 # so the class's own __module__ no longer tells); outside libraries' synthesizers build their own
 # environments on first use and are run by the slow tests (tests/test_external.py)
 BUILTIN_METHODS = [m.name for m in METHODS if m.declared_in.startswith("methods.") and not m.external]
-EXTERNAL_METHODS = [m.name for m in METHODS if m.declared_in.startswith("methods.") and m.external]
 assert len(BUILTIN_METHODS) >= 12, BUILTIN_METHODS  # this list selected nothing once, in silence
 CASES = [
     (method, SMALL_DATASET[kind], protocol)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, Protocol, Typ
 
 import numpy as np
 
-from bench.core.data import PROTOCOLS, DataKind, LabelledData, Schema, Split, stream_seed_sequence
+from bench.core.data import PROTOCOLS, DataKind, LabelledData, RunProtocol, Schema, Split, stream_seed_sequence
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.releases import NEIGHBOURING
 from bench.core.params import HyperParameters, NoParameters
@@ -38,7 +38,7 @@ class Dataset(Protocol):
     kind: DataKind
     schema: Schema
 
-    def load(self, data_dir: Path | None, seed: int, protocol: str = "sound") -> Split:
+    def load(self, data_dir: Path | None, seed: int, protocol: RunProtocol = RunProtocol.SOUND) -> Split:
         """Read local files (or generate) and return the seed's train/test split under the
         protocol's data conventions (``sound`` or the seeds' ``paper`` conventions)."""
         ...
@@ -72,7 +72,7 @@ class FitContext(Generic[P]):
     params: P
     seed: int
     device: "torch.device"
-    protocol: str = "sound"
+    protocol: RunProtocol = RunProtocol.SOUND
     data_kind: DataKind = DataKind.TABULAR
     progress: Callable[[int, int], None] = field(default=lambda done, total: None)
     dataset: str = ""
@@ -86,7 +86,7 @@ class FitContext(Generic[P]):
         ledger: "PrivacyLedger",
         *,
         device: Any = "cpu",
-        protocol: str = "sound",
+        protocol: RunProtocol = RunProtocol.SOUND,
         progress: Callable[[int, int], None] | None = None,
         data_dir: Path | None = None,
     ) -> "FitContext[P]":
@@ -287,7 +287,7 @@ class EvalContext:
     seed: int = 0
     device: str = "cpu"
     data_dir: Path | None = None
-    protocol: str = "sound"
+    protocol: RunProtocol = RunProtocol.SOUND
     cache_dir: Path | None = None
     progress: Callable[[int, int], None] = field(default=lambda done, total: None, compare=False)
     shadow_fit: Callable[[LabelledData, int, int], LabelledData] | None = field(default=None, compare=False)

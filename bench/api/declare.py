@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from bench.core.data import DataKind, LabelledData, Schema, Split, stream_seed_sequence
+from bench.core.data import DataKind, LabelledData, RunProtocol, Schema, Split, stream_seed_sequence
 from bench.api.contracts import (
     AuditSpec,
     DeclaredMethod,
@@ -193,7 +193,7 @@ class DeclaredDataset:
     test_share: float = 0.2
     declared_in: str = field(default="", compare=False, repr=False)
 
-    def load(self, data_dir: Any, seed: int, protocol: str = "sound") -> Split:
+    def load(self, data_dir: Any, seed: int, protocol: RunProtocol = RunProtocol.SOUND) -> Split:
         refuse_inside_fit(f"loading the dataset {self.name}")
         loaded = self.load_function(data_dir, seed, protocol)
         if isinstance(loaded, Split):

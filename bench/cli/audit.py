@@ -99,9 +99,7 @@ def command_audit(args: argparse.Namespace) -> int:
         calibrator=args.calibrator,
     )
     audit = {"black-box": audit_black_box, "step": audit_dp_sgd, "release": audit_method}[args.level]
-    shared = dict(data_dir=settings["data_dir"], overrides=overrides, profile=args.profile)
-    if args.level != "black-box":  # the black-box audit calibrates nothing: the method's own fit does
-        shared["calibrator"] = args.calibrator
+    shared = dict(data_dir=settings["data_dir"], overrides=overrides, profile=args.profile, calibrator=args.calibrator)
     if args.level != "step":  # one DP-SGD step's audit takes seconds; the others fit the method 2 × runs times
         shared["progress"] = audit_progress(args.runs, args.level, disabled=args.no_progress)
     if args.level == "black-box":  # whole fits, minutes each for an outside library: a killed audit resumes
@@ -118,7 +116,7 @@ def resumable(settings: dict, runs: int) -> Path | None:
     from bench.core.paths import cache_dir
     from bench.harness.auditing import black_box_checkpoint, finished_runs
 
-    identity = {k: v for k, v in settings.items() if k not in ("runs", "calibrator")}  # what the scores depend on
+    identity = {k: v for k, v in settings.items() if k != "runs"}  # what the scores depend on
     checkpoint = black_box_checkpoint(cache_dir() / "audits", identity)
     done = min(len(finished_runs(checkpoint)), runs)
     if done:

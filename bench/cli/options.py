@@ -62,6 +62,18 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def add_records_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a command reads its runs: one experiment of the MLflow store, or of a records folder."""
+    parser.add_argument(
+        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
+    )
+    add_records_argument(parser)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m bench",
@@ -98,10 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print results tables (mean ± std over seeds) regenerated from MLflow",
         formatter_class=_Formatter,
     )
-    table.add_argument(
-        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
-    )
-    table.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
+    add_source_arguments(table)
     table.add_argument(
         "--metric",
         action="append",
@@ -133,10 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "then the table's row (dataset and non-default settings), column (method and --set values), ε and seed.",
         formatter_class=_Formatter,
     )
-    runs.add_argument(
-        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
-    )
-    runs.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
+    add_source_arguments(runs)
     runs.add_argument("--method", help="only this method (registered name)")
     runs.add_argument("--dataset", help="only this dataset (registered name)")
 
@@ -145,10 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw privacy–utility curves (metric vs ε) or effective-size curves as PNG files",
         formatter_class=_Formatter,
     )
-    plot.add_argument(
-        "--experiment", type=experiment_name, default=tracking.DEFAULT_EXPERIMENT, help="MLflow experiment name"
-    )
-    plot.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
+    add_source_arguments(plot)
     plot.add_argument(
         "--layout",
         default="default",
@@ -182,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         "results/runs), so a report of your own runs never replaces it",
     )
 
-    report.add_argument("--records", type=Path, metavar="DIR", help=RECORDS_HELP)
+    add_records_argument(report)
 
     export = commands.add_parser(
         "export",

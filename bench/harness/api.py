@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from bench.core.data import RunProtocol
 from bench.harness.grid import GridSpec, expand
 from bench.harness.preparation import prepare_methods
 
@@ -43,7 +44,7 @@ def run_cell(
     delta: str | float = "1e-05",
     evaluators: Sequence[str] | None = None,
     profile: str = "paper",
-    protocol: str = "sound",
+    protocol: RunProtocol = RunProtocol.SOUND,
     overrides: Mapping[str, str] | None = None,
     eval_settings: Mapping[str, Mapping[str, str]] | None = None,
     device: str = "cpu",

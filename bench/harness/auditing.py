@@ -51,6 +51,25 @@ def neighbours(train: Any, count: int, seed: int) -> list[Any]:
     return candidates
 
 
+def audited_method(method_name: str, epsilon: float) -> Any:
+    """The registered method, if its run at ``epsilon`` makes a privacy claim from its rows."""
+    method = METHODS.get(method_name)
+    if not method.private:
+        raise AuditError(f"{method_name} is not a private method; there is no privacy claim to audit")
+    if method.data_independent:
+        raise AuditError(f"{method_name} reads no row (data-independent, ε spent 0): it makes no release to audit")
+    if not math.isfinite(epsilon):
+        raise AuditError("--eps must be finite: a non-private run makes no claim to audit")
+    return method
+
+
+def first_rows(dataset: Any, rows: int, seed: int, data_dir: Path | None) -> Any:
+    """D of every audit: the first ``rows`` rows of the dataset's training split (sound protocol)."""
+    full = dataset.load(data_dir, seed, "sound").train
+    rows = min(rows, len(full))
+    return type(full)(full.x[:rows], full.y[:rows], full.schema)
+
+
 def audit_method(
     method_name: str,
     dataset_name: str,
@@ -70,17 +89,10 @@ def audit_method(
 
     from bench.api.contracts import FitContext
 
-    method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
-    if not method.private:
-        raise AuditError(f"{method_name} is not a private method; there is no privacy claim to audit")
-    if method.data_independent:
-        raise AuditError(f"{method_name} reads no row (data-independent, ε spent 0): it makes no release to audit")
-    if not math.isfinite(epsilon):
-        raise AuditError("--eps must be finite: a non-private run makes no claim to audit")
+    method, dataset = audited_method(method_name, epsilon), DATASETS.get(dataset_name)
     spec = method.audit
-    full = dataset.load(data_dir, seed, "sound").train
-    rows = min(rows, len(full))
-    train = type(full)(full.x[:rows], full.y[:rows], full.schema)
+    train = first_rows(dataset, rows, seed, data_dir)
+    rows = len(train)
     settings = {k: v.format(rows=rows) for k, v in spec.params.items()} | dict(overrides or {})
     params = method.hyperparameters.resolve(dataset.name, profile, settings, private=True).params
     budget = PrivacyBudget(epsilon, delta)
@@ -160,8 +172,6 @@ def audit_dp_sgd(
     """The step-level audit of a DP-SGD method: its phase calibrated as ``fit`` calibrates it
     (on the first ``rows`` rows, with the method's parameters), its discriminator's real
     per-row gradients, and a gradient canary (``bench.privacy.audit.audit_dp_sgd_step``)."""
-    import math as _math
-
     from bench.api.contracts import FitContext
     from bench.core.params import batch_rows
     from bench.privacy.audit import audit_dp_sgd_step
@@ -169,15 +179,14 @@ def audit_dp_sgd(
     method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
     if method.audit.dp_sgd_gradients is None:
         raise AuditError(f"{method_name} trains no DP-SGD phase; use the release-level audit (--level release)")
-    full = dataset.load(data_dir, seed, "sound").train
-    rows = min(rows, len(full))
-    train = type(full)(full.x[:rows], full.y[:rows], full.schema)
+    train = first_rows(dataset, rows, seed, data_dir)
+    rows = len(train)
     params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
     budget = PrivacyBudget(epsilon, delta)
     ledger = ledger_factory(budget, calibrator=calibrator)
     batch = batch_rows(rows, params.batch_size, None, real_rows=True)
-    sampling_rate = 1.0 / _math.ceil(rows / batch)  # as dp-gan's fit: Opacus' Poisson rate
-    steps = params.epochs * _math.ceil(rows / batch)
+    sampling_rate = 1.0 / math.ceil(rows / batch)  # as dp-gan's fit: Opacus' Poisson rate
+    steps = params.epochs * math.ceil(rows / batch)
     clip = params.max_grad_norm
     phase = ledger.subsampled_phase("DP-SGD step (audited)", clip, sampling_rate, steps)
     context = FitContext.of(dataset, params, seed, ledger, data_dir=data_dir)
@@ -254,6 +263,7 @@ def audit_black_box(
     data_dir: Path | None = None,
     overrides: Mapping[str, str] | None = None,
     profile: str = "smoke",
+    calibrator: str = "tight",
     progress: Callable[[int, int], None] = lambda done, total: None,
     checkpoint: Path | None = None,
 ) -> AuditResult:
@@ -274,18 +284,13 @@ def audit_black_box(
     from bench.privacy.audit import epsilon_lower_bound
     from bench.privacy.private_data import PrivateData
 
-    method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
-    if not method.private or method.data_independent:
-        raise AuditError(f"{method_name} makes no privacy claim from its rows to audit")
-    if not math.isfinite(epsilon):
-        raise AuditError("--eps must be finite: a non-private run makes no claim to audit")
-    full = dataset.load(data_dir, seed, "sound").train
-    rows = min(rows, len(full))
-    train = type(full)(full.x[:rows], full.y[:rows], full.schema)
+    method, dataset = audited_method(method_name, epsilon), DATASETS.get(dataset_name)
+    train = first_rows(dataset, rows, seed, data_dir)
+    rows = len(train)
     canary = canary_of(train)
     x, y = train.x.copy(), train.y.copy()
     x[0], y[0] = canary.row, canary.label
-    neighbour = type(full)(x, y, full.schema)
+    neighbour = type(train)(x, y, train.schema)
     params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
     budget = PrivacyBudget(epsilon, delta)
     finished = finished_runs(checkpoint)[:runs]
@@ -295,7 +300,7 @@ def audit_black_box(
     for run in range(resumed, runs):
         started, scored = time.perf_counter(), {}
         for side, data in (("d", train), ("d_prime", neighbour)):
-            ledger = PrivacyLedger(budget)
+            ledger = PrivacyLedger(budget, calibrator=calibrator)  # the fit calibrated as a run with it would be
             context = FitContext.of(dataset, params, seed + 1 + run, ledger, data_dir=data_dir)
             sample = method.fit(PrivateData(data, ledger), context).sample(rows)
             scored[side] = canary_statistic(sample, canary)
@@ -345,8 +350,8 @@ CHECKPOINT_FIELDS = ("run", "d", "d_prime", "claimed", "seconds")  # each a numb
 
 def finished_runs(checkpoint: Path | None) -> list[dict]:
     """The whole runs a checkpoint holds, in order. A line a kill cut short, or anything not a run
-    (another file's bytes, a run out of order), and all after it are dropped, and the file rewritten
-    to what is kept: those runs are fitted again."""
+    (another file's bytes, a run out of order, a run claiming another ε than the first), and all
+    after it are dropped, and the file rewritten to what is kept: those runs are fitted again."""
     finished: list[dict] = []
     if checkpoint is None or not checkpoint.exists():
         return finished
@@ -361,6 +366,8 @@ def finished_runs(checkpoint: Path | None) -> list[dict]:
             for name in CHECKPOINT_FIELDS
         )
         if not well_formed or run["run"] != len(finished):
+            break
+        if finished and run["claimed"] != finished[0]["claimed"]:  # one audit claims one ε throughout
             break
         finished.append(run)
     kept = "".join(json.dumps(run) + "\n" for run in finished)

@@ -61,10 +61,49 @@ def git_diff_sha256() -> str | None:
     return hashlib.sha256(diff).hexdigest() if diff else None
 
 
+def installed_distributions() -> list[str]:
+    """``name==version`` of every distribution this interpreter sees (mbi, jax, numba… as well as
+    the few :data:`PACKAGES` a run's tags name)."""
+    from importlib.metadata import distributions
+
+    return sorted({f"{d.metadata['Name']}=={d.version}" for d in distributions()})
+
+
+def plugin_sources() -> dict[str, str]:
+    """The SHA-256 of each module ``$DPBENCH_PLUGINS`` names (a package: of its .py files), which
+    may live outside the repository and so outside git's tree."""
+    import importlib.util
+
+    found = {}
+    for name in filter(None, (m.strip() for m in os.environ.get("DPBENCH_PLUGINS", "").split(","))):
+        spec = importlib.util.find_spec(name)
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        if origin is None or not origin.is_file():
+            found[name] = "not found"
+            continue
+        files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.read_bytes())
+        found[name] = digest.hexdigest()
+    return found
+
+
+def outside_environments() -> list[str]:
+    """What each built environment of an outside library holds (its ready.json: the requirements
+    and ``pip freeze``), as a rebuild under the same key may resolve other versions."""
+    from bench.api.external import environments_root
+
+    root = environments_root()
+    return [p.read_text() for p in sorted(root.glob("*/ready.json"))] if root.is_dir() else []
+
+
 def code_identity() -> str | None:
-    """The code as git holds it, outside results/ (which commits of results alone change): the
-    repository's top-level tree entries but results/ (each a hash of all below it), the uncommitted
-    diff's hash and the package versions. None without git. Untracked files are not in it."""
+    """Everything the numbers of a resumable computation depend on, for its checkpoint's name: the
+    repository's top-level tree entries but results/ (each a hash of all below it; commits of
+    results alone keep it), the uncommitted diff's hash, every installed distribution's version,
+    the plugin modules' sources and the outside libraries' environments. None without git.
+    Untracked files inside the repository are not in it."""
     try:
         entries = subprocess.run(
             ["git", "ls-tree", "--full-tree", "HEAD"],
@@ -77,7 +116,13 @@ def code_identity() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     tree = [entry for entry in entries if entry.split("\t")[-1] != "results"]
-    identity = {"tree": tree, "diff": git_diff_sha256(), "packages": package_versions()}
+    identity = {
+        "tree": tree,
+        "diff": git_diff_sha256(),
+        "packages": installed_distributions(),
+        "plugins": plugin_sources(),
+        "environments": outside_environments(),
+    }
     return hashlib.sha256(repr(sorted(identity.items())).encode()).hexdigest()
 
 

@@ -30,7 +30,6 @@ from bench.harness.legacy import LegacyRunError
 from bench.harness.record_json import loose, shape_problems, strict
 
 SCHEMA = "dpbench.run-record/2"  # /1: before key version 2 (benchmarks/rekey_records.py reads it)
-DEFAULT_FOLDER = Path("results") / "runs"
 # tags that belong to a run's bookkeeping on one machine, not to its result
 _TRANSIENT_TAGS = ("lease.", "mlflow.")
 LEGACY_LEDGER = (

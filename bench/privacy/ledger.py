@@ -356,7 +356,10 @@ class PrivacyLedger:
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": {"epsilon": self.budget.epsilon, "delta": self.budget.delta},
-            "neighbouring": NEIGHBOURING,
+            # an outside library's claim holds under the relation it documents, not necessarily ours
+            "neighbouring": next(
+                (r.neighbouring for r in self.releases if isinstance(r, ClaimedRelease)), NEIGHBOURING
+            ),
             "calibrator": self.calibrator,
             "accountant": self.accountant,
             "spent": {"epsilon": self.epsilon_spent, "delta": self.delta_spent},

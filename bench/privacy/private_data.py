@@ -412,8 +412,8 @@ class PrivateData:
         or goes on, a fact of the user's setup; the ledger records the check among its public facts."""
         shared = int(np.isin(row_fingerprints(self.__rows.x), np.asarray(fingerprints, dtype=np.uint64)).sum())
         if shared:
-            raise PublicInputError(
-                f"{what} was trained on {shared:,} of the private training rows (by content): it is not public for "
+            raise PublicInputError(  # not how many: that count of private rows would reach the run's record
+                f"{what} was trained on private training rows (found by content): it is not public for "
                 "this run; pretrain it on other data"
             )
         self._ledger.use_public_fact(

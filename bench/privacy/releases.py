@@ -36,11 +36,6 @@ def replace_one_nonnegative_l2(norm_bound: float, rows: int = 1) -> float:
     return math.sqrt(2.0) * norm_bound / rows
 
 
-def histogram_l2(rows: int = 1) -> float:
-    """L2 change of a (normalised) histogram of counts when one row is replaced."""
-    return COUNT_L2_SENSITIVITY / rows
-
-
 def mutual_information_bits(joint: np.ndarray) -> float:
     """I(X; Π) in bits from joint counts with X on the first axis (Π: the rest, flattened)."""
     if joint.ndim == 1 or joint[0].size == 1:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import pandas as pd
+from bench.core.data import RunProtocol
 from bench.report.blocks import Block
 
 from bench.report.preset import PAPER_DATASET, Preset
@@ -111,7 +112,7 @@ def _pseudo_sample(mean: float, sd: float, runs: int) -> list[float]:
 
 
 def _paper_protocol_datasets(preset: Preset) -> set[str]:
-    return {d for grid in preset.grids if grid.protocol == "paper" for d in grid.datasets}
+    return {d for grid in preset.grids if grid.protocol == RunProtocol.PAPER for d in grid.datasets}
 
 
 def calibrations(preset: Preset, frame: pd.DataFrame) -> list[Calibration]:

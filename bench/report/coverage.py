@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bench.core.data import RunProtocol
 from bench.api.registry import DATASETS, METHODS, RegistryError
 from bench.harness.tracking import has_evaluator_metrics
 from bench.privacy.budget import epsilon_text
@@ -128,7 +129,7 @@ def setup_coverage(
                 and cell.dataset == dataset
                 and cell.epsilon == setup.epsilon
             ]
-            paper = [(grid, cell) for grid, cell in mine if grid.protocol == "paper"]
+            paper = [(grid, cell) for grid, cell in mine if grid.protocol == RunProtocol.PAPER]
             mine = paper or mine
             required = preset.paper_settings.get(dataset, {}).get((method, setup.epsilon), ())
             if required:

@@ -123,7 +123,3 @@ class RecordSource:
 
     def artifact(self, run_id: str, name: str) -> bytes | None:
         return None  # a record keeps the ledger and cell inline; images stay in report_files/
-
-
-def source_for(records: Path | None) -> RunSource:
-    return RecordSource(records) if records is not None else MlflowSource()
