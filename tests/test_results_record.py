@@ -50,17 +50,22 @@ def test_every_committed_record_s_privacy_claim_is_reproduced_from_the_record_al
     assert {r.ledger_missing for r in records if r.ledger is None} <= {LEGACY_LEDGER}
 
 
-def test_a_record_whose_releases_do_not_support_its_claim_is_caught():
-    """The check recomputes from the releases, so a ledger that claims ε = 1 for releases with half
-    the noise, or for twice as many of them, fails — it does not trust the recorded ε."""
-    record = next(
+def private_gaussian_record():
+    """A committed private record of Gaussian releases only (ε = ∞ ones add no noise to halve)."""
+    return next(
         r
-        for r in load_records(COMMITTED)  # a private Gaussian record (ε = ∞ ones add no noise to halve)
+        for r in load_records(COMMITTED)
         if r.ledger is not None
         and r.ledger["releases"]
         and math.isfinite(float(r.ledger["target"]["epsilon"]))
         and all(release["kind"] == "gaussian" and release["noise_multiplier"] > 0 for release in r.ledger["releases"])
     )
+
+
+def test_a_record_whose_releases_do_not_support_its_claim_is_caught():
+    """The check recomputes from the releases, so a ledger that claims ε = 1 for releases with half
+    the noise, or for twice as many of them, fails — it does not trust the recorded ε."""
+    record = private_gaussian_record()
     assert ledger_problem(record) is None
     for broken_field, factor in (("noise_multiplier", 0.5), ("compositions", 2)):
         ledger = json.loads(json.dumps(record.ledger))
@@ -328,14 +333,7 @@ def test_report_tables_mark_and_spell_out_each_test():
 
 
 def test_show_prints_a_committed_record_with_its_ledger_and_its_recomputation():
-    record = next(
-        r
-        for r in load_records(COMMITTED)  # a private Gaussian record (ε = ∞ ones add no noise to halve)
-        if r.ledger is not None
-        and r.ledger["releases"]
-        and math.isfinite(float(r.ledger["target"]["epsilon"]))
-        and all(release["kind"] == "gaussian" and release["noise_multiplier"] > 0 for release in r.ledger["releases"])
-    )
+    record = private_gaussian_record()
     shown = run_cli("show", record.run_id, "--records", str(COMMITTED))
     assert shown.returncode == 0, shown.stderr
     assert f"run {record.run_id}" in shown.stdout and "releases (" in shown.stdout
