@@ -16,6 +16,7 @@ import argparse
 import json
 import platform
 import sys
+import tempfile
 from datetime import date
 from pathlib import Path
 
@@ -53,7 +54,8 @@ def main() -> None:
     real = float((classifier.predict(flat(split.test.x[:SCORED])) == split.test.y[:SCORED]).mean())
     seeds = {}
     for run in sorted((r for r in runs if r.info.status == "FINISHED"), key=lambda r: r.data.tags["mlflow.runName"]):
-        sample = np.load(client.download_artifacts(run.info.run_id, SAMPLE_FILE, str(args.out.parent)))
+        with tempfile.TemporaryDirectory() as scratch:  # the sample is private-derived: not left beside the output
+            sample = dict(np.load(client.download_artifacts(run.info.run_id, SAMPLE_FILE, scratch)))
         predicted = classifier.predict(flat(sample["x"][:SCORED]))
         seed = run.data.tags["mlflow.runName"].rsplit("seed=", 1)[-1]
         seeds[seed] = {
