@@ -166,3 +166,16 @@ def test_ledger_gaussian_records_then_adds_noise_of_the_stated_scale():
     with pytest.raises(PrivacyBudgetExceeded):
         ledger.gaussian(np.zeros(3), sensitivity=1.0, noise_multiplier=sigma, what="c", rng=np.random.default_rng(0))
     assert len(ledger.releases) == 2  # refused before it was recorded
+
+
+def test_a_2d_runs_samples_png_draws_the_real_test_split_never_a_training_row(tmp_path, data_dir, monkeypatch):
+    """``samples.png`` is left beside the run (and copied into results/report_files): its real
+    points must be ones the evaluators read anyway, the test split's, not the private training rows."""
+    from bench.harness import artifacts
+
+    drawn = {}
+    monkeypatch.setattr(artifacts, "save_scatter", lambda synthetic, real, path, title: drawn.update(real=real))
+    run_cell(tmp_path, "real", "gmm2d", data_dir, epsilon=math.inf)
+    split = DATASETS.get("gmm2d").load(data_dir, 0)
+    np.testing.assert_array_equal(drawn["real"].x, split.test.x)
+    assert not np.isin(drawn["real"].x[:, 0], split.train.x[:, 0]).all()

@@ -1,6 +1,6 @@
 """What a cell leaves to look at besides its numbers: the first rows of its synthetic data
 (``synthetic_sample.csv``, or 8-bit pixels in ``.npz`` for images), a scatter of 2-D data against
-the real rows, and a grid of generated images per class (``samples.png``)."""
+the real test rows, and a grid of generated images per class (``samples.png``)."""
 
 from __future__ import annotations
 
@@ -31,14 +31,14 @@ def save_sample(data: Any, path: Path) -> None:
 
 
 def save_scatter(synthetic: Any, real: Any, path: Path, title: str) -> None:
-    """Side-by-side scatter of real and synthetic 2-D samples, coloured by class."""
+    """Side-by-side scatter of real (the test split's) and synthetic 2-D samples, coloured by class."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 5), sharex=True, sharey=True)
-    for ax, data, name in ((axes[0], real, "real (train)"), (axes[1], synthetic, "synthetic")):
+    for ax, data, name in ((axes[0], real, "real (test split)"), (axes[1], synthetic, "synthetic")):
         shown = min(len(data), 20_000)
         ax.scatter(data.x[:shown, 0], data.x[:shown, 1], c=data.y[:shown], s=1, cmap="tab10", alpha=0.5)
         ax.set_title(name)
@@ -82,10 +82,12 @@ SAMPLES_PNG = "samples.png"
 DRAWN_KINDS = ("2d", "image")  # the data kinds whose samples a picture shows
 
 
-def save_samples_png(kind: str, synthetic: Any, real: Any, folder: Path, title: str) -> None:
-    """``samples.png`` in ``folder`` for data of ``kind``: generated points over the real ones
-    (2-D) or a grid of generated images per class; nothing for other kinds."""
+def save_samples_png(kind: str, synthetic: Any, real_test: Any, folder: Path, title: str) -> None:
+    """``samples.png`` in ``folder`` for data of ``kind``: generated points beside the real test
+    split's (2-D) or a grid of generated images per class; nothing for other kinds. The real points
+    are the test split's, which the evaluators read anyway: a picture left beside the run draws no
+    private training row."""
     if kind == "2d":
-        save_scatter(synthetic, real, folder / SAMPLES_PNG, title)
+        save_scatter(synthetic, real_test, folder / SAMPLES_PNG, title)
     elif kind == "image":
         save_image_grid(synthetic, folder / SAMPLES_PNG, title)

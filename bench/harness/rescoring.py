@@ -96,7 +96,7 @@ def evaluate_stored_sample(
         from bench.harness.artifacts import save_samples_png
 
         try:
-            save_samples_png(DATASETS.get(cell.dataset).kind.value, synthetic, split.train, Path(out), cell.label)
+            save_samples_png(DATASETS.get(cell.dataset).kind.value, synthetic, split.test, Path(out), cell.label)
         except Exception as error:  # noqa: BLE001 - a picture is no reason to lose the scores beside it
             outcome.tags["errors.samples_png"] = f"{type(error).__name__}: {error}"
     return outcome.metrics, outcome.tags

@@ -338,7 +338,7 @@ def execute(
 
         artifacts.save_sample(synthetic, out / "synthetic_sample.csv")
         save_synthetic(synthetic, out / SAMPLE_FILE, dataset=cell.dataset, private_rows=not method.private)
-        artifacts.save_samples_png(dataset.kind.value, synthetic, split.train, out, cell.label)
+        artifacts.save_samples_png(dataset.kind.value, synthetic, split.test, out, cell.label)
         outcome.status = "FINISHED"
     except Exception as error:  # a failing cell is a result to log, not a crash of the grid
         outcome.error = f"{type(error).__name__}: {error}"

@@ -114,8 +114,9 @@ def sample_blocks(preset: Preset, runs: pd.DataFrame, earlier_report: Path | Non
             0,
             Block(
                 "p",
-                "Samples: real training points or images beside generated ones (the run's "
-                f"`{SAMPLES_ARTIFACT}` artifact), one run per setup, its lowest seed.",
+                "Samples: generated 2-D points beside real ones (the test split's; a picture titled "
+                "'real (train)' predates that and draws the training split's), or a grid of generated "
+                f"images per class (the run's `{SAMPLES_ARTIFACT}` artifact), one run per setup, its lowest seed.",
             ),
         )
     if unreachable:
