@@ -3,6 +3,14 @@ and intrusion; DP-HP on adult), to set our seed spread beside theirs.
 
     python benchmarks/authors_seeds.py [--method dpmerf|dphp] [--dataset adult|cervical|census|intrusion]
                                        [--repeats 15] [--scratch /tmp/authors-seeds] [--out docs/measurements]
+    python benchmarks/authors_seeds.py --dataset intrusion --first-seed 2 --repeats 1 \
+        --add-to docs/measurements/authors_dpmerf_intrusion_seeds_DATE.json   # one more seed, added
+
+A seed of intrusion or census costs most of an hour or more, and a machine here does not outlive a
+session: ``--first-seed K`` runs seeds K … K+N−1 (DP-MERF: their two ``for ii in range(repetitions)``
+loops start at K, in a copy of their script; nothing else changes), and ``--add-to FILE`` adds them
+to an earlier record of the same command (refused when a seed is already in it), the summary taken
+over all its seeds and each call listed under ``runs`` with its commit, date and wall time.
 
 ``--method dpmerf`` (the default) runs their ``code_tab/single_generator_priv_all.py --dataset D
 --private 1 … --repeat N`` with DP-MERF (arXiv:2002.11603) supplementary Table 4's private row of
@@ -169,6 +177,58 @@ SDGYM_INTRUSION_TYPES = {
 SDGYM_INTRUSION_TEST_ROWS = 100_000
 
 DPHP_REPEATED = "run_sum_prod_kernel_tabular_data_seeds.py"
+DPMERF_SEEDED = "single_generator_priv_all_seeds.py"
+DPMERF_LOOP = "for ii in range(repetitions):"  # their two live loops over seeds (binary, multi-class)
+
+
+def dpmerf_from_seed(source: str, first: int) -> str:
+    """Their script with its seed loops starting at ``first``: seeds first … first+N−1 for --repeat N."""
+    lines = source.splitlines(keepends=True)
+    live = [i for i, line in enumerate(lines) if line.strip() == DPMERF_LOOP]
+    if len(live) != 2:
+        raise SystemExit(f"DP-MERF's script no longer has the loop {DPMERF_LOOP!r} twice (found {len(live)})")
+    for i in live:
+        lines[i] = lines[i].replace(DPMERF_LOOP, f"for ii in range({first}, {first} + repetitions):")
+    return "".join(lines)
+
+
+def with_runs(record: dict) -> dict:
+    """A record as --add-to extends it: ``arguments`` (the command without its --repeat) and
+    ``runs`` (one entry per call), derived for a record written before either existed."""
+    if "runs" in record:
+        return record
+    run = {key: record.get(key) for key in ("reproduce", "commit", "date", "wall_seconds", "machine")}
+    return {
+        **record,
+        "arguments": record["command"].rsplit(" --repeat", 1)[0].split(" (repetitions")[0],
+        "runs": [{"seeds": sorted(record["seeds"], key=int), **run}],
+    }
+
+
+def merged(earlier: dict, new: dict) -> dict:
+    """``new`` (this call's record) added to ``earlier`` (a record of the same command): the seeds of
+    both, the summary over all of them, each call under ``runs``."""
+    earlier, new = with_runs(earlier), with_runs(new)
+    if (earlier["what"], earlier["arguments"]) != (new["what"], new["arguments"]):
+        raise SystemExit(
+            f"--add-to: that record is of {earlier['what']!r} with {earlier['arguments']}, "
+            f"not of this call's {new['what']!r} with {new['arguments']}"
+        )
+    both = set(earlier["seeds"]) & set(new["seeds"])
+    if both:
+        raise SystemExit(
+            f"--add-to: seeds {sorted(both, key=int)} are in that record already; pick others with --first-seed"
+        )
+    seeds = {int(k): v for k, v in {**earlier["seeds"], **new["seeds"]}.items()}
+    return {
+        **earlier,
+        "seeds": {str(s): v for s, v in sorted(seeds.items())},
+        "summary": summary(seeds, tuple(next(iter(seeds.values())))),
+        "runs": earlier["runs"] + new["runs"],
+        "notes": earlier["notes"] + [note for note in new["notes"] if note not in earlier["notes"]],
+    }
+
+
 # their test_models, unchanged, with the mean of what it returns printed after each call
 DPHP_REPORTER = """import numpy as _np, all_aux_files_tab_data as _aux
 _test_models = _aux.test_models
@@ -304,6 +364,14 @@ def main() -> int:
     )
     parser.add_argument("--repeats", type=int, default=15, help="seeds 0 … N−1 (default 15)")
     parser.add_argument(
+        "--first-seed", type=int, default=0, help="dpmerf only: run seeds K … K+N−1 instead (default 0)"
+    )
+    parser.add_argument(
+        "--add-to",
+        type=Path,
+        help="add this call's seeds to that earlier record (JSON) of the same command and rewrite it (and its .md)",
+    )
+    parser.add_argument(
         "--from-log",
         type=Path,
         help="summarise the log of an earlier run (e.g. one stopped part way) instead of running their script",
@@ -319,6 +387,10 @@ def main() -> int:
     args.scratch.mkdir(parents=True, exist_ok=True)
     if args.method == "dphp" and args.non_private:
         parser.error("--non-private is for --method dpmerf (supplementary Table 4's non-private rows)")
+    if args.method == "dphp" and args.first_seed:
+        parser.error("--first-seed is for --method dpmerf (DP-HP's script runs its seeds from 0)")
+    if args.add_to is not None and not args.add_to.is_file():
+        parser.error(f"--add-to {args.add_to}: no such record")
     if args.method == "dphp" and args.dataset != "adult":
         parser.error("--method dphp runs adult only (DP-HP's released code has no loader for the others)")
     metrics = ("f1",) if args.dataset in MULTICLASS else ("roc", "prc")
@@ -331,12 +403,18 @@ def main() -> int:
             "runs on 2026-11-29)"
         ]
         arguments = their_arguments(args.dataset, args.non_private)
+        source = (setup.dpmerf_code / "single_generator_priv_all.py").read_text()
+        (setup.dpmerf_code / DPMERF_SEEDED).write_text(dpmerf_from_seed(source, args.first_seed))
         env = {**setup.env, "PYTHONPATH": f"{setup.stubs}:{setup.dpmerf_code}"}
-        argv = [sys.executable, "-u", "-c", THEIRS_DPMERF, *arguments, "--repeat", str(args.repeats)]
+        theirs = THEIRS_DPMERF.replace('run_path("single_generator_priv_all.py"', f'run_path("{DPMERF_SEEDED}"')
+        assert DPMERF_SEEDED in theirs
+        argv = [sys.executable, "-u", "-c", theirs, *arguments, "--repeat", str(args.repeats)]
         cwd, command = (
             setup.dpmerf_code,
             "single_generator_priv_all.py " + " ".join(arguments) + f" --repeat {args.repeats}",
         )
+        if args.first_seed:
+            command += f" (seeds {args.first_seed} … {args.first_seed + args.repeats - 1}: its seed loops start there)"
     else:
         source = (setup.dphp_code / "run_sum_prod_kernel_tabular_data.py").read_text()
         if source.count(DPHP_REPETITIONS_LINE) != 1:
@@ -373,6 +451,7 @@ def main() -> int:
         "command": command,
         "reproduce": f"python benchmarks/authors_seeds.py --method {args.method} --dataset {args.dataset}"
         + (" --non-private" * args.non_private)
+        + (f" --first-seed {args.first_seed}" if args.first_seed else "")
         + f" --repeats {args.repeats}",
         "notes": setup.notes,
         "seeds": {str(s): v for s, v in sorted(seeds.items())},
@@ -382,14 +461,24 @@ def main() -> int:
         "date": stamp.isoformat(timespec="seconds"),
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    base = args.out / f"authors_{args.method}_{name}_seeds_{stamp:%Y-%m-%d}"
+    record = with_runs(record)
+    if args.add_to is not None:
+        record = merged(json.loads(args.add_to.read_text()), record)
+        seeds = {int(k): v for k, v in record["seeds"].items()}
+        base = args.add_to.with_suffix("")
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        base = args.out / f"authors_{args.method}_{name}_seeds_{stamp:%Y-%m-%d}"
     base.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
     s = record["summary"]
     lines = [
         f"# {record['what']}",
         "",
-        f"`{record['reproduce']}` " + ("(one thread)" if seconds is None else f"({seconds / 60:.0f} min, one thread)"),
+        "; ".join(
+            f"`{run['reproduce']}` "
+            + ("(one thread)" if run["wall_seconds"] is None else f"({run['wall_seconds'] / 60:.0f} min, one thread)")
+            for run in record["runs"]
+        ),
         "",
         "| seed | " + " | ".join(HEADERS[key] for key in metrics) + " |",
         "|---" * (len(metrics) + 1) + "|",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import authors_seeds  # noqa: E402
@@ -48,3 +50,52 @@ def test_non_private_takes_table_4s_non_private_row_and_private_0():
     assert as_dict(public) == {**as_dict(private), "--private": "0", "--epochs": "2000", "--batch": "0.6"}
     adult = as_dict(authors_seeds.their_arguments("adult", non_private=True))
     assert adult["--num_features"] == "50000" and adult["--undersample"] == "0.4"
+
+
+def test_first_seed_moves_both_live_seed_loops_and_nothing_else():
+    source = (
+        "    # for ii in range(repetitions):\n"
+        "                for ii in range(repetitions):\n                    main(seed_number=ii)\n"
+        "                for ii in range(repetitions):\n                    main(seed_number=ii)\n"
+    )
+    moved = authors_seeds.dpmerf_from_seed(source, 3)
+    assert moved.count("for ii in range(3, 3 + repetitions):") == 2
+    assert moved.replace("range(3, 3 + repetitions)", "range(repetitions)") == source  # the comment kept
+    ran = {}
+    for_loops = "\n".join(line.strip() for line in moved.splitlines() if line.strip().startswith("for ii"))
+    exec(for_loops.replace(":", ": ran.setdefault('seeds', []).append(ii)"), {"repetitions": 2, "ran": ran})
+    assert ran["seeds"] == [3, 4, 3, 4]
+    with pytest.raises(SystemExit, match="twice"):
+        authors_seeds.dpmerf_from_seed("for ii in range(repetitions):\n", 3)
+
+
+def record(seeds: dict, command: str = "single_generator_priv_all.py --dataset intrusion --private 1 --repeat 2"):
+    return {
+        "what": "DP-MERF authors' code, intrusion",
+        "command": command,
+        "reproduce": "python benchmarks/authors_seeds.py --dataset intrusion",
+        "notes": ["a note"],
+        "seeds": {str(k): {"f1": v} for k, v in seeds.items()},
+        "summary": authors_seeds.summary({k: {"f1": v} for k, v in seeds.items()}, ("f1",)),
+        "wall_seconds": 10.0,
+        "commit": "abc",
+        "date": "2026-11-30",
+        "machine": {},
+    }
+
+
+def test_add_to_takes_the_summary_over_every_seed_and_keeps_each_call():
+    earlier = record({0: 0.70, 1: 0.60})  # written before --add-to existed: no "runs", no "arguments"
+    later = record(
+        {2: 0.80}, command="single_generator_priv_all.py --dataset intrusion --private 1 --repeat 1 (seeds 2 … 2)"
+    )
+    both = authors_seeds.merged(earlier, later)
+    assert set(both["seeds"]) == {"0", "1", "2"} and both["summary"]["n"] == 3
+    assert abs(both["summary"]["f1_mean"] - 0.70) < 1e-12 and both["summary"]["f1_min"] == 0.60
+    assert [run["seeds"] for run in both["runs"]] == [["0", "1"], ["2"]]
+    with pytest.raises(SystemExit, match="in that record already"):
+        authors_seeds.merged(both, record({2: 0.5}))
+    with pytest.raises(SystemExit, match="not of this call"):
+        authors_seeds.merged(
+            earlier, record({5: 0.5}, command="single_generator_priv_all.py --dataset adult --repeat 1")
+        )
