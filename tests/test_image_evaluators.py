@@ -226,3 +226,22 @@ def test_the_smoke_profile_shrinks_the_image_evaluators_and_eval_set_still_wins(
     smoke = settings(profile="smoke")
     assert smoke["fid"] == {"n_samples": 500, "n_real": 1000} and smoke["image-downstream"] == {"sample_fraction": 0.02}
     assert settings(profile="smoke", evaluator_overrides={"fid": {"n_samples": "800"}})["fid"]["n_samples"] == 800
+
+
+def test_dp_mepfs_two_classifiers_are_the_twelves_lr_and_mlp_and_nothing_else(all_twelve, small):
+    """``image-logreg-mlp`` (DP-MEPF Tables 10/11) fits DP-HP Table 10's LR and MLP, unchanged: on
+    the same images their accuracies are the twelve's, and no other classifier is fitted."""
+    from dataclasses import replace
+
+    train, test = small
+    two = replace(EVALUATORS.get("image-logreg-mlp"), in_process=True)
+    assert two.run_by_default is False and two.sample_fraction == 1.0
+    values = two.evaluate(train, train, test, CONTEXT).metrics
+    twelve = all_twelve[0].metrics
+    assert {name.split(".")[0] for name in values if "." in name} == {"LR", "MLP"}
+    for classifier in ("LR", "MLP"):
+        for metric in ("accuracy", "f1_macro"):
+            assert values[f"{classifier}.{metric}"] == twelve[f"{classifier}.{metric}"]
+    assert values["accuracy"] == pytest.approx((twelve["LR.accuracy"] + twelve["MLP.accuracy"]) / 2)
+    for name in values:
+        assert name.rsplit(".", 1)[-1] in two.metrics
