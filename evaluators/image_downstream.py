@@ -393,8 +393,8 @@ def with_fraction(fraction: float, name: str) -> ImageDownstreamClassifiers:
 IMAGE_DOWNSTREAM = ImageDownstreamClassifiers()
 IMAGE_DOWNSTREAM_10PCT = with_fraction(0.1, "image-downstream-10pct")
 # DP-MEPF (arXiv:2205.12900) Tables 1, 2, 10 and 11 report two classifiers, LogisticRegression(solver
-# 'lbfgs', max_iter 5000) and MLPClassifier() with defaults, on all 60,000 generated images (its code
-# also fits XGBoost, unreported; ../shared/research/seed-dpmepf.md Sec. 5.2): the same two estimators
+# 'lbfgs', max_iter 5000) and MLPClassifier() with defaults, on all 60,000 generated images (its code,
+# github.com/ParkLabML/DP-MEPF, also fits XGBoost, unreported): the same two estimators
 # as DP-HP Table 10's LR and MLP above, so their fits (and the evaluation cache's keys) are the same;
 # the other ten would cost a DP-MEPF cell most of its hour on two cores for no published number.
 IMAGE_LOGREG_MLP = ImageDownstreamClassifiers(
