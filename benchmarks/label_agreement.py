@@ -62,6 +62,7 @@ def main() -> None:
             "agreement": float((predicted == sample["y"][:SCORED]).mean()),
             "largest_predicted_share": float(np.bincount(predicted, minlength=10).max() / SCORED),
             "run_id": run.info.run_id,
+            "fitted_at": run.data.tags.get("git_commit", "unknown"),  # the code that fitted the sample
         }
     args.out.write_text(
         json.dumps(
