@@ -228,3 +228,29 @@ def test_evaluate_draws_the_samples_picture_of_a_run_whose_picture_did_not_come_
     assert "1 up to date" in drawn.stdout and picture.is_file() and picture.stat().st_size > 1000
     again = run_cli("evaluate", "--experiment", "pictures", "--evaluators", "nll")
     assert "drew" not in again.stdout and "1 up to date" in again.stdout, again.stdout
+
+
+def test_cells_a_stored_sample_cannot_score_go_back_to_the_runner_in_their_given_order(monkeypatch):
+    """A setup fitted elsewhere (an imported record: no stored sample) is fitted here again, in
+    the grid's order — seed 0 first, not after the seeds that were never fitted."""
+    from types import SimpleNamespace
+
+    from bench.harness import rescoring
+
+    cells = [
+        SimpleNamespace(key=f"k{s}", setup_key=f"s{s}", evaluators=["fid"], evaluator_settings={}, data_dir=None,
+                        label=f"seed={s}")
+        for s in range(3)
+    ]  # fmt: skip
+    monkeypatch.setattr(tracking, "is_remote", lambda: False)
+    monkeypatch.setattr(tracking, "client", lambda: None)
+    monkeypatch.setattr(tracking, "experiment_id", lambda client, name, create=False: "1")
+    monkeypatch.setattr(tracking, "finished_cell_keys", lambda client, experiment_id: set())
+    monkeypatch.setattr(tracking, "fitted_setups", lambda client, experiment_id: {"s0": ("imported", {})})
+    monkeypatch.setattr(tracking, "has_evaluator_metrics", lambda metrics, name: False)
+    monkeypatch.setattr(
+        rescoring, "rescore", lambda *a, **k: [rescoring.Rescored("imported", "seed=0", "no stored sample")]
+    )
+    left, scored = rescoring.score_fitted_setups(cells, "e")
+    assert [cell.label for cell in left] == ["seed=0", "seed=1", "seed=2"]
+    assert [s.status for s in scored] == ["no stored sample"]

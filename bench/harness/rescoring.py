@@ -282,11 +282,11 @@ def score_fitted_setups(
         fitted = tracking.fitted_setups(client, experiment_id)
     except Exception:  # noqa: BLE001 - the runner reports an unreachable or broken store
         return list(cells), []
-    to_fit: list[Any] = []
+    to_fit: set[int] = set()  # the cells left to the runner (ids), returned in their given order
     wanted: dict[str, tuple[list[Any], list[str]]] = {}  # run id → (its cells, the evaluators it lacks)
     for cell in cells:
         if cell.key in finished or cell.setup_key not in fitted:
-            to_fit.append(cell)
+            to_fit.add(id(cell))
             continue
         run_id, metrics = fitted[cell.setup_key]
         mine, missing = wanted.setdefault(run_id, ([], []))
@@ -310,8 +310,8 @@ def score_fitted_setups(
         )
         scored += result
         if not result or not result[0].status.startswith(("scored", "up to date")):
-            to_fit += mine  # no stored sample, or scoring failed: the runner fits the cells
-    return to_fit, scored
+            to_fit.update(map(id, mine))  # no stored sample, or scoring failed: the runner fits the cells
+    return [cell for cell in cells if id(cell) in to_fit], scored
 
 
 def summary_line(result: Rescored) -> str:
