@@ -411,6 +411,15 @@ def test_every_gap_to_the_papers_has_its_paragraph_and_every_gap_tag_a_gap():
     assert "claim no gap any more" not in report
 
 
+def test_every_real_data_miss_of_the_committed_report_names_its_cause_or_what_was_ruled_out():
+    """Issue 58: a calibration row that misses the paper's real-data value (a test, not a seed-sd)
+    carries its preset's explanation; "unexplained" is what the report prints where none exists."""
+    report = (REPO / "results" / "REPORT.md").read_text()
+    misses = [line for line in report.splitlines() if "| **MISS**:" in line]
+    assert misses  # the calibration rows are there to be checked
+    assert [line.split("|")[1:3] for line in misses if line.rstrip().endswith("| unexplained |")] == []
+
+
 def test_the_summary_and_the_sections_count_the_same_finished_cells():
     """The summary's "finished" column and each section's "N of its M cells finished" are one
     number (they once disagreed: sections counted other ε of a shared experiment)."""

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from bench.report.preset import Preset, PresetError
 from bench.report.presets_beyond import BEYOND_PRESETS
+from bench.report.presets_image_gaps import IMAGE_GAP_PRESETS
 from bench.report.presets_papers import PAPER_PRESETS
 
-PRESETS: dict[str, Preset] = {preset.name: preset for preset in (*PAPER_PRESETS, *BEYOND_PRESETS)}
+PRESETS: dict[str, Preset] = {preset.name: preset for preset in (*PAPER_PRESETS, *BEYOND_PRESETS, *IMAGE_GAP_PRESETS)}
 
 
 def get_preset(name: str) -> Preset:
