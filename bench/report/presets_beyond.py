@@ -7,7 +7,7 @@ from __future__ import annotations
 from bench.harness.grid import GridSpec
 from bench.report.published import merged, published
 
-from bench.report.presets_papers import CENSUS_REAL_DATA
+from bench.report.calibration_notes import CENSUS
 from bench.report.preset import BASELINES, FIVE_SEEDS, INF, TABLE1_SETTINGS, MeasuredSeeds, Preset, combined, rows_of
 
 
@@ -358,7 +358,7 @@ BEYOND_PRESETS: tuple[Preset, ...] = (
             "adult-dphp-logs [protocol paper, downstream.scaling=standard]": "1.1 seed-sd above the paper, where the unscaled row is 4.7 below: z-scoring is the difference. The "
             "rest is within what today's scikit-learn and a 5-run mean printed without its sd allow",
             # the seeds' own census arrays: the same real-data miss as census's, one cause fewer
-            "census-sdgym": f"the same miss as census's own codes (DP-HP Table 2): {CENSUS_REAL_DATA}",
+            "census-sdgym": f"the same miss as census's own codes (DP-HP Table 2): {CENSUS}",
             "cervical-dpmerf": "ROC agrees; PRC does not: with 5–14 positives among 151 test rows, hard-label PRC "
             "moves ±0.04 a seed, and our base forest, GBM and XGBoost follow DP-HP's settings "
             "(DP-MERF used scikit-learn 0.21's defaults). Unexplained beyond that",

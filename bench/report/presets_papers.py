@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bench.harness.grid import GridSpec
 from bench.report.published import source_of, merged, published, published_settings, registered_method
+from bench.report import calibration_notes as notes
 from bench.report.versus import FIG3_SIZES, FIG6_CLASSIFIERS
 
 from bench.report.preset import (
@@ -17,62 +18,6 @@ from bench.report.preset import (
     TABULAR_DATASETS,
     Preset,
     overrides_of,
-)
-
-_ADULT_P = (
-    "DP-HP's Table 2 reads adult.p: adult.data's 32,561 rows with sorted codes (its run log's weights), "
-    "z-scored; this row is SDGym's 22,561-row part with adult.names codes, unscaled. On adult.p's rows "
-    "(adult-dphp-logs) with every classifier z-scoring its training rows, real data agree with the paper: "
-    "see preset `faithfulness`"
-)
-_CERVICAL_DPHP = (
-    "our rows, imputation, undersampling (0.3) and 80/20 split follow the authors' loader line by line "
-    "(datasets/cervical.py); DP-HP's released code has no real-data path, so Table 2's real row was made "
-    "by an undocumented protocol; the test split holds 8–16 positives (one seed-sd ≈ 0.04). Unexplained "
-    "beyond that: no documented pipeline gives 0.959"
-)
-CENSUS_REAL_DATA = (
-    "not explained. Ruled out (results/README.md, docs/authors_pipelines.md §1): the rows (census-income.data's "
-    "199,523), DP-HP's undersampling (0.2, before the split) and its unstratified 80/20 split, which are theirs, "
-    "and the codebook: on the seeds' own arrays with SDGym's frequency codes (census-sdgym, preset faithfulness) "
-    "real data score as on census's own codes, not lower. Left: their column lists drop year and hold weeks "
-    "worked twice"
-)
-_CENSUS_DPMERF = (
-    CENSUS_REAL_DATA
-    + "; but DP-MERF's code keeps 0.4 of '- 50000' (its Table 4), this row DP-HP's 0.2: its test split "
-    "holds ≈ 14% positives, ours ≈ 25%, which moves hard-label PRC"
-)
-_INTRUSION = (
-    "not explained yet (0.003 on F1 0.97). Candidates (docs/authors_pipelines.md §3): protocol, service and "
-    "flag coded by frequency and read as numbers there, alphabetically as categories here — measured by "
-    "intrusion-sdgym (preset faithfulness); DP-MERF's code reads SDGym's 394,021-row train part, ours all "
-    "494,021 rows"
-)
-_SAMME_R = "docs/measurements/adaboost_samme_r_2026-12-01.json (benchmarks/adaboost_samme_r.py)"
-_ADABOOST = (
-    "the AdaBoost column: DP-HP Table 10's AdaBoost is SAMME.R (real-valued class probabilities), which "
-    "today's scikit-learn no longer has (deprecated in 1.4, removed); ours is discrete SAMME with the same "
-    "1,000 stumps and learning rate 0.7 (evaluators/image_downstream.py). Measured under scikit-learn 1.5.2 "
-    "on the same 60,000 images, SAMME.R scores within 0.005 of the seeds' published AdaBoost and far below our "
-    f"SAMME ({_SAMME_R}). The other 11 classifiers are within the margin"
-)
-_FIG3_ADABOOST = (
-    "AdaBoost: the seeds' SAMME.R, fitted under scikit-learn 1.5.2 on our very rows, scores far below our "
-    "discrete SAMME from 3,000 images up (on all 60,000 within 0.005 of the seeds' own published AdaBoost), "
-    "and in its place would move the mean of the 12 down by about this miss at every size from 3,000 up: the "
-    f"miss is the AdaBoost today's scikit-learn no longer has ({_SAMME_R})"
-)
-_FIG3_ONE_DRAW = (
-    "one class-balanced draw of the training images, the same at every seed (the evaluator's subset seed is "
-    "fixed: our interval has no width), where the seeds' 5 runs drew their own — at 60 images their MNIST "
-    "spread, 0.0165, is this miss's size. Not AdaBoost: there the seeds' SAMME.R scores above our SAMME, "
-    f"which would widen the miss ({_SAMME_R})"
-)
-_CERVICAL_DPMERF = (
-    "DP-MERF's code keeps every cervical row (--undersample 1.0, its Table 4); this row follows DP-HP's "
-    "0.3, a balanced and easier test split. On every row (cervical-dpmerf) real data agree with the "
-    "paper: see preset `faithfulness`"
 )
 
 
@@ -243,10 +188,10 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         plot_metrics=("downstream.roc_auc",),
         selection_gain=_TABLE2_SELECTION_GAIN,
         calibration_notes={
-            "adult": _ADULT_P,
-            "cervical": _CERVICAL_DPHP,
-            "census": CENSUS_REAL_DATA,
-            "intrusion": _INTRUSION,
+            "adult": notes.ADULT_P,
+            "cervical": notes.CERVICAL_DPHP,
+            "census": notes.CENSUS,
+            "intrusion": notes.INTRUSION,
         },
         shares=("privacy-utility", "dphp-gaps"),
     ),
@@ -260,10 +205,10 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         merged("dphp-table2", "dphp-table7"),
         "DP-HP (arXiv:2106.05042) Table 7",
         calibration_notes={
-            "adult": _ADULT_P,
-            "cervical": _CERVICAL_DPHP,
-            "census": CENSUS_REAL_DATA,
-            "intrusion": _INTRUSION,
+            "adult": notes.ADULT_P,
+            "cervical": notes.CERVICAL_DPHP,
+            "census": notes.CENSUS,
+            "intrusion": notes.INTRUSION,
         },
         shares=("dphp-gaps",),
     ),
@@ -289,7 +234,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         digits=".4g",
         plot_metrics=("image-downstream.accuracy",),
         sample_grids=True,
-        calibration_notes={"mnist": _ADABOOST, "fashion-mnist": _ADABOOST},
+        calibration_notes={"mnist": notes.ADABOOST, "fashion-mnist": notes.ADABOOST},
     ),
     Preset(
         "dphp-fig3",
@@ -311,7 +256,7 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         "DP-HP (arXiv:2106.05042) Fig. 3 (values from "
         "github.com/ParkLabML/DP-HP code_balanced/plots/may27_order100_var_*_mehp_values.npz)",
         digits=".4f",
-        calibration_notes={"mnist": _FIG3_ADABOOST, "fashion-mnist": _FIG3_ONE_DRAW},
+        calibration_notes={"mnist": notes.FIG3_ADABOOST, "fashion-mnist": notes.FIG3_ONE_DRAW},
     ),
     Preset(
         "dpmerf-table1",
@@ -336,7 +281,11 @@ PAPER_PRESETS: tuple[Preset, ...] = (
         published("dpmerf-table1"),
         "DP-MERF (arXiv:2002.11603) Table 1",
         plot_metrics=("downstream.paper.roc_auc",),
-        calibration_notes={"cervical": _CERVICAL_DPMERF, "census": _CENSUS_DPMERF, "intrusion": _INTRUSION},
+        calibration_notes={
+            "cervical": notes.CERVICAL_DPMERF,
+            "census": notes.CENSUS_DPMERF,
+            "intrusion": notes.INTRUSION,
+        },
         shares=("faithfulness",),
     ),
     Preset(
