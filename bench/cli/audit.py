@@ -103,7 +103,7 @@ def command_audit(args: argparse.Namespace) -> int:
     if args.level != "step":  # one DP-SGD step's audit takes seconds; the others fit the method 2 × runs times
         shared["progress"] = audit_progress(args.runs, args.level, disabled=args.no_progress)
     if args.level == "black-box":  # whole fits, minutes each for an outside library: a killed audit resumes
-        shared["checkpoint"] = resumable(settings, args.runs)
+        shared["checkpoint"] = resumable(method, settings, args.runs)
     result = audit(args.method, args.dataset, epsilon, delta, args.runs, args.rows, **shared)
     print(result.summary())
     run_id = log_audit_result(result, args, settings, context)
@@ -111,11 +111,16 @@ def command_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def resumable(settings: dict, runs: int) -> Path | None:
-    """The black-box audit's checkpoint in the cache folder, and a line on stderr when it resumes."""
+def resumable(method, settings: dict, runs: int) -> Path | None:
+    """The black-box audit's checkpoint in the cache folder, and a line on stderr when it resumes.
+    The method is prepared first (an outside library's environment built): the checkpoint's name
+    holds the built environments (``code_identity``), so a name taken before a first build would
+    never be found again once the environment exists."""
     from bench.core.paths import cache_dir
     from bench.harness.auditing import black_box_checkpoint, finished_runs
 
+    if method.prepare is not None:
+        method.prepare()
     identity = {k: v for k, v in settings.items() if k != "runs"}  # what the scores depend on
     checkpoint = black_box_checkpoint(cache_dir() / "audits", identity)
     done = min(len(finished_runs(checkpoint)), runs)
