@@ -108,6 +108,33 @@ def test_gpu_cost_comes_only_from_runs_logged_on_a_gpu(tmp_path, monkeypatch):
     assert cost.text().endswith("; GPU: ≈ 4 min for the 5 cells measured on one")
 
 
+def test_a_fit_scored_later_prices_the_cells_that_ask_for_what_it_was_scored_by(tmp_path, monkeypatch):
+    """A fit logged with ``--evaluators none`` and scored later by ``bench evaluate`` (its cell names
+    no evaluator) prices a cell asking for the evaluators it was scored by, in any order — not a
+    documented lower bound of its method (the image-gaps preset read "≥ 54 min" of a 3 h cell)."""
+    from bench.harness.cell import CELL_FILE
+    from bench.report.costs import cost_key
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client = tracking.client()
+    experiment = client.create_experiment("timings", artifact_location=str(tmp_path / "artifacts"))
+    (fitted,) = grid_cells(GridSpec(("dp-merf",), ("gmm2d",), [1.0], [0], evaluators=()), "x")
+    run = client.create_run(experiment, tags={"device": "cpu", "cell_key": fitted.key})
+    for name, value in fitted.mlflow_params().items():
+        client.log_param(run.info.run_id, name, value)
+    client.log_dict(run.info.run_id, fitted.to_json(), CELL_FILE)
+    for name, seconds in (("time.fit_s", 400.0), ("time.eval_nll_s", 20.0), ("time.eval_fidelity_s", 5.0)):
+        client.log_metric(run.info.run_id, name, seconds)
+    client.set_terminated(run.info.run_id, "FINISHED")
+
+    (asking,) = grid_cells(GridSpec(("dp-merf",), ("gmm2d",), [1.0], [0], evaluators=("nll", "fidelity")), "x")
+    (reordered,) = grid_cells(GridSpec(("dp-merf",), ("gmm2d",), [1.0], [0], evaluators=("fidelity", "nll")), "x")
+    (fewer,) = grid_cells(GridSpec(("dp-merf",), ("gmm2d",), [1.0], [0], evaluators=("nll",)), "x")
+    timings = logged_seconds()
+    assert timings[cost_key(asking)] == timings[cost_key(reordered)] == 425.0
+    assert cost_key(fewer) not in timings and cost_key(fitted) not in timings
+
+
 @pytest.mark.parametrize(
     "arguments,message",
     [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -77,12 +78,19 @@ DOCUMENTED_SECONDS.update(
 CostKey = tuple[str, str, str]  # (method, dataset, the setting as JSON)
 
 
-def cost_key(cell: Any) -> CostKey:
+def cost_key(cell: Any, scored: Iterable[str] | None = None) -> CostKey:
     """What decides a cell's time: the method, the dataset and the setting — profile, protocol,
-    evaluators with their --eval-set values and every hyperparameter — so that a smoke run never
-    prices a paper cell. ε, δ, seed and calibrator are left out."""
+    evaluators (as a set) with their --eval-set values and every hyperparameter — so that a smoke
+    run never prices a paper cell. ε, δ, seed and calibrator are left out. ``scored``: the
+    evaluators a run was actually scored by, where that differs from its cell's (a fit logged with
+    ``--evaluators none`` and scored later by ``bench evaluate``)."""
     params = cell.mlflow_params()
-    setting = {"profile": cell.profile, "protocol": cell.protocol.value, "evaluators": params["evaluators"]}
+    evaluators = params["evaluators"].split(",") if scored is None else scored
+    setting = {
+        "profile": cell.profile,
+        "protocol": cell.protocol.value,
+        "evaluators": ",".join(sorted(filter(None, evaluators))),
+    }
     setting.update({k: v for k, v in params.items() if k.startswith(("hp.", "eval."))})
     return cell.method, cell.dataset, json.dumps(setting, sort_keys=True)
 
@@ -94,6 +102,11 @@ def seconds_for(key: CostKey, timings: dict[CostKey, float]) -> float | None:
     if key in timings:
         return timings[key]
     return DOCUMENTED_SECONDS.get((key[0], key[1], json.loads(key[2])["profile"]))
+
+
+def evaluators_timed(metrics: dict[str, float]) -> list[str]:
+    """The evaluators whose wall time a run logged (``time.eval_<evaluator>_s``)."""
+    return [k[len("time.eval_") : -len("_s")] for k in metrics if k.startswith("time.eval_") and k.endswith("_s")]
 
 
 def logged_seconds(gpu: bool = False, source: Any = None) -> dict[CostKey, float]:
@@ -110,8 +123,9 @@ def logged_seconds(gpu: bool = False, source: Any = None) -> dict[CostKey, float
         for run in source.finished_runs(experiment) or []:
             if run.cell is None or (run.tags.get("device", "cpu") != "cpu") != gpu:
                 continue
-            times = [v for k, v in run.all_metrics().items() if k.startswith("time.") and k.endswith("_s")]
-            key = cost_key(run.cell)
+            metrics = run.all_metrics()
+            times = [v for k, v in metrics.items() if k.startswith("time.") and k.endswith("_s")]
+            key = cost_key(run.cell, None if run.cell.evaluators else evaluators_timed(metrics))
             if times:
                 seconds.setdefault(key, []).append(sum(times))
     return {key: statistics.median(values) for key, values in seconds.items()}
