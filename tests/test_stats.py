@@ -68,3 +68,50 @@ def test_the_spread_test_is_brown_forsythe_an_anova_of_distances_from_each_group
     alike = spread(pd.Series(rng.normal(0.6, 0.03, 15)), list(rng.normal(0.6, 0.03, 15)), "x", 3)
     assert not alike.significant and "not shown to differ" in alike.text()
     assert spread(ours[:2], theirs, "x", 3) is None  # too few seeds: no test
+
+
+def test_equal_seeds_are_one_draw_whose_tests_keep_their_level_where_a_zero_sd_would_not():
+    """Real data on a fixed split, scored by classifiers of fixed seeds, gives every seed the same
+    number (DP-HP Fig. 3's real rows: "0.875 ± 0 (3)", TOST p = 0). Simulated under the null —
+    our one draw and the paper's 5 runs from one normal — the test against the published (mean, sd,
+    runs) rejects at its 5% level; the same draw repeated three times and taken as three seeds (the
+    zero-sd Welch t this replaced) rejects far more often."""
+    rng = np.random.default_rng(1)
+    trials, rejected, rejected_as_seeds = 4000, 0, 0
+    for _ in range(trials):
+        draw, runs = rng.normal(0.8, 0.01), rng.normal(0.8, 0.01, size=5)
+        published = (float(runs.mean()), float(runs.std(ddof=1)), 5)
+        rejected += versus_published(pd.Series([draw] * 3), published, 3).p < 0.05
+        a, b = 0.0, runs.var(ddof=1) / 5  # the replaced test: our variance 0, n = 3
+        t = (draw - runs.mean()) / np.sqrt(a + b)
+        rejected_as_seeds += 2 * stats.t.sf(abs(t), 4) < 0.05
+    assert 0.035 < rejected / trials < 0.065 and rejected_as_seeds / trials > 0.2
+
+    # the prediction error: sd·√(1 + 1/runs), runs − 1 degrees of freedom (MNIST n = 12,000 of Fig. 3)
+    test = versus_published(pd.Series([0.859] * 3), (0.8379, 0.0034, 5), 3)
+    t = (0.859 - 0.8379) / (0.0034 * np.sqrt(1.2))
+    assert test.statistic == pytest.approx(t) and test.p == pytest.approx(2 * stats.t.sf(t, 4)) and test.n == 5
+
+
+def test_tost_of_equal_seeds_needs_the_other_side_s_spread_and_keeps_its_level_at_the_margin():
+    margin = 0.02
+    assert tost(pd.Series([0.783] * 3), 0.7744, "paper", margin, 3) is None  # one draw against a point value
+    rng = np.random.default_rng(2)
+    trials, claimed = 3000, 0
+    for _ in range(trials):  # the true difference sits on the margin: "equivalent" at most 5% of the time
+        draw, runs = rng.normal(0.8 + margin, 0.01), rng.normal(0.8, 0.01, size=5)
+        claimed += tost(pd.Series([draw] * 3), list(runs), "paper", margin, 3).significant
+    assert claimed / trials < 0.06
+
+
+def test_a_calibration_row_of_equal_seeds_against_a_point_value_is_not_tested():
+    from bench.report.calibration import Calibration
+
+    row = Calibration("fashion-mnist", "n=60", pd.Series([0.531] * 3), 0.5107, True)
+    assert not row.miss
+    assert row.verdict() == (
+        "one measurement: its 3 seeds are equal, nothing in it depends on the seed; against a point value: "
+        "Δ +0.020, not tested"
+    )
+    tested = Calibration("mnist", "n=12000", pd.Series([0.859] * 3), (0.8379, 0.0034, 5), True)
+    assert tested.miss and "tested as one draw against the paper's runs" in tested.verdict()

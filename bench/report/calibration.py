@@ -11,7 +11,7 @@ from bench.report.blocks import Block
 
 from bench.report.preset import PAPER_DATASET, Preset
 from bench.report.published import Value
-from bench.report.stats import EQUIVALENCE_MARGIN, Equivalence, TTest, tost, versus_published
+from bench.report.stats import EQUIVALENCE_MARGIN, Equivalence, TTest, equal_seeds, tost, versus_published
 from bench.report.tables import CELL_LEGEND, MIN_SEEDS_FOR_EVIDENCE, summary_text
 from bench.report.versus import seeds_value, versus_seeds_rows
 from bench.report.frame import base_dataset
@@ -21,7 +21,8 @@ from bench.report.frame import base_dataset
 class Calibration:
     """Real data under one dataset label, ours against the paper's, for one column. The verdict is
     a test (:mod:`bench.report.stats`): where the paper publishes its spread, Welch's t for a
-    difference and TOST for agreement; against a point value, TOST with the value as a constant —
+    difference and TOST for agreement (seeds all equal: one measurement, tested as one draw
+    against the paper's runs; against a point value, not tested); against a point value, TOST with the value as a constant —
     "agrees" when equivalence within ±``EQUIVALENCE_MARGIN`` is shown, a miss when the 90%
     interval of the difference lies wholly beyond the margin, else inconclusive."""
 
@@ -87,7 +88,13 @@ class Calibration:
                 f"{len(self.ours)} seed(s), fewer than {MIN_SEEDS_FOR_EVIDENCE}: not tested yet (Δ {gap:+.3f} so far)"
             )
         same = self.equivalence
-        point = "" if isinstance(self.paper, tuple) else " (the paper's value taken as a point value)"
+        if equal_seeds(self.ours):
+            one = f"one measurement: its {len(self.ours)} seeds are equal, nothing in it depends on the seed"
+            if same is None and self.difference is None:
+                return f"{one}; against a point value: Δ {gap:+.3f}, not tested"
+            point = f" ({one}; tested as one draw against the paper's runs)"
+        else:
+            point = "" if isinstance(self.paper, tuple) else " (the paper's value taken as a point value)"
         interval = f"90% CI [{same.low:+.3f}, {same.high:+.3f}]" if same else ""
         if self.miss:
             test = self.difference

@@ -11,6 +11,13 @@
   large p alone never says two numbers are the same; and the Brown–Forsythe test (Levene's,
   median-centred: robust to a skewed seed) of whether the seeds spread alike.
 
+Seeds that all give the same value measured no spread (:func:`equal_seeds`): where nothing in a
+cell depends on the seed — the real data on a fixed split, scored by classifiers of fixed seeds —
+they are one measurement repeated, and a zero sd would make any difference "significant" and any
+closeness "equivalent". Against another's runs such a cell is tested as one draw, the runs' own sd
+standing for its error (a prediction interval, :func:`one_against_runs`); against a point value it
+is not tested.
+
 Every test is two-sided at the 5% level and needs at least ``MIN_SEEDS_FOR_EVIDENCE`` values (with
 fewer a cell is greyed and never tested). The tests of one table are a family: their p-values are
 adjusted by Holm's step-down method (:func:`holm`), and a mark stands only where the adjusted p is
@@ -104,8 +111,8 @@ def spread(ours: pd.Series, theirs: Sequence[float], against: str, min_seeds: in
     from scipy import stats
 
     ours, other = ours.dropna(), pd.Series(list(theirs), dtype=float).dropna()
-    if len(ours) < min_seeds or len(other) < min_seeds or (ours.std(ddof=1) == 0 and other.std(ddof=1) == 0):
-        return None
+    if len(ours) < min_seeds or len(other) < min_seeds or equal_seeds(ours) or equal_seeds(other):
+        return None  # equal seeds measured no spread to compare
     p = float(stats.levene(ours, other, center="median").pvalue)
     return Spread(against, float(ours.std(ddof=1)), float(other.std(ddof=1)), p)
 
@@ -122,15 +129,45 @@ def holm(tests: Sequence[TTest]) -> list[TTest]:
     return [dataclasses.replace(test, adjusted=value) for test, value in zip(tests, adjusted)]
 
 
+def equal_seeds(values: pd.Series) -> bool:
+    """Two or more seeds, every one the same value: no spread was measured (module docstring)."""
+    values = values.dropna()
+    return len(values) > 1 and values.nunique() == 1
+
+
+def one_against_runs(value: float, mean: float, sd: float, runs: int) -> tuple[float, float, int] | None:
+    """(difference, its standard error, degrees of freedom) of one measurement against another's
+    ``runs`` runs of ``mean`` and ``sd``, assuming a draw of ours varies as one of theirs: the
+    prediction error ``sd·√(1 + 1/runs)``, ``runs − 1`` degrees of freedom. None without a spread."""
+    if runs < 2 or not sd > 0:
+        return None
+    return value - mean, sd * math.sqrt(1 + 1 / runs), runs - 1
+
+
+def one_draw_t(value: float, mean: float, sd: float, runs: int, against: str) -> TTest | None:
+    """The t test of one measurement against another's runs (:func:`one_against_runs`)."""
+    from scipy import stats
+
+    one = one_against_runs(value, mean, sd, runs)
+    if one is None:
+        return None
+    difference, error, df = one
+    t = difference / error
+    return TTest(against, df + 1, difference, t, float(2 * stats.t.sf(abs(t), df)))
+
+
 def versus_published(ours: pd.Series, published: object, min_seeds: int) -> TTest | None:
-    """Welch's t of our seeds against the paper's ``(mean, sd, runs)``; None for a point value
-    (a number printed without its spread), text read off a figure, or too few seeds."""
+    """Welch's t of our seeds against the paper's ``(mean, sd, runs)`` (equal seeds: one
+    measurement against its runs, :func:`one_against_runs`); None for a point value (a number
+    printed without its spread), text read off a figure, or too few seeds."""
     from scipy import stats
 
     ours = ours.dropna()
     if not (isinstance(published, tuple) and len(published) == 3) or len(ours) < min_seeds:
         return None
     mean, sd, runs = (float(v) for v in published)
+    if equal_seeds(ours):
+        return one_draw_t(float(ours.iloc[0]), mean, sd, int(runs), "paper")
     a, b = ours.var(ddof=1) / len(ours), sd**2 / runs
     if a + b == 0:
         return None
@@ -143,13 +180,23 @@ def tost(
     ours: pd.Series, theirs: Sequence[float] | float, against: str, margin: float, min_seeds: int
 ) -> Equivalence | None:
     """Two one-sided Welch t-tests of |mean(ours) − mean(theirs)| < ``margin`` (``theirs`` a
-    number: a one-sample TOST against it, as a constant)."""
+    number: a one-sample TOST against it, as a constant). Equal seeds of ours are one measurement:
+    against runs, tested with their spread (:func:`one_against_runs`); against a number, not tested."""
     from scipy import stats
 
     ours = ours.dropna()
     if len(ours) < min_seeds:
         return None
-    if isinstance(theirs, (int, float)):
+    if equal_seeds(ours):
+        if isinstance(theirs, (int, float)):
+            return None
+        other = pd.Series(list(theirs), dtype=float).dropna()
+        one = one_against_runs(float(ours.iloc[0]), float(other.mean()), float(other.std(ddof=1)), len(other))
+        if len(other) < min_seeds or one is None:
+            return None
+        difference, error, df = one
+        a, b = error**2, 0.0
+    elif isinstance(theirs, (int, float)):
         difference, a, b, df = float(ours.mean() - theirs), ours.var(ddof=1) / len(ours), 0.0, len(ours) - 1
     else:
         other = pd.Series(list(theirs), dtype=float).dropna()
@@ -162,10 +209,7 @@ def tost(
             if a + b > 0
             else len(ours) + len(other) - 2
         )
-    error = math.sqrt(a + b)
-    if error == 0:
-        p = 0.0 if abs(difference) < margin else 1.0
-        return Equivalence(against, margin, difference, difference, difference, p)
+    error = math.sqrt(a + b)  # > 0: ours vary (equal seeds took the branch above)
     lower = stats.t.sf((difference + margin) / error, df)  # H0: Δ ≤ −margin
     upper = stats.t.cdf((difference - margin) / error, df)  # H0: Δ ≥ +margin
     half = stats.t.ppf(1 - LEVEL, df) * error
@@ -205,6 +249,9 @@ def welch(ours: pd.Series, theirs: list[float], against: str, min_seeds: int) ->
     ours = ours.dropna()
     if len(ours) < min_seeds or len(theirs) < min_seeds:
         return None
+    if equal_seeds(ours):  # one measurement against their runs
+        other = pd.Series(list(theirs), dtype=float)
+        return one_draw_t(float(ours.iloc[0]), float(other.mean()), float(other.std(ddof=1)), len(other), against)
     result = stats.ttest_ind(ours, theirs, equal_var=False)
     a, b = ours.var(ddof=1) / len(ours), pd.Series(theirs).var(ddof=1) / len(theirs)
     df = (

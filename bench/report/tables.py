@@ -47,7 +47,7 @@ FEW_SEEDS_MARK = "◦"  # fewer than MIN_SEEDS_FOR_EVIDENCE seeds: shown, never 
 DIRTY_MARK = "‡"  # a run behind the cell was logged from uncommitted code
 CELL_LEGEND = (
     f"Cells: mean ± sd over seeds, [95% t confidence interval of the mean], (number of seeds); heavy-tailed metrics "
-    f"(NLL) as median and [interquartile range]. {FEW_SEEDS_MARK}: fewer than {MIN_SEEDS_FOR_EVIDENCE} seeds, shown "
+    f"(NLL) as median and [interquartile range]; (n equal): every seed gave this value, no spread measured (where nothing in the cell depends on the seed, one measurement: tested as one draw). {FEW_SEEDS_MARK}: fewer than {MIN_SEEDS_FOR_EVIDENCE} seeds, shown "
     f"but not evidence; {DIRTY_MARK}: a run behind the cell was logged from uncommitted code."
 )
 
@@ -72,6 +72,8 @@ def summary_text(values: pd.Series, heavy_tailed: bool = False, dirty: bool = Fa
     marks = (FEW_SEEDS_MARK if n < MIN_SEEDS_FOR_EVIDENCE else "") + (DIRTY_MARK if dirty else "")
     if n == 1:
         text = format_number(values.iloc[0])
+    elif values.nunique() == 1:  # equal seeds: no spread measured, no interval to give
+        return f"{format_number(values.iloc[0])} ({n} equal){marks}"
     elif heavy_tailed:
         text = f"median {format_number(values.median())}"
         if n >= MIN_SEEDS_FOR_EVIDENCE:
