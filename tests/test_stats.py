@@ -104,14 +104,16 @@ def test_tost_of_equal_seeds_needs_the_other_side_s_spread_and_keeps_its_level_a
     assert claimed / trials < 0.06
 
 
-def test_a_calibration_row_of_equal_seeds_against_a_point_value_is_not_tested():
+def test_a_calibration_row_of_equal_seeds_against_a_point_value_is_compared_plainly_not_tested():
     from bench.report.calibration import Calibration
 
-    row = Calibration("fashion-mnist", "n=60", pd.Series([0.531] * 3), 0.5107, True)
+    row = Calibration("fashion-mnist", "n=120", pd.Series([0.601] * 3), 0.5910, True)
     assert not row.miss
     assert row.verdict() == (
         "one measurement: its 3 seeds are equal, nothing in it depends on the seed; against a point value: "
-        "Δ +0.020, not tested"
+        "Δ +0.010 within ±0.02, not tested"
     )
+    beyond = Calibration("mnist", "Ada", pd.Series([0.799] * 3), 0.7097, True)  # flagged, and so explained
+    assert beyond.miss and beyond.verdict().startswith("**MISS** by a plain comparison, not a test: Δ +0.089")
     tested = Calibration("mnist", "n=12000", pd.Series([0.859] * 3), (0.8379, 0.0034, 5), True)
     assert tested.miss and "tested as one draw against the paper's runs" in tested.verdict()

@@ -69,7 +69,14 @@ class Calibration:
         test, same = self.difference, self.equivalence
         if test is not None:
             return test.significant and abs(test.difference) > EQUIVALENCE_MARGIN
+        if same is None and self.tested and self.paper_value is not None and equal_seeds(self.ours):
+            return self.plainly_beyond  # one measurement against a point value: no test to make
         return same is not None and (same.low > same.margin or same.high < -same.margin)
+
+    @property
+    def plainly_beyond(self) -> bool:
+        """The plain comparison of a point value: |mean − value| beyond ``EQUIVALENCE_MARGIN``."""
+        return abs(self.ours.mean() - self.paper_value) > EQUIVALENCE_MARGIN
 
     def verdict(self) -> str:
         if self.paper is None:
@@ -91,7 +98,12 @@ class Calibration:
         if equal_seeds(self.ours):
             one = f"one measurement: its {len(self.ours)} seeds are equal, nothing in it depends on the seed"
             if same is None and self.difference is None:
-                return f"{one}; against a point value: Δ {gap:+.3f}, not tested"
+                if self.plainly_beyond:
+                    return (
+                        f"**MISS** by a plain comparison, not a test: Δ {gap:+.3f} beyond ±{EQUIVALENCE_MARGIN:g} "
+                        f"({one}; against a point value), a pipeline difference to explain before any method comparison"
+                    )
+                return f"{one}; against a point value: Δ {gap:+.3f} within ±{EQUIVALENCE_MARGIN:g}, not tested"
             point = f" ({one}; tested as one draw against the paper's runs)"
         else:
             point = "" if isinstance(self.paper, tuple) else " (the paper's value taken as a point value)"
