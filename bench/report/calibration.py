@@ -110,7 +110,7 @@ class Calibration:
         interval = f"90% CI [{same.low:+.3f}, {same.high:+.3f}]" if same else ""
         if self.miss:
             test = self.difference
-            shown = f"Welch {test.text()}" if test else interval
+            shown = f"{'t' if equal_seeds(self.ours) else 'Welch'} {test.text()}" if test else interval
             return (
                 f"**MISS**: Δ {gap:+.3f} beyond ±{EQUIVALENCE_MARGIN:g} ({shown}){point}, a pipeline difference "
                 "to explain before any method comparison"

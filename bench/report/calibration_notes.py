@@ -49,9 +49,9 @@ FIG3_ADABOOST = (
 )
 FIG3_ONE_DRAW = (
     "one class-balanced draw of the training images, the same at every seed (the evaluator's subset seed is "
-    "fixed: our interval has no width), where the seeds' 5 runs drew their own — at 60 images their MNIST "
-    "spread, 0.0165, is this miss's size. Not AdaBoost: there the seeds' SAMME.R scores above our SAMME, "
-    f"which would widen the miss ({SAMME_R})"
+    "fixed: one measurement, no test against the paper's point value), where the seeds' 5 runs drew their own — "
+    "at 60 images their MNIST spread, 0.0165, is this miss's size. Not AdaBoost: there the seeds' SAMME.R "
+    f"scores above our SAMME, which would widen the miss ({SAMME_R})"
 )
 CERVICAL_DPMERF = (
     "DP-MERF's code keeps every cervical row (--undersample 1.0, its Table 4); this row follows DP-HP's "
