@@ -58,10 +58,10 @@ def test_the_shadow_model_attack_gets_a_column_only_where_runs_have_it():
 def test_the_dcr_share_shows_the_spread_of_its_draws_where_runs_logged_it():
     old = [record("dp-merf", 1.0, 0, 0.50), record("dp-merf", 1.0, 1, 0.52)]  # one draw each, before issue 61
     header, rows = triad_rows(runs_frame(old), {})
-    assert dict(zip(header, rows[0]))["DCR share"] == "0.500 ± 0 (2)◦"
+    assert dict(zip(header, rows[0]))["DCR share"] == "0.500 (2 equal)◦"
     new = [record("dp-merf", 1.0, s, 0.50, **{"privacy.dcr_share_sd": sd}) for s, sd in ((0, 0.08), (1, 0.10))]
     header, rows = triad_rows(runs_frame(new), {})
-    assert dict(zip(header, rows[0]))["DCR share"] == "0.500 ± 0 (2)◦ (draw sd 0.0900)"
+    assert dict(zip(header, rows[0]))["DCR share"] == "0.500 (2 equal)◦ (draw sd 0.0900)"
 
 
 def test_runs_without_the_privacy_evaluator_say_how_to_add_it():
