@@ -445,8 +445,10 @@ def test_a_black_box_checkpoint_is_named_by_the_calibrator_the_packages_and_the_
 
 def test_a_black_box_checkpoint_is_named_after_the_outside_environment_is_built(tmp_path, monkeypatch):
     """An outside library's first audit on a machine builds its environment as it starts; the
-    checkpoint's name holds the built environments, so one named before that build was never read
-    back by the next session's same command (a smartnoise-MST audit restarted from zero that way)."""
+    checkpoint's name holds what that environment holds, so one named before that build was never
+    read back by the next session's same command (a smartnoise-MST audit restarted from zero that
+    way). Another library's environment is not in the name: building synthcity's must not orphan
+    a smartnoise audit's runs. A rebuild that installs other versions is a new name."""
     import types
 
     from bench.cli.audit import resumable
@@ -454,16 +456,25 @@ def test_a_black_box_checkpoint_is_named_after_the_outside_environment_is_built(
     monkeypatch.setenv("DPBENCH_ENV_DIR", str(tmp_path / "envs"))
     monkeypatch.setenv("DPBENCH_CACHE_DIR", str(tmp_path / "cache"))
 
-    def build() -> None:  # what Environment.ensure leaves behind: the folder with its ready.json
-        (tmp_path / "envs" / "library-0123").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "envs" / "library-0123" / "ready.json").write_text('{"installed": ["library==1.0"]}')
+    def builder(name: str, installed: str):
+        def build() -> Path:  # what Environment.prepare leaves behind: the folder with its ready.json
+            folder = tmp_path / "envs" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "ready.json").write_text(f'{{"installed": ["{installed}"]}}')
+            return folder
+
+        return build
 
     settings = dict(method="outside", dataset="adult-discrete", epsilon=1.0, delta=1e-5, rows=200)
-    first = resumable(types.SimpleNamespace(prepare=build), settings, 20)
-    build()  # the audit's fits need the environment: built by now, whoever built it
-    again = resumable(types.SimpleNamespace(prepare=build), settings, 20)  # the next session's same command
+    outside = types.SimpleNamespace(prepare=builder("library-0123", "library==1.0"))
+    first = resumable(outside, settings, 20)
+    again = resumable(outside, settings, 20)  # the next session's same command
     assert first == again
-    assert resumable(types.SimpleNamespace(prepare=None), settings, 20) == first  # a built-in: nothing to prepare
+    builder("other-4567", "other==2.0")()  # another library's environment, built in between
+    assert resumable(outside, settings, 20) == first
+    rebuilt = types.SimpleNamespace(prepare=builder("library-0123", "library==1.1"))
+    assert resumable(rebuilt, settings, 20) != first
+    assert resumable(types.SimpleNamespace(prepare=None), settings, 20) != first  # a built-in: no environment
 
 
 def test_the_audit_command_resumes_a_black_box_audit_and_logs_its_code(tmp_path, monkeypatch, capsys):

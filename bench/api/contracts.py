@@ -184,7 +184,8 @@ class DeclaredMethod:
     synthesizer (``bench.api.external``), whose privacy is that library's claim. ``prepare``: work
     the runner does once before a grid's first cell of the method, outside the cell's walls (an
     outside library's environment build, which the walls refuse); if it fails, the method's cells
-    fail as they run, each with the reason."""
+    fail as they run, each with the reason. It may return the folder it prepared (the environment),
+    which a resumable audit's checkpoint name then holds."""
 
     name: str
     description: str

@@ -127,6 +127,12 @@ class Environment:
                 self.failure_file.unlink(missing_ok=True)
         return self.python
 
+    def prepare(self) -> Path:
+        """``DeclaredMethod.prepare``: the environment built (:meth:`ensure`), and its folder — what
+        the method's numbers depend on beyond this repository, for a resumable computation's name."""
+        self.ensure()
+        return self.folder
+
     def _build(self) -> None:
         print(
             f"building the environment {self.name} for its first use: pip install {' '.join(self.requirements) or '(nothing)'} "
@@ -302,6 +308,6 @@ def external_method(
         kinds=kinds,
         hyperparameters=hyperparameters,
         external=library,
-        prepare=environment.ensure,  # built by the runner, where no wall refuses a build
+        prepare=environment.prepare,  # built by the runner, where no wall refuses a build
         register=register,
     )(fit)

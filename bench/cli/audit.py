@@ -114,15 +114,15 @@ def command_audit(args: argparse.Namespace) -> int:
 def resumable(method, settings: dict, runs: int) -> Path | None:
     """The black-box audit's checkpoint in the cache folder, and a line on stderr when it resumes.
     The method is prepared first (an outside library's environment built): the checkpoint's name
-    holds the built environments (``code_identity``), so a name taken before a first build would
-    never be found again once the environment exists."""
+    holds what that environment holds (``code_identity``), and only that one, so neither its first
+    build nor another library's makes the next session's same command miss the runs done."""
     from bench.core.paths import cache_dir
     from bench.harness.auditing import black_box_checkpoint, finished_runs
 
-    if method.prepare is not None:
-        method.prepare()
+    prepared = method.prepare() if method.prepare is not None else None
+    environments = [prepared] if isinstance(prepared, Path) else []
     identity = {k: v for k, v in settings.items() if k != "runs"}  # what the scores depend on
-    checkpoint = black_box_checkpoint(cache_dir() / "audits", identity)
+    checkpoint = black_box_checkpoint(cache_dir() / "audits", identity, environments)
     done = min(len(finished_runs(checkpoint)), runs)
     if done:
         print(f"resuming: {done} of {runs} run(s) of this audit are in {checkpoint}", file=sys.stderr)

@@ -9,7 +9,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -328,16 +328,17 @@ def audit_black_box(
     )
 
 
-def black_box_checkpoint(folder: Path, settings: Mapping[str, Any]) -> Path | None:
+def black_box_checkpoint(folder: Path, settings: Mapping[str, Any], environments: Iterable[Path] = ()) -> Path | None:
     """Where a black-box audit keeps its finished runs: a file named by the hash of everything its
     scores depend on — ``settings`` (method, dataset, ε, δ, rows, seed, profile, overrides) and the
-    code (:func:`bench.harness.provenance.code_identity`: a commit of results alone keeps it). None
-    when the code cannot be named (no git): scores of unnamed code are not reused."""
+    code (:func:`bench.harness.provenance.code_identity`: a commit of results alone keeps it), with
+    the outside environments the method runs in (``environments``). None when the code cannot be
+    named (no git): scores of unnamed code are not reused."""
     import hashlib
 
     from bench.harness.provenance import code_identity
 
-    code = code_identity()
+    code = code_identity(environments)
     if code is None:
         return None
     key = json.dumps({"settings": {k: str(v) for k, v in settings.items()}, "code": code}, sort_keys=True)

@@ -8,6 +8,7 @@ import hashlib
 import os
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGES = ("torch", "numpy", "autodp", "opacus", "scikit-learn", "xgboost", "pandas", "mlflow", "pytorch-fid")
@@ -89,21 +90,23 @@ def plugin_sources() -> dict[str, str]:
     return found
 
 
-def outside_environments() -> list[str]:
-    """What each built environment of an outside library holds (its ready.json: the requirements
-    and ``pip freeze``), as a rebuild under the same key may resolve other versions."""
-    from bench.api.external import environments_root
+def outside_environments(folders: Iterable[Path]) -> list[str]:
+    """What each of these built environments of an outside library holds (its ready.json: the
+    requirements and ``pip freeze``), as a rebuild under the same key may resolve other versions;
+    "not built" for one without it."""
+    return [
+        (folder / "ready.json").read_text() if (folder / "ready.json").is_file() else f"{folder.name}: not built"
+        for folder in sorted(Path(f) for f in folders)
+    ]
 
-    root = environments_root()
-    return [p.read_text() for p in sorted(root.glob("*/ready.json"))] if root.is_dir() else []
 
-
-def code_identity() -> str | None:
+def code_identity(environments: Iterable[Path] = ()) -> str | None:
     """Everything the numbers of a resumable computation depend on, for its checkpoint's name: the
     repository's top-level tree entries but results/ (each a hash of all below it; commits of
     results alone keep it), the uncommitted diff's hash, every installed distribution's version,
-    the plugin modules' sources and the outside libraries' environments. None without git.
-    Untracked files inside the repository are not in it."""
+    the plugin modules' sources and the outside environments it runs in (``environments``: their
+    folders; another library's environment, built or not, leaves the name as it is). None without
+    git. Untracked files inside the repository are not in it."""
     try:
         entries = subprocess.run(
             ["git", "ls-tree", "--full-tree", "HEAD"],
@@ -121,7 +124,7 @@ def code_identity() -> str | None:
         "diff": git_diff_sha256(),
         "packages": installed_distributions(),
         "plugins": plugin_sources(),
-        "environments": outside_environments(),
+        "environments": outside_environments(environments),
     }
     return hashlib.sha256(repr(sorted(identity.items())).encode()).hexdigest()
 
