@@ -87,6 +87,11 @@ def test_equal_seeds_are_one_draw_whose_tests_keep_their_level_where_a_zero_sd_w
         rejected_as_seeds += 2 * stats.t.sf(abs(t), 4) < 0.05
     assert 0.035 < rejected / trials < 0.065 and rejected_as_seeds / trials > 0.2
 
+    from bench.report.stats import equal_seeds
+
+    assert equal_seeds(pd.Series([0.79, 0.79 + 1e-16, 0.79])) and not equal_seeds(pd.Series([0.79, 0.7901, 0.79]))
+    assert not equal_seeds(pd.Series([0.79, float("nan")]))  # one seed is no repetition
+
     # the prediction error: sd·√(1 + 1/runs), runs − 1 degrees of freedom (MNIST n = 12,000 of Fig. 3)
     test = versus_published(pd.Series([0.859] * 3), (0.8379, 0.0034, 5), 3)
     t = (0.859 - 0.8379) / (0.0034 * np.sqrt(1.2))

@@ -21,10 +21,11 @@ from bench.report.frame import base_dataset
 class Calibration:
     """Real data under one dataset label, ours against the paper's, for one column. The verdict is
     a test (:mod:`bench.report.stats`): where the paper publishes its spread, Welch's t for a
-    difference and TOST for agreement (seeds all equal: one measurement, tested as one draw
-    against the paper's runs; against a point value, not tested); against a point value, TOST with the value as a constant —
+    difference and TOST for agreement; against a point value, TOST with the value as a constant —
     "agrees" when equivalence within ±``EQUIVALENCE_MARGIN`` is shown, a miss when the 90%
-    interval of the difference lies wholly beyond the margin, else inconclusive."""
+    interval of the difference lies wholly beyond the margin, else inconclusive. Seeds that are
+    all equal are one measurement: tested as one draw against the paper's runs, and against a
+    point value compared plainly (beyond the margin: a miss, said to be no test)."""
 
     dataset: str
     column: str

@@ -24,6 +24,7 @@ from bench.api.contracts import Direction, MetricKind, MetricSpec, metric_key
 from bench.api.registry import EVALUATORS
 from bench.privacy.budget import epsilon_text
 from bench.report.frame import TableError
+from bench.report.stats import equal_seeds
 
 
 def metric_specs() -> dict[str, MetricSpec]:
@@ -72,7 +73,7 @@ def summary_text(values: pd.Series, heavy_tailed: bool = False, dirty: bool = Fa
     marks = (FEW_SEEDS_MARK if n < MIN_SEEDS_FOR_EVIDENCE else "") + (DIRTY_MARK if dirty else "")
     if n == 1:
         text = format_number(values.iloc[0])
-    elif values.nunique() == 1:  # equal seeds: no spread measured, no interval to give
+    elif equal_seeds(values):  # no spread measured, no interval to give
         return f"{format_number(values.iloc[0])} ({n} equal){marks}"
     elif heavy_tailed:
         text = f"median {format_number(values.median())}"
