@@ -493,3 +493,27 @@ def test_the_audit_command_resumes_a_black_box_audit_and_logs_its_code(tmp_path,
     runs = list(tracking.iter_runs(client, tracking.experiment_id(client, "audit", create=False)))
     assert [len(run.data.tags["git_commit"]) >= 40 for run in runs] == [True, True]
     (bound,) = {run.data.metrics["audit.epsilon_lower_bound"] for run in runs}  # the same scores, read back
+
+
+def test_an_audit_too_small_to_refute_its_claim_says_so_instead_of_consistent():
+    """20 runs a side bound ε at ≈ 0.60 at best — a perfect separation, as a generator that prints
+    its canary would give — so a black-box audit of a claimed ε = 1 at 20 runs cannot refute it and
+    its "consistent" is no evidence (the smartnoise-MST audit's case). The attainable bound is the
+    bound of perfectly separated scores, and no scores bound above it."""
+    from bench.privacy.audit import AuditResult, attainable_bound, epsilon_lower_bound
+
+    rng = np.random.default_rng(0)
+    for runs in (20, 28, 100, 1000):
+        best = attainable_bound(runs, 1e-5)
+        assert best == pytest.approx(epsilon_lower_bound(np.zeros(runs), np.ones(runs), 1e-5).epsilon)
+        shifted = epsilon_lower_bound(rng.normal(0, 1, runs), rng.normal(3, 1, runs), 1e-5).epsilon
+        assert shifted <= best + 1e-12
+    assert attainable_bound(20, 1e-5) < 1 < attainable_bound(28, 1e-5)
+
+    def result(runs: int, bound: float = 0.0, mu_claimed: float | None = None) -> AuditResult:
+        return AuditResult("m", "d", runs, 1.0, 1e-5, bound, float("nan"), mu_claimed, 1.0, ())
+
+    assert result(20).verdict == "inconclusive" and "INCONCLUSIVE: 20 runs per side" in result(20).summary()
+    assert result(100).verdict == "consistent"
+    assert result(20, mu_claimed=1.0).verdict == "consistent"  # the μ test has power of its own
+    assert result(100, bound=1.5).verdict == "violation"

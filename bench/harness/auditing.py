@@ -130,7 +130,7 @@ def log_audit(
             **(context if context is not None else run_context_tags()),  # an audit's bound names its code
             "mlflow.runName": f"audit {result.method}/{result.dataset}",
             "kind": "audit",
-            "verdict": "violation" if result.violated else "consistent",
+            "verdict": result.verdict,
             "releases": "; ".join(result.releases)[:4000],
         },
     )
@@ -139,6 +139,7 @@ def log_audit(
         client.log_param(run_id, key, str(value))
     metrics = {
         "audit.epsilon_lower_bound": result.lower_bound,
+        "audit.epsilon_attainable": result.attainable,
         "audit.epsilon_claimed": result.claimed_epsilon,
         "audit.mu_fitted": result.mu_fitted,
         "audit.runs_per_side": result.runs_per_side,

@@ -85,6 +85,21 @@ class AuditResult:
         return self.lower_bound > self.claimed_epsilon or mu_refuted
 
     @property
+    def attainable(self) -> float:
+        """The highest ε lower bound these runs could give (:func:`attainable_bound`)."""
+        return attainable_bound(self.runs_per_side, self.delta)
+
+    @property
+    def powerless(self) -> bool:
+        """Not refuted, and unable to be: no outcome of these runs bounds ε above the claim, and no
+        μ test stands beside the bound (a black-box audit's case). Its "consistent" is no evidence."""
+        return not self.violated and self.mu_claimed is None and self.attainable <= self.claimed_epsilon
+
+    @property
+    def verdict(self) -> str:
+        return "violation" if self.violated else "inconclusive" if self.powerless else "consistent"
+
+    @property
     def verdict_confidence(self) -> float:
         """The verdict's level: each test is one-sided at 95%, so a claim that holds with nothing to
         spare is called a violation with probability up to 5% by one test, 10% by the two (Bonferroni)."""
@@ -100,6 +115,9 @@ class AuditResult:
         verdict = (
             f"VIOLATION: the claim is wrong (at {self.verdict_confidence:.0%} confidence)"
             if self.violated
+            else f"INCONCLUSIVE: {self.runs_per_side} runs per side can show at most ε ≥ {self.attainable:.3f}, not "
+            "above the claim, whatever the method does (more runs would be needed to refute it)"
+            if self.powerless
             else "consistent with the claim"
         )
         return (
@@ -115,6 +133,15 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
     lower = 0.0 if successes == 0 else float(stats.beta.ppf(alpha, successes, trials - successes + 1))
     upper = 1.0 if successes == trials else float(stats.beta.ppf(1 - alpha, successes + 1, trials - successes))
     return lower, upper
+
+
+def attainable_bound(runs_per_side: int, delta: float, confidence: float = CONFIDENCE) -> float:
+    """The ε lower bound :func:`epsilon_lower_bound` gives at a perfect separation — every test
+    run of D′ above the threshold, none of D's — the most ``runs_per_side`` runs a side can show:
+    a claim at or above it cannot be refuted by the ε bound, whatever the method does."""
+    tested = runs_per_side - runs_per_side // 2  # the second halves bound the rates
+    alpha = (1 - confidence) / 4
+    return _bound_at(np.zeros(tested), np.ones(tested), 0.5, delta, alpha).epsilon
 
 
 def _bound_at(null: np.ndarray, alternative: np.ndarray, threshold: float, delta: float, alpha: float) -> Bound:
