@@ -113,3 +113,21 @@ def test_an_audit_logged_by_bench_audit_is_found_by_its_target_epsilon(tmp_path,
         for path in (tmp_path / "runs" / "audit").iterdir()
     )
     assert audit_bounds(source=RecordSource(tmp_path / "runs")) == audit_bounds(source=MlflowSource())
+
+
+def test_an_audit_whose_runs_could_not_exceed_its_claim_is_shown_as_inconclusive(tmp_path, monkeypatch):
+    """20 runs a side can bound ε at most at ≈ 0.60: a bound of 0 under a claim of 1 is no evidence,
+    and the triad says so (an audit logged before its attainable bound was a metric: computed
+    from its runs and δ); 100 runs a side could have shown 2.4, so their 0 is shown as it is."""
+    from bench.harness.auditing import log_audit
+    from bench.privacy.audit import AuditResult
+    from bench.report.source import MlflowSource
+    from bench.report.triad import audit_bounds
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    for runs, method in ((20, "small"), (100, "large")):
+        result = AuditResult(method, "adult-discrete", runs, 1.0, 1e-5, 0.0, float("nan"), None, 1.0, ("r",))
+        log_audit(result, "audit", {"epsilon": 1.0, "delta": 1e-5, "runs": runs})
+    bounds = audit_bounds(source=MlflowSource())
+    assert bounds[("small", "adult-discrete", 1.0)].text() == "0 (inconclusive: its runs could show at most 0.598)"
+    assert bounds[("large", "adult-discrete", 1.0)].text() == "0"

@@ -24,12 +24,30 @@ AUDIT_EXPERIMENT = "audit"
 SHADOW_AUC = "shadow-mia.shadow_auc"  # shown as a column where any run has it
 
 
+class AuditedBound(float):
+    """An audit's ε lower bound, with the most its runs could have shown (a perfect separation,
+    ``bench.privacy.audit.attainable_bound``) and the ε it tested: at or below the claim, a bound
+    that could not have exceeded it is no evidence either way."""
+
+    def __new__(cls, bound: float, attainable: float = math.inf, claimed: float = math.nan) -> "AuditedBound":
+        value = super().__new__(cls, bound)
+        value.attainable, value.claimed = attainable, claimed
+        return value
+
+    def text(self) -> str:
+        if self.attainable <= self.claimed and self <= self.claimed:
+            return f"{format_number(self)} (inconclusive: its runs could show at most {format_number(self.attainable)})"
+        return format_number(self)
+
+
 def audit_bounds(
     experiment: str = AUDIT_EXPERIMENT, source: RunSource | None = None
-) -> dict[tuple[str, str, float], float]:
-    """The largest ε lower bound logged by ``bench audit`` per (method, dataset, ε); empty when
-    no audit was run (the ``audit`` experiment does not exist)."""
-    bounds: dict[tuple[str, str, float], float] = {}
+) -> dict[tuple[str, str, float], AuditedBound]:
+    """The largest ε lower bound logged by ``bench audit`` per (method, dataset, ε), with what its
+    runs could have shown; empty when no audit was run (the ``audit`` experiment does not exist)."""
+    from bench.privacy.audit import attainable_bound
+
+    bounds: dict[tuple[str, str, float], AuditedBound] = {}
     for run in (source or MlflowSource()).finished_runs(experiment) or []:
         metrics = run.all_metrics()
         if "audit.epsilon_lower_bound" not in metrics or "audit.epsilon_target" not in metrics:
@@ -37,7 +55,16 @@ def audit_bounds(
         # the audited names, without what qualifies them ("dp-gan (DP-SGD step)", "cervical (first 100 rows)")
         method, dataset = (run.params.get(name, "").split(" ")[0] for name in ("method", "dataset"))
         key = (method, dataset, metrics["audit.epsilon_target"])
-        bounds[key] = max(bounds.get(key, 0.0), metrics["audit.epsilon_lower_bound"])
+        attainable = metrics.get("audit.epsilon_attainable")  # older audits: from their runs and δ
+        if attainable is None and "audit.runs_per_side" in metrics:
+            attainable = attainable_bound(int(metrics["audit.runs_per_side"]), float(run.params.get("delta", 0.0)))
+        bound = AuditedBound(
+            metrics["audit.epsilon_lower_bound"],
+            math.inf if attainable is None else attainable,
+            metrics.get("audit.epsilon_claimed", math.nan),
+        )
+        if key not in bounds or bound > bounds[key]:
+            bounds[key] = bound
     return bounds
 
 
@@ -101,7 +128,9 @@ def triad_rows(frame: pd.DataFrame, audits: dict[tuple[str, str, float], float])
                 else _claimed(group.get("privacy.epsilon_independent", pd.Series(dtype=float)))
                 if math.isfinite(epsilon)
                 else "—",
-                format_number(audited) if audited is not None else "not audited",
+                (audited.text() if isinstance(audited, AuditedBound) else format_number(audited))
+                if audited is not None
+                else "not audited",
                 f"{_mean_sd(group['privacy.mia_auc'])} [{format_number(low)}, {format_number(high)}]",
                 *([_with_interval(group, "shadow-mia.shadow_auc")] if shadows else []),
                 _dcr_share(group),
