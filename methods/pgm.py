@@ -111,12 +111,45 @@ class Measurer:
         return [mbi.LinearMeasurement(v, c, stddev=std if std > 0 else 1.0) for v, c in zip(noisy, cliques)]
 
 
+# JAX keeps every program it compiles for the life of the process, and mbi compiles new ones in every
+# fit (≈ 1,000 memory maps a fit of MST on adult-discrete). The kernel lets a process hold
+# vm.max_map_count maps (65,530 by default), so fits looped in one process (a black-box audit's) died
+# at about the 40th with "LLVM compilation error: Cannot allocate memory" whatever the free memory.
+# A grid cell runs in a fresh process and never comes near; a loop pays a recompile every ~30 fits.
+CROWDED_SHARE_OF_MAPS = 0.5
+
+
+def memory_maps() -> tuple[int, int] | None:
+    """(memory maps this process holds, the most the kernel lets it hold); None off Linux."""
+    try:
+        with open("/proc/self/maps", "rb") as held, open("/proc/sys/vm/max_map_count") as allowed:
+            return sum(1 for _ in held), int(allowed.read())
+    except (OSError, ValueError):
+        return None
+
+
+def make_room_for_compiled_programs(crowded_share: float | None = None) -> bool:
+    """Drop JAX's compiled programs (and their maps) once the process holds more than
+    ``crowded_share`` of its allowed maps (default :data:`CROWDED_SHARE_OF_MAPS`); True when it did.
+    What is dropped is recompiled on its next use: the same programs, the same numbers."""
+    import gc
+
+    share = CROWDED_SHARE_OF_MAPS if crowded_share is None else crowded_share
+    maps = memory_maps()
+    if maps is None or maps[0] <= share * maps[1]:
+        return False
+    jax.clear_caches()
+    gc.collect()  # the executables go with their last Python reference
+    return True
+
+
 def estimate(
     domain: mbi.Domain,
     measurements: list[mbi.LinearMeasurement],
     iterations: int,
     warm_start: mbi.MarkovRandomField | None = None,
 ) -> mbi.MarkovRandomField:
+    make_room_for_compiled_programs()
     return estimation.MirrorDescent().estimate(domain, measurements, iters=iterations, warm_start=warm_start)
 
 

@@ -124,6 +124,38 @@ def test_mst_spends_exactly_its_target(data_dir, epsilon):
     )
 
 
+def test_fits_looped_in_one_process_keep_their_memory_maps_bounded(data_dir, monkeypatch):
+    """A black-box audit fits MST hundreds of times in one process; JAX's compiled programs used to
+    pile up ≈ 1,000 memory maps a fit until the kernel's vm.max_map_count refused the 40th fit
+    ("LLVM compilation error: Cannot allocate memory"). Here the guard is set to clear at any
+    count: two fits in a row must end holding no more maps than after the first, and the
+    dropped programs, recompiled, must give the same sample."""
+    from methods import pgm
+
+    if pgm.memory_maps() is None:
+        pytest.skip("memory maps are counted from /proc (Linux)")
+    train = ADULT_DISCRETE.load(data_dir, seed=0).train
+    small = type(train)(train.x[:500], train.y[:500], train.schema)
+    method = METHODS.get("mst")
+    params = method.hyperparameters.resolve("adult-discrete", "smoke").params
+
+    def fit_and_count(seed: int):
+        ledger = PrivacyLedger(PrivacyBudget(1.0, 1e-5))
+        context = FitContext(
+            PrivacyBudget(1.0, 1e-5), ledger, params, seed, torch.device("cpu"), data_kind=DataKind.DISCRETE
+        )
+        sample = method.fit(PrivateData(small, ledger), context).sample(200)
+        return sample.x, pgm.memory_maps()[0]
+
+    first, _ = fit_and_count(1)  # compiles what any fit compiles, whatever the guard
+    monkeypatch.setattr(pgm, "CROWDED_SHARE_OF_MAPS", 0.0)
+    counts = [fit_and_count(seed)[1] for seed in (2, 3)]
+    again, _ = fit_and_count(1)
+    assert counts[-1] <= counts[0] + 100, counts  # unguarded: ≈ 1,000 more a fit
+    np.testing.assert_array_equal(again, first)
+    assert not pgm.make_room_for_compiled_programs(crowded_share=1.0)
+
+
 def small_discrete(data_dir, columns: int, rows: int):
     from bench.core.data import LabelledData
     from datasets.discrete import discrete_schema
