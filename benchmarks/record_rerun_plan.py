@@ -25,6 +25,8 @@ def wanted(record: dict, kind: str) -> bool:
         return bool(record["code"].get("dirty"))
     # a failed cell has no ledger by design (its record holds the reason): not a record to rerun for one
     failed = record.get("status") == "FAILED"
+    if record.get("kind") == "audit":  # an audit releases nothing to account for
+        return False
     return not record.get("ledger") and not failed and record["cell"]["method"] not in ("real", "uniform")
 
 
