@@ -130,13 +130,15 @@ def test_audit_of_the_real_fit_matches_the_claim_and_catches_the_authors_phi2_no
     neighbour, not the method's own sensitivity) through the real fit on MNIST rows, Lite0
     encoder: the fitted μ-GDP of the honest release is at its claim (a label-changing replacement
     attains √2/m exactly), and the authors' 1/m for φ2 shows as a μ well above the claim."""
-    from bench.harness.auditing import audit_method
+    from bench.harness.auditing import AuditTarget, audit_method
 
     torch.set_num_threads(1)
     monkeypatch.setattr(dp_mepf, "release_moments", release)
     # the frozen encoder is built once, not once per fit (800 fits): same weights, same features
     monkeypatch.setattr(dp_mepf, "build_encoder", functools.cache(dp_mepf.build_encoder))
-    result = audit_method("dp-mepf", "mnist", 4.0, 0.05, runs=400, rows=20, data_dir=data_dir, candidates=4)
+    result = audit_method(
+        AuditTarget("dp-mepf", "mnist", 4.0, 0.05, runs=400, rows=20, data_dir=data_dir), candidates=4
+    )
     assert result.releases[0].startswith("φ1") and result.releases[1].startswith("φ2")
     assert result.claimed_epsilon == pytest.approx(4.0, rel=1e-6)
     assert result.lower_bound <= result.claimed_epsilon

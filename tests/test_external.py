@@ -5,6 +5,7 @@ suite builds smartnoise-synth 1.0.8's real environment and runs its MST beside o
 
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import math
 import os
@@ -224,13 +225,12 @@ def test_the_black_box_audit_flags_a_leaking_outside_generator_and_not_the_hones
     """Issue 60: from the output alone — 100 whole fits a side on 300 rows, the canary a row of
     every column's rarest code. The honest driver's claim stands; the same driver with its noise
     scaled down 1000× (leak_factor), claiming the same ε = 1, is caught."""
-    from bench.harness.auditing import audit_black_box
+    from bench.harness.auditing import AuditTarget, audit_black_box
 
-    honest = audit_black_box("test-outside", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    target = AuditTarget("test-outside", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    honest = audit_black_box(target)
     assert not honest.violated and honest.lower_bound <= 1.0 and honest.claimed_epsilon == 1.0, honest.summary()
-    leaking = audit_black_box(
-        "test-outside", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR, overrides={"leak_factor": "1000"}
-    )
+    leaking = audit_black_box(replace(target, overrides={"leak_factor": "1000"}))
     assert leaking.violated and leaking.lower_bound > 1.0, leaking.summary()
     assert "VIOLATION" in leaking.summary() and "μ" not in leaking.summary()
     assert "at 95% confidence" in leaking.summary()  # one test, the ε bound's own level
@@ -265,13 +265,14 @@ def test_the_black_box_audit_reads_no_ledger_so_it_checks_a_built_in_too(monkeyp
     at its claimed ε = 1, from 100 whole fits a side, stays within its claim — and the same
     method with the handle's count sensitivity understated 1000× (its ledger still adds up to
     ε = 1, so no ledger-based check objects) is caught from its output alone."""
-    from bench.harness.auditing import audit_black_box
+    from bench.harness.auditing import AuditTarget, audit_black_box
     from bench.privacy import private_data
 
-    honest = audit_black_box("independent", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    target = AuditTarget("independent", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    honest = audit_black_box(target)
     assert not honest.violated and honest.claimed_epsilon <= 1.0 + 1e-9, honest.summary()
     monkeypatch.setattr(private_data, "COUNT_L2_SENSITIVITY", private_data.COUNT_L2_SENSITIVITY / 1000)
-    broken = audit_black_box("independent", "adult-discrete", 1.0, 1e-5, 100, 300, data_dir=DATA_DIR)
+    broken = audit_black_box(target)
     assert broken.claimed_epsilon <= 1.0 + 1e-9 and broken.violated, broken.summary()
 
 

@@ -3,6 +3,7 @@ for noise, and the empirical audit — including a deliberately broken mechanism
 
 from __future__ import annotations
 
+from dataclasses import replace
 import math
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ import dp_accounting
 from dp_accounting.pld import pld_privacy_accountant
 
 from bench.core.encoding import SchemaError, TabularEncoder
-from bench.harness.auditing import audit_dp_sgd, audit_method
+from bench.harness.auditing import AuditTarget, audit_dp_sgd, audit_method
 from bench.privacy.audit import clopper_pearson, epsilon_lower_bound
 from bench.privacy.budget import PrivacyBudget
 from bench.privacy.independent import PrivacyClaimMismatch, check_claim, independent_epsilon
@@ -203,17 +204,9 @@ class HalfNoiseLedger(PrivacyLedger):
 
 @pytest.mark.parametrize("ledger", [PrivacyLedger, AddRemoveLedger])
 def test_dp_sgd_step_audit_catches_add_remove_accounting(data_dir, ledger):
-    result = audit_dp_sgd(
-        "dp-gan",
-        "cervical",
-        2.0,
-        0.05,
-        runs=2000,
-        rows=300,
-        data_dir=data_dir,
-        ledger_factory=ledger,
-        overrides={"batch_size": "1000", "epochs": "1"},  # one full-batch step (q = 1)
-    )
+    full_batch = {"batch_size": "1000", "epochs": "1"}  # one full-batch step (q = 1)
+    target = AuditTarget("dp-gan", "cervical", 2.0, 0.05, runs=2000, rows=300, data_dir=data_dir, overrides=full_batch)
+    result = audit_dp_sgd(target, ledger_factory=ledger)
     assert result.claimed_epsilon == pytest.approx(2.0, abs=0.01)
     if ledger is PrivacyLedger:
         assert result.lower_bound <= result.claimed_epsilon
@@ -233,7 +226,7 @@ def test_dp_sgd_step_audit_catches_add_remove_accounting(data_dir, ledger):
 )
 def test_audit_stays_below_the_claim_for_built_in_methods(data_dir, method, dataset):
     torch.set_num_threads(1)
-    result = audit_method(method, dataset, 4.0, 0.05, runs=100, rows=100, data_dir=data_dir, candidates=4)
+    result = audit_method(AuditTarget(method, dataset, 4.0, 0.05, runs=100, rows=100, data_dir=data_dir), candidates=4)
     assert 0 < result.claimed_epsilon <= 4.0 * (1 + 1e-6)
     assert result.lower_bound <= result.claimed_epsilon and not result.violated, result.summary()
     assert result.mu_fitted > 0
@@ -242,10 +235,9 @@ def test_audit_stays_below_the_claim_for_built_in_methods(data_dir, method, data
 @pytest.mark.slow
 def test_release_audit_catches_halved_noise(data_dir):
     """The method-level audit through MST's real fit: halved noise is caught, the real one not."""
-    honest = audit_method("mst", "adult-discrete", 4.0, 0.05, runs=2000, rows=300, data_dir=data_dir)
-    broken = audit_method(
-        "mst", "adult-discrete", 4.0, 0.05, runs=2000, rows=300, data_dir=data_dir, ledger_factory=HalfNoiseLedger
-    )
+    target = AuditTarget("mst", "adult-discrete", 4.0, 0.05, runs=2000, rows=300, data_dir=data_dir)
+    honest = audit_method(target)
+    broken = audit_method(target, ledger_factory=HalfNoiseLedger)
     assert honest.lower_bound <= honest.claimed_epsilon
     assert broken.lower_bound > broken.claimed_epsilon, broken.summary()
 
@@ -301,9 +293,8 @@ def test_zero_noise_from_the_door_leaves_every_release_clean(data_dir):
             observers = kwargs.pop("observers", [])
             return PrivacyLedger(budget, observers=[seen.append] + observers, **kwargs)
 
-        audit_method(
-            method, dataset, 1.0, 1e-5, runs=10, rows=80, data_dir=data_dir, candidates=1, ledger_factory=zero_ledger
-        )
+        target = AuditTarget(method, dataset, 1.0, 1e-5, runs=10, rows=80, data_dir=data_dir)
+        audit_method(target, candidates=1, ledger_factory=zero_ledger)
         assert seen
         for event in seen:
             clean = [event.clean] if not isinstance(event.clean, list) else event.clean
@@ -346,9 +337,8 @@ def test_the_audit_verdict_refutes_an_understated_sensitivity_by_the_fitted_mu(d
     method = GaussianHistograms(name=f"audit-gaussian{'-' + breakage if breakage else ''}", breakage=breakage)
     METHODS.register(method)
     try:
-        result = audit_method(
-            method.name, "adult-discrete", 1.0, 1e-5, runs=400, rows=100, data_dir=data_dir, candidates=4
-        )
+        target = AuditTarget(method.name, "adult-discrete", 1.0, 1e-5, runs=400, rows=100, data_dir=data_dir)
+        result = audit_method(target, candidates=4)
     finally:
         METHODS.unregister(method.name)
     assert result.mu_lower <= result.mu_fitted
@@ -373,10 +363,10 @@ def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(
     from bench.harness.auditing import audit_black_box, black_box_checkpoint, finished_runs
 
     data_dir = os.environ.get("DPBENCH_DATA_DIR")
-    settings = dict(method="independent", dataset="adult-discrete", epsilon=1.0, delta=1e-5, rows=200)
-    checkpoint = black_box_checkpoint(tmp_path / "audits", settings)
-    assert checkpoint != black_box_checkpoint(tmp_path / "audits", {**settings, "epsilon": 3.0})
-    arguments = ("independent", "adult-discrete", 1.0, 1e-5, 20, 200)
+    target = AuditTarget("independent", "adult-discrete", 1.0, 1e-5, 20, 200, data_dir=data_dir)
+    checkpoint = black_box_checkpoint(tmp_path / "audits", target)
+    assert checkpoint != black_box_checkpoint(tmp_path / "audits", replace(target, epsilon=3.0))
+    assert checkpoint == black_box_checkpoint(tmp_path / "audits", replace(target, runs=50))  # more runs extend these
 
     def killed_after(runs):
         def progress(done, total):
@@ -386,17 +376,15 @@ def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(
         return progress
 
     with pytest.raises(KeyboardInterrupt):
-        audit_black_box(*arguments, data_dir=data_dir, checkpoint=checkpoint, progress=killed_after(7))
+        audit_black_box(target, checkpoint=checkpoint, progress=killed_after(7))
     assert len(checkpoint.read_text().splitlines()) == 7
     with checkpoint.open("a") as out:  # the kill cut the 8th run's line short
         out.write('{"run": 7, "d": 1')
     fitted = []
-    resumed = audit_black_box(
-        *arguments, data_dir=data_dir, checkpoint=checkpoint, progress=lambda done, total: fitted.append(done)
-    )
+    resumed = audit_black_box(target, checkpoint=checkpoint, progress=lambda done, total: fitted.append(done))
     assert fitted == [7, *range(8, 21)] and resumed.runs_resumed == 7  # 0–6 read back (reported once), 7–19 fitted
     never_stopped = tmp_path / "never-stopped.jsonl"
-    uninterrupted = audit_black_box(*arguments, data_dir=data_dir, checkpoint=never_stopped)
+    uninterrupted = audit_black_box(target, checkpoint=never_stopped)
     assert resumed.lower_bound == uninterrupted.lower_bound and resumed.claimed_epsilon == uninterrupted.claimed_epsilon
 
     def scores(path):
@@ -409,9 +397,7 @@ def test_a_killed_black_box_audit_resumes_from_its_checkpoint_to_the_same_bound(
     for junk in ("[1, 2]", '{"run": 3}', "\udcff\udcfe"):
         never_stopped.write_text("\n".join([*lines[:3], junk, *lines[4:]]) + "\n", errors="surrogateescape")
         fitted.clear()
-        again = audit_black_box(
-            *arguments, data_dir=data_dir, checkpoint=never_stopped, progress=lambda done, total: fitted.append(done)
-        )
+        again = audit_black_box(target, checkpoint=never_stopped, progress=lambda done, total: fitted.append(done))
         assert fitted == [3, *range(4, 21)] and again.lower_bound == uninterrupted.lower_bound
         assert scores(never_stopped) == scores(checkpoint)
     # one audit claims one ε: a line claiming another (another run's file, a rebuilt library) and all after it are refitted
@@ -428,9 +414,10 @@ def test_a_black_box_checkpoint_is_named_by_the_calibrator_the_packages_and_the_
     from bench.harness import provenance
     from bench.harness.auditing import black_box_checkpoint
 
-    settings = dict(method="independent", dataset="adult-discrete", epsilon=1.0, delta=1e-5, rows=200)
-    tight = black_box_checkpoint(tmp_path, {**settings, "calibrator": "tight"})
-    assert tight != black_box_checkpoint(tmp_path, {**settings, "calibrator": "paper"})
+    settings = AuditTarget("independent", "adult-discrete", 1.0, 1e-5, runs=20, rows=200)
+    tight = black_box_checkpoint(tmp_path, replace(settings, calibrator="tight"))
+    assert tight != black_box_checkpoint(tmp_path, replace(settings, calibrator="paper"))
+    assert tight != black_box_checkpoint(tmp_path, replace(settings, seed=1))
     plugin = tmp_path / "plugins" / "audited_plugin.py"
     plugin.parent.mkdir()
     plugin.write_text("NOISE_SCALE = 1.0\n")
@@ -465,16 +452,16 @@ def test_a_black_box_checkpoint_is_named_after_the_outside_environment_is_built(
 
         return build
 
-    settings = dict(method="outside", dataset="adult-discrete", epsilon=1.0, delta=1e-5, rows=200)
+    settings = AuditTarget("outside", "adult-discrete", 1.0, 1e-5, runs=20, rows=200)
     outside = types.SimpleNamespace(prepare=builder("library-0123", "library==1.0"))
-    first = resumable(outside, settings, 20)
-    again = resumable(outside, settings, 20)  # the next session's same command
+    first = resumable(outside, settings)
+    again = resumable(outside, settings)  # the next session's same command
     assert first == again
     builder("other-4567", "other==2.0")()  # another library's environment, built in between
-    assert resumable(outside, settings, 20) == first
+    assert resumable(outside, settings) == first
     rebuilt = types.SimpleNamespace(prepare=builder("library-0123", "library==1.1"))
-    assert resumable(rebuilt, settings, 20) != first
-    assert resumable(types.SimpleNamespace(prepare=None), settings, 20) != first  # a built-in: no environment
+    assert resumable(rebuilt, settings) != first
+    assert resumable(types.SimpleNamespace(prepare=None), settings) != first  # a built-in: no environment
 
 
 def test_the_audit_command_resumes_a_black_box_audit_and_logs_its_code(tmp_path, monkeypatch, capsys):

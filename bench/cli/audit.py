@@ -60,7 +60,7 @@ def command_pretrain_encoder(args: argparse.Namespace) -> int:
 
 
 def command_audit(args: argparse.Namespace) -> int:
-    from bench.harness.auditing import audit_black_box, audit_dp_sgd, audit_method
+    from bench.harness.auditing import AuditTarget, audit_black_box, audit_dp_sgd, audit_method, log_audit
     from bench.harness.provenance import run_context_tags
 
     context = run_context_tags()  # the code as the audit starts (a long audit outlives a checkout)
@@ -85,33 +85,32 @@ def command_audit(args: argparse.Namespace) -> int:
         )
     if args.level is None:  # an outside library records no releases: only its output can be audited
         args.level = "black-box" if method.external else "release"
-    overrides = parse_overrides(args.overrides, [args.method]).get(args.method, {})
-    settings = dict(
-        method=args.method,
-        dataset=args.dataset,
-        epsilon=epsilon,
-        delta=delta,
-        runs=args.runs,
-        rows=args.rows,
+    target = AuditTarget(
+        args.method,
+        args.dataset,
+        epsilon,
+        delta,
+        args.runs,
+        args.rows,
         data_dir=Path(args.data_dir) if args.data_dir else None,
-        overrides=overrides,
+        overrides=parse_overrides(args.overrides, [args.method]).get(args.method, {}),
         profile=args.profile,
         calibrator=args.calibrator,
     )
     audit = {"black-box": audit_black_box, "step": audit_dp_sgd, "release": audit_method}[args.level]
-    shared = dict(data_dir=settings["data_dir"], overrides=overrides, profile=args.profile, calibrator=args.calibrator)
+    options = {}
     if args.level != "step":  # one DP-SGD step's audit takes seconds; the others fit the method 2 × runs times
-        shared["progress"] = audit_progress(args.runs, args.level, disabled=args.no_progress)
+        options["progress"] = audit_progress(args.runs, args.level, disabled=args.no_progress)
     if args.level == "black-box":  # whole fits, minutes each for an outside library: a killed audit resumes
-        shared["checkpoint"] = resumable(method, settings, args.runs)
-    result = audit(args.method, args.dataset, epsilon, delta, args.runs, args.rows, **shared)
+        options["checkpoint"] = resumable(method, target)
+    result = audit(target, **options)
     print(result.summary())
-    run_id = log_audit_result(result, args, settings, context)
+    run_id = log_audit(result, args.experiment, target.params() | {"level": args.level}, context)
     print(f"logged as run {run_id} in experiment {args.experiment!r} at {tracking.tracking_uri()}", file=sys.stderr)
     return 0
 
 
-def resumable(method, settings: dict, runs: int) -> Path | None:
+def resumable(method, target) -> Path | None:
     """The black-box audit's checkpoint in the cache folder, and a line on stderr when it resumes.
     The method is prepared first (an outside library's environment built): the checkpoint's name
     holds what that environment holds (``code_identity``), and only that one, so neither its first
@@ -121,11 +120,10 @@ def resumable(method, settings: dict, runs: int) -> Path | None:
 
     prepared = method.prepare() if method.prepare is not None else None
     environments = [prepared] if isinstance(prepared, Path) else []
-    identity = {k: v for k, v in settings.items() if k != "runs"}  # what the scores depend on
-    checkpoint = black_box_checkpoint(cache_dir() / "audits", identity, environments)
-    done = min(len(finished_runs(checkpoint)), runs)
+    checkpoint = black_box_checkpoint(cache_dir() / "audits", target, environments)
+    done = min(len(finished_runs(checkpoint)), target.runs)
     if done:
-        print(f"resuming: {done} of {runs} run(s) of this audit are in {checkpoint}", file=sys.stderr)
+        print(f"resuming: {done} of {target.runs} run(s) of this audit are in {checkpoint}", file=sys.stderr)
     return checkpoint
 
 
@@ -146,11 +144,3 @@ def audit_progress(runs: int, level: str, disabled: bool):
             bar.close()
 
     return report
-
-
-def log_audit_result(result, args: argparse.Namespace, settings: dict, context: dict[str, str]) -> str:
-    from bench.harness.auditing import log_audit
-
-    logged = {k: v for k, v in settings.items() if k not in ("method", "dataset", "overrides")}
-    logged.update({f"set.{k}": v for k, v in settings["overrides"].items()}, level=args.level)
-    return log_audit(result, args.experiment, logged, context)

@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -22,6 +22,38 @@ from bench.privacy.ledger import PrivacyLedger
 
 class AuditError(UsageError, ValueError):
     """A bad audit request; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class AuditTarget:
+    """One audit's question: does ``method``'s run at (``epsilon``, ``delta``) keep its claim on D,
+    the first ``rows`` training rows of ``dataset`` (seed ``seed``'s split), tried ``runs`` times a
+    side, the method resolved at ``profile`` with ``overrides`` and calibrated by ``calibrator``?
+    One form from the command line to the checkpoint's name and the record's params."""
+
+    method: str
+    dataset: str
+    epsilon: float
+    delta: float
+    runs: int
+    rows: int
+    seed: int = 0
+    data_dir: Path | None = None
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    profile: str = "smoke"
+    calibrator: str = "tight"
+
+    def identity(self) -> dict[str, str]:
+        """What each run's scores depend on: every setting but ``runs`` (a longer audit extends a
+        shorter one's runs)."""
+        return {f.name: str(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "runs"}
+
+    def params(self) -> dict[str, Any]:
+        """The settings as the audit's MLflow params (the result names the method and dataset;
+        each override is ``set.NAME``)."""
+        named = ("method", "dataset", "overrides")
+        params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in named}
+        return params | {f"set.{k}": v for k, v in self.overrides.items()}
 
 
 def neighbours(train: Any, count: int, seed: int) -> list[Any]:
@@ -71,17 +103,7 @@ def first_rows(dataset: Any, rows: int, seed: int, data_dir: Path | None) -> Any
 
 
 def audit_method(
-    method_name: str,
-    dataset_name: str,
-    epsilon: float,
-    delta: float,
-    runs: int,
-    rows: int,
-    seed: int = 0,
-    data_dir: Path | None = None,
-    overrides: Mapping[str, str] | None = None,
-    profile: str = "smoke",
-    calibrator: str = "tight",
+    target: AuditTarget,
     candidates: int = 8,
     ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
     progress: Callable[[int, int], None] = lambda done, total: None,
@@ -89,30 +111,31 @@ def audit_method(
 
     from bench.api.contracts import FitContext
 
-    method, dataset = audited_method(method_name, epsilon), DATASETS.get(dataset_name)
+    method, dataset = audited_method(target.method, target.epsilon), DATASETS.get(target.dataset)
     spec = method.audit
-    train = first_rows(dataset, rows, seed, data_dir)
-    rows = len(train)
-    settings = {k: v.format(rows=rows) for k, v in spec.params.items()} | dict(overrides or {})
-    params = method.hyperparameters.resolve(dataset.name, profile, settings, private=True).params
-    budget = PrivacyBudget(epsilon, delta)
+    train = first_rows(dataset, target.rows, target.seed, target.data_dir)
+    rows, seed = len(train), target.seed
+    settings = {k: v.format(rows=rows) for k, v in spec.params.items()} | dict(target.overrides)
+    params = method.hyperparameters.resolve(dataset.name, target.profile, settings, private=True).params
+    budget = PrivacyBudget(target.epsilon, target.delta)
 
     def make_context(ledger: PrivacyLedger, released: Callable[[], bool]) -> Any:
         def stop(done: int, total: int) -> None:  # at the first progress report after a release
             if spec.stop_after_events is None and released():
                 raise StopAudit
 
-        return FitContext.of(dataset, params, seed, ledger, progress=stop, data_dir=data_dir)
+        return FitContext.of(dataset, params, seed, ledger, progress=stop, data_dir=target.data_dir)
 
-    factory = functools.partial(ledger_factory, calibrator=calibrator)
+    factory = functools.partial(ledger_factory, calibrator=target.calibrator)
 
     def run(data: Any, noise: np.random.Generator | None):
         return capture_releases(method, data, budget, make_context, noise, spec.stop_after_events, factory)
 
+    candidates_d_prime = neighbours(train, candidates, seed)
     result = audit_releases(
-        method_name, dataset_name, run, train, neighbours(train, candidates, seed), runs, delta, seed, progress
+        target.method, target.dataset, run, train, candidates_d_prime, target.runs, target.delta, seed, progress
     )
-    return dataclasses.replace(result, dataset=f"{dataset_name} (first {rows} rows)")
+    return dataclasses.replace(result, dataset=f"{target.dataset} (first {rows} rows)")
 
 
 def log_audit(
@@ -157,17 +180,7 @@ def log_audit(
 
 
 def audit_dp_sgd(
-    method_name: str,
-    dataset_name: str,
-    epsilon: float,
-    delta: float,
-    runs: int,
-    rows: int,
-    seed: int = 0,
-    data_dir: Path | None = None,
-    overrides: Mapping[str, str] | None = None,
-    profile: str = "smoke",
-    calibrator: str = "tight",
+    target: AuditTarget,
     ledger_factory: Callable[..., PrivacyLedger] = PrivacyLedger,
 ) -> AuditResult:
     """The step-level audit of a DP-SGD method: its phase calibrated as ``fit`` calibrates it
@@ -177,24 +190,24 @@ def audit_dp_sgd(
     from bench.core.params import batch_rows
     from bench.privacy.audit import audit_dp_sgd_step
 
-    method, dataset = METHODS.get(method_name), DATASETS.get(dataset_name)
+    method, dataset = METHODS.get(target.method), DATASETS.get(target.dataset)
     if method.audit.dp_sgd_gradients is None:
-        raise AuditError(f"{method_name} trains no DP-SGD phase; use the release-level audit (--level release)")
-    train = first_rows(dataset, rows, seed, data_dir)
-    rows = len(train)
-    params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
-    budget = PrivacyBudget(epsilon, delta)
-    ledger = ledger_factory(budget, calibrator=calibrator)
+        raise AuditError(f"{target.method} trains no DP-SGD phase; use the release-level audit (--level release)")
+    train = first_rows(dataset, target.rows, target.seed, target.data_dir)
+    rows, seed = len(train), target.seed
+    params = method.hyperparameters.resolve(dataset.name, target.profile, dict(target.overrides), private=True).params
+    budget = PrivacyBudget(target.epsilon, target.delta)
+    ledger = ledger_factory(budget, calibrator=target.calibrator)
     batch = batch_rows(rows, params.batch_size, None, real_rows=True)
     sampling_rate = 1.0 / math.ceil(rows / batch)  # as dp-gan's fit: Opacus' Poisson rate
     steps = params.epochs * math.ceil(rows / batch)
     clip = params.max_grad_norm
     phase = ledger.subsampled_phase("DP-SGD step (audited)", clip, sampling_rate, steps)
-    context = FitContext.of(dataset, params, seed, ledger, data_dir=data_dir)
+    context = FitContext.of(dataset, params, seed, ledger, data_dir=target.data_dir)
     gradients = method.audit.dp_sgd_gradients(train, context)
-    result = audit_dp_sgd_step(gradients, phase.release, clip, budget, runs, seed, ledger_factory)
+    result = audit_dp_sgd_step(gradients, phase.release, clip, budget, target.runs, seed, ledger_factory)
     return dataclasses.replace(
-        result, method=f"{method_name} (DP-SGD step)", dataset=f"{dataset_name} (first {rows} rows)"
+        result, method=f"{target.method} (DP-SGD step)", dataset=f"{target.dataset} (first {rows} rows)"
     )
 
 
@@ -254,17 +267,7 @@ def canary_statistic(sample: Any, canary: Canary) -> float:
 
 
 def audit_black_box(
-    method_name: str,
-    dataset_name: str,
-    epsilon: float,
-    delta: float,
-    runs: int,
-    rows: int,
-    seed: int = 0,
-    data_dir: Path | None = None,
-    overrides: Mapping[str, str] | None = None,
-    profile: str = "smoke",
-    calibrator: str = "tight",
+    target: AuditTarget,
     progress: Callable[[int, int], None] = lambda done, total: None,
     checkpoint: Path | None = None,
 ) -> AuditResult:
@@ -285,15 +288,15 @@ def audit_black_box(
     from bench.privacy.audit import epsilon_lower_bound
     from bench.privacy.private_data import PrivateData
 
-    method, dataset = audited_method(method_name, epsilon), DATASETS.get(dataset_name)
-    train = first_rows(dataset, rows, seed, data_dir)
-    rows = len(train)
+    method, dataset = audited_method(target.method, target.epsilon), DATASETS.get(target.dataset)
+    train = first_rows(dataset, target.rows, target.seed, target.data_dir)
+    rows, seed, runs, delta = len(train), target.seed, target.runs, target.delta
     canary = canary_of(train)
     x, y = train.x.copy(), train.y.copy()
     x[0], y[0] = canary.row, canary.label
     neighbour = type(train)(x, y, train.schema)
-    params = method.hyperparameters.resolve(dataset.name, profile, dict(overrides or {}), private=True).params
-    budget = PrivacyBudget(epsilon, delta)
+    params = method.hyperparameters.resolve(dataset.name, target.profile, dict(target.overrides), private=True).params
+    budget = PrivacyBudget(target.epsilon, delta)
     finished = finished_runs(checkpoint)[:runs]
     resumed = len(finished)
     if resumed:
@@ -301,8 +304,8 @@ def audit_black_box(
     for run in range(resumed, runs):
         started, scored = time.perf_counter(), {}
         for side, data in (("d", train), ("d_prime", neighbour)):
-            ledger = PrivacyLedger(budget, calibrator=calibrator)  # the fit calibrated as a run with it would be
-            context = FitContext.of(dataset, params, seed + 1 + run, ledger, data_dir=data_dir)
+            ledger = PrivacyLedger(budget, calibrator=target.calibrator)  # calibrated as a run with it would be
+            context = FitContext.of(dataset, params, seed + 1 + run, ledger, data_dir=target.data_dir)
             sample = method.fit(PrivateData(data, ledger), context).sample(rows)
             scored[side] = canary_statistic(sample, canary)
         seconds = time.perf_counter() - started
@@ -315,8 +318,8 @@ def audit_black_box(
     claimed = finished[-1]["claimed"]
     bound = epsilon_lower_bound(np.array(scores["d"]), np.array(scores["d_prime"]), delta)
     return AuditResult(
-        method_name,
-        f"{dataset_name} (first {rows} rows)",
+        target.method,
+        f"{target.dataset} (first {rows} rows)",
         runs,
         claimed,
         delta,
@@ -329,9 +332,9 @@ def audit_black_box(
     )
 
 
-def black_box_checkpoint(folder: Path, settings: Mapping[str, Any], environments: Iterable[Path] = ()) -> Path | None:
+def black_box_checkpoint(folder: Path, target: AuditTarget, environments: Iterable[Path] = ()) -> Path | None:
     """Where a black-box audit keeps its finished runs: a file named by the hash of everything its
-    scores depend on — ``settings`` (method, dataset, ε, δ, rows, seed, profile, overrides) and the
+    scores depend on — the target's settings but its number of runs (:meth:`AuditTarget.identity`) and the
     code (:func:`bench.harness.provenance.code_identity`: a commit of results alone keeps it), with
     the outside environments the method runs in (``environments``). None when the code cannot be
     named (no git): scores of unnamed code are not reused."""
@@ -342,7 +345,7 @@ def black_box_checkpoint(folder: Path, settings: Mapping[str, Any], environments
     code = code_identity(environments)
     if code is None:
         return None
-    key = json.dumps({"settings": {k: str(v) for k, v in settings.items()}, "code": code}, sort_keys=True)
+    key = json.dumps({"settings": target.identity(), "code": code}, sort_keys=True)
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"black-box-{hashlib.sha256(key.encode()).hexdigest()[:20]}.jsonl"
 
