@@ -1,7 +1,8 @@
 """Does scoring generated images as 8-bit pixels move the image classifiers? (issue 58's open MNIST gap)
 
     python benchmarks/ablation_8bit_scoring.py [--method dp-hp] [--dataset mnist] [--eps 1] [--seeds 0-2]
-                                               [--threads 2] [--out docs/measurements/ablation_8bit_<date>.json]
+                                               [--classifiers XGB,RF,DT,GNB] [--threads 2]
+                                               [--out docs/measurements/ablation_8bit_<date>.json]
 
 A grid cell stores a generated image sample as 8-bit pixels (``bench/harness/samples.py``) and
 scores what it stored; the seeds' code scores the generator's float output. The two differ by at
@@ -11,7 +12,8 @@ Bayes sees a different per-pixel variance. For each seed this fits the method in
 (paper protocol, the preset's hyperparameters), draws one float sample of the training set's size,
 and scores the same sample twice with ``image-downstream``'s classifiers — as floats and as
 ``as_8bit_images`` makes them — on the real test images. AdaBoost is left out: our stump search
-needs the 8-bit levels and scikit-learn's stumps on float images cost ≈ 27 min a fit. Writes per
+needs the 8-bit levels and scikit-learn's stumps on float images cost ≈ 27 min a fit
+(``--classifiers`` scores a subset, e.g. the tree learners where a gap sits). Writes per
 seed and classifier both accuracies and their difference, with a paired t-test over seeds of each
 difference. The fits do not reproduce a recorded cell's sample (not run through the grid worker),
 which the comparison does not need: both scorings read one sample.
@@ -56,7 +58,7 @@ def float_sample(method_name: str, dataset_name: str, epsilon: float, delta: flo
     return fitted.sample(len(split.train)), split
 
 
-def accuracies(synthetic, split, seed: int) -> tuple[dict[str, float], dict[str, str]]:
+def accuracies(synthetic, split, seed: int, names: tuple[str, ...]) -> tuple[dict[str, float], dict[str, str]]:
     """Each classifier's test accuracy (and their mean), and the classifiers that failed with why.
     No per-fit timeout: float pixels give the tree learners more split candidates, and a loaded
     machine must not turn that into a missing number (the first attempt lost GBM at 1,800 s)."""
@@ -64,7 +66,7 @@ def accuracies(synthetic, split, seed: int) -> tuple[dict[str, float], dict[str,
     from evaluators.image_downstream import IMAGE_CLASSIFIERS, ImageDownstreamClassifiers
 
     evaluator = ImageDownstreamClassifiers(
-        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name not in LEFT_OUT), n_jobs=2, timeout_s=None
+        classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in names), n_jobs=2, timeout_s=None
     )
     evaluation = evaluator.evaluate(synthetic, split.train, split.test, EvalContext(seed=seed, device="cpu"))
     values = {k.removesuffix(".accuracy"): v for k, v in evaluation.values.items() if k.endswith(".accuracy")}
@@ -97,17 +99,32 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=1e-5)
     parser.add_argument("--seeds", default="0-2", help="e.g. 0-2")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--classifiers", default=None, help="comma-separated image-downstream classifiers (default: all but Ada)"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from bench.harness.samples import as_8bit_images
+    from evaluators.image_downstream import IMAGE_CLASSIFIERS
+
+    known = [spec.name for spec in IMAGE_CLASSIFIERS if spec.name not in LEFT_OUT]
+    names = tuple(args.classifiers.split(",")) if args.classifiers else tuple(known)
+    if unknown := sorted(set(names) - set(known)):
+        parser.error(f"--classifiers: {', '.join(unknown)} not among {', '.join(known)}")
 
     first, _, last = args.seeds.partition("-")
     seeds = range(int(first), int(last or first) + 1)
     commit = git_commit()
     result: dict = {
         "commit": commit,
-        "setup": {"method": args.method, "dataset": args.dataset, "epsilon": args.eps, "delta": args.delta},
+        "setup": {
+            "method": args.method,
+            "dataset": args.dataset,
+            "epsilon": args.eps,
+            "delta": args.delta,
+            "classifiers": list(names),
+        },
         "left_out": list(LEFT_OUT),
         "commits": [commit],
         "seeds": {},
@@ -121,8 +138,8 @@ def main() -> None:
         if str(seed) in result["seeds"]:
             continue
         synthetic, split = float_sample(args.method, args.dataset, args.eps, args.delta, seed)
-        as_float, float_errors = accuracies(synthetic, split, seed)
-        as_8bit, bit_errors = accuracies(as_8bit_images(synthetic), split, seed)
+        as_float, float_errors = accuracies(synthetic, split, seed, names)
+        as_8bit, bit_errors = accuracies(as_8bit_images(synthetic), split, seed, names)
         both = [name for name in as_float if name in as_8bit and name != "MEAN"]
         # the mean over the classifiers both scorings finished, so that a failure cannot move it
         as_float["MEAN"], as_8bit["MEAN"] = (statistics.fmean(a[n] for n in both) for a in (as_float, as_8bit))
