@@ -59,3 +59,14 @@ def test_the_preset_table_of_the_docs_names_every_preset_with_its_experiment():
         names = [n.strip(" `") for n in row.split("|")[1].split("/")]
         experiments = [e.strip(" `") for e in row.split("|")[3].split("/")]
         assert experiments[names.index(preset.name) if len(experiments) > 1 else 0] == preset.experiment, row
+
+
+def test_the_committed_report_names_the_clean_code_it_was_regenerated_by():
+    """REPORT's header names the commit of the code that wrote it; one regenerated from a working
+    tree with uncommitted changes (``-dirty``) names code nobody can check out."""
+    header = (REPO / "results" / "REPORT.md").read_text(encoding="utf-8").split("\n\n", 2)[1]
+    code = re.search(r"\(code ([0-9a-f]{40}(?:-dirty)?)\)", header)
+    assert code is not None, header[:300]
+    assert not code.group(1).endswith("-dirty"), (
+        "results/REPORT.md was regenerated from uncommitted code: commit, then `python -m bench report` again"
+    )
