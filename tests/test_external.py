@@ -398,3 +398,23 @@ def test_an_environment_whose_build_failed_fails_its_cells_with_that_reason_with
     assert "warning: preparing test-unbuildable failed" in result.stderr
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
     assert failed and all("not ready (its build failed: pip install not a requirement!! failed" in f for f in failed)
+
+
+def test_a_build_step_past_its_timeout_says_how_to_give_it_longer(monkeypatch):
+    """synthcity's ≈ 7 GB build took over the default 1,800 s on a loaded machine: the error names
+    the variable that gives a build longer, which is honoured; a value that is no time is refused."""
+    import sys
+
+    from bench.api import external
+
+    monkeypatch.setenv(external.BUILD_TIMEOUT_VARIABLE, "0.5")
+    with pytest.raises(ExternalError, match=r"a slow step took over 0.5 s; .*\$DPBENCH_ENV_BUILD_TIMEOUT_S=7200"):
+        external._step([sys.executable, "-c", "import time; time.sleep(5)"], "a slow step")
+    monkeypatch.setenv(external.BUILD_TIMEOUT_VARIABLE, "30")
+    assert external._step([sys.executable, "-c", "print('built')"], "a quick step").strip() == "built"
+    for bad in ("soon", "0", "-5", "nan"):
+        monkeypatch.setenv(external.BUILD_TIMEOUT_VARIABLE, bad)
+        with pytest.raises(ExternalError, match="give a number of seconds above 0"):
+            external.build_timeout_s()
+    monkeypatch.delenv(external.BUILD_TIMEOUT_VARIABLE)
+    assert external.build_timeout_s() == external.BUILD_TIMEOUT_S
