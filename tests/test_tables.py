@@ -339,6 +339,36 @@ def test_a_rerun_cell_replaces_the_earlier_run():
     assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.00 (1)◦"
 
 
+def test_a_seed_fitted_again_for_other_evaluators_counts_once():
+    """A preset that changed what it scores fits a finished seed again with its new evaluators: the
+    two cells (one setup, one seed, other keys) are one measurement of that seed. Each metric is
+    the newer run's where both have it (FID of seed 0 was counted twice in DP-MEPF's MNIST mean); a
+    metric only the older run has stays; another --eval-set value remains a row of its own."""
+    from dataclasses import replace
+
+    from bench.report.frame import runs_frame
+
+    first = [record(s, value=1.0 + s) for s in (0, 1)]
+    first[0] = replace(
+        first[0], metrics={"marginals.tv_3": 1.0, "marginals.tv_2": 0.5}, timings={"time.eval_nll_s": 9.0}
+    )
+
+    def rescored(run, start_time, **change):
+        cell = replace(run.cell, **change)
+        return replace(run, cell=cell, key=cell.key, run_id=cell.key, start_time=start_time)
+
+    refit = rescored(record(0, value=4.0), 10, evaluators=("marginals",))
+    assert refit.key != first[0].key and refit.cell.setup_key == first[0].cell.setup_key
+    data = runs_frame([*first, refit])
+    assert sorted(data["seed"]) == [0, 1]
+    text, _ = summarise(data, "marginals.tv_3")
+    assert text.loc[("gmm2d", 1.0), "dp-merf"] == "3.00 ± 1.41 (2)◦"  # seeds 0 (the refit's 4.0) and 1 (2.0)
+    assert data.loc[data["seed"] == 0, "marginals.tv_2"].tolist() == [0.5]
+    assert "time.eval_nll_s" not in data.columns  # what the older run cost is not the row's
+    scored_apart = rescored(refit, 11, evaluator_settings={"nll": {"n_samples": 7}})
+    assert len(runs_frame([*first, refit, scored_apart])) == 3
+
+
 def test_table_from_logged_runs_keeps_a_smoke_run_apart_from_the_paper_run(workdir, data_dir):
     """The bug of issue 19: `bench table` put a cell and the same cell under --profile smoke into
     one mean ± std. Real runs through the CLI: DP-MERF on cervical (seconds per cell)."""

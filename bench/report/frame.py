@@ -58,6 +58,9 @@ def settings_of(cell: Cell) -> dict[str, str]:
     return {key: value for key, value in cell.mlflow_params().items() if key not in skip}
 
 
+RUN_COSTS = ("peak_memory_mib",)  # a metric of what the run cost (its timings are the others)
+
+
 def runs_frame(runs: list[Record]) -> pd.DataFrame:
     """The runs as a frame whose (``dataset``, ``method``, ``epsilon``) cells each hold seeds of
     exactly one setting: ``dataset`` is qualified by non-default grid-wide settings (protocol,
@@ -69,26 +72,34 @@ def runs_frame(runs: list[Record]) -> pd.DataFrame:
     latest: dict[str, Record] = {}
     for run in sorted(runs, key=lambda r: r.start_time):
         latest[run.key] = run  # a rerun (--rerun) of a cell replaces it
-    rows = []
-    for run in latest.values():
+    # One row per seed of a setting: cells of one setup and seed that differ only in their evaluators
+    # (a preset that changed what it scores, and fitted again) are one measurement of that seed, not
+    # two; each metric is the newest run's that has it (seed 0 would otherwise count twice in a mean).
+    rows: dict[tuple, tuple[dict, set[str]]] = {}
+    for run in sorted(latest.values(), key=lambda r: r.start_time):
         cell = run.cell
-        rows.append(
-            {
-                "run_id": run.run_id,
-                "start_time": run.start_time,
-                "cell_key": run.key,
-                "setup_key": cell.setup_key,
-                "method": _method_label(cell),
-                "method_name": cell.method,
-                "dataset": _row_label(cell),
-                "epsilon": cell.epsilon,
-                "seed": cell.seed,
-                "dirty": run.code.dirty,
-                "settings": json.dumps(settings_of(cell), sort_keys=True),
-                **run.all_metrics(),
-            }
-        )
-    frame = pd.DataFrame(rows).sort_values("start_time").reset_index(drop=True)
+        row = {
+            "run_id": run.run_id,
+            "start_time": run.start_time,
+            "cell_key": run.key,
+            "setup_key": cell.setup_key,
+            "method": _method_label(cell),
+            "method_name": cell.method,
+            "dataset": _row_label(cell),
+            "epsilon": cell.epsilon,
+            "seed": cell.seed,
+            "dirty": run.code.dirty,
+            "settings": json.dumps(settings_of(cell), sort_keys=True),
+            **run.all_metrics(),
+        }
+        one_seed = (cell.setup_key or run.key, cell.seed, row["dataset"], row["method"])
+        earlier = rows.get(one_seed)
+        if earlier is not None:  # what a run cost is that run's: the older one's times are not carried
+            earlier_row, earlier_costs = earlier
+            kept = {k: v for k, v in earlier_row.items() if k not in earlier_costs}
+            row = {**kept, **row, "dirty": earlier_row["dirty"] or row["dirty"]}
+        rows[one_seed] = (row, {*run.timings, *RUN_COSTS})
+    frame = pd.DataFrame([row for row, _ in rows.values()]).sort_values("start_time").reset_index(drop=True)
     return _separate_remaining_settings(frame)
 
 
