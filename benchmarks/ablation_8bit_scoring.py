@@ -58,6 +58,22 @@ def float_sample(method_name: str, dataset_name: str, epsilon: float, delta: flo
     return fitted.sample(len(split.train)), split
 
 
+def kept_float_sample(args: argparse.Namespace, seed: int):
+    """:func:`float_sample`, kept beside ``--out`` until the seed is scored: a crash while scoring
+    (minutes each) does not cost the fit (tens of minutes) again."""
+    from bench.api.registry import DATASETS
+    from bench.core.data import LabelledData
+
+    kept = args.out.with_name(f"{args.out.stem}.seed{seed}.npz")
+    if kept.exists():
+        sample = np.load(kept)
+        split = DATASETS.get(args.dataset).load(None, seed, "paper")
+        return LabelledData(sample["x"], sample["y"], split.train.schema), split
+    synthetic, split = float_sample(args.method, args.dataset, args.eps, args.delta, seed)
+    np.savez(kept, x=synthetic.x, y=synthetic.y)
+    return synthetic, split
+
+
 def accuracies(synthetic, split, seed: int, names: tuple[str, ...]) -> tuple[dict[str, float], dict[str, str]]:
     """Each classifier's test accuracy (and their mean), and the classifiers that failed with why.
     No per-fit timeout: float pixels give the tree learners more split candidates, and a loaded
@@ -69,7 +85,7 @@ def accuracies(synthetic, split, seed: int, names: tuple[str, ...]) -> tuple[dic
         classifiers=tuple(spec for spec in IMAGE_CLASSIFIERS if spec.name in names), n_jobs=2, timeout_s=None
     )
     evaluation = evaluator.evaluate(synthetic, split.train, split.test, EvalContext(seed=seed, device="cpu"))
-    values = {k.removesuffix(".accuracy"): v for k, v in evaluation.values.items() if k.endswith(".accuracy")}
+    values = {k.removesuffix(".accuracy"): v for k, v in evaluation.metrics.items() if k.endswith(".accuracy")}
     return {**values, "MEAN": statistics.fmean(values.values())}, dict(evaluation.errors)
 
 
@@ -137,7 +153,7 @@ def main() -> None:
     for seed in seeds:
         if str(seed) in result["seeds"]:
             continue
-        synthetic, split = float_sample(args.method, args.dataset, args.eps, args.delta, seed)
+        synthetic, split = kept_float_sample(args, seed)
         as_float, float_errors = accuracies(synthetic, split, seed, names)
         as_8bit, bit_errors = accuracies(as_8bit_images(synthetic), split, seed, names)
         both = [name for name in as_float if name in as_8bit and name != "MEAN"]
@@ -149,6 +165,7 @@ def main() -> None:
             "errors": {"float": float_errors, "8bit": bit_errors},
         }
         print(seed, json.dumps({k: round(as_8bit[k] - as_float[k], 4) for k in as_float if k in as_8bit}), flush=True)
+        args.out.with_name(f"{args.out.stem}.seed{seed}.npz").unlink(missing_ok=True)
         result["difference_8bit_minus_float"] = paired_differences(result["seeds"])
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     for name, summary in paired_differences(result["seeds"]).items():
