@@ -81,17 +81,9 @@ def cell_problems(adapter: Any, dataset: str, data_dir, overrides) -> list[str]:
 
 
 def audit_problems(adapter: Any, dataset: str, data_dir, overrides, runs: int) -> list[str]:
-    from bench.harness.auditing import audit_method
+    from bench.harness.auditing import AuditTarget, audit_method
 
-    result = audit_method(
-        adapter.name,
-        dataset,
-        4.0,
-        0.05,
-        runs=runs,
-        rows=100,
-        data_dir=Path(data_dir) if data_dir else None,
-        overrides=overrides,
-        candidates=4,
-    )
+    data = Path(data_dir) if data_dir else None
+    target = AuditTarget(adapter.name, dataset, 4.0, 0.05, runs, rows=100, data_dir=data, overrides=overrides or {})
+    result = audit_method(target, candidates=4)
     return [result.summary()] if result.violated else []
