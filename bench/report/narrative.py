@@ -107,10 +107,14 @@ class Mark:
         return Mark(fields[0], fields[1], fields[2], _epsilon(fields[3], spec), fields[4], fields[5])
 
     def values(self, frames: dict[str, pd.DataFrame], source) -> pd.Series:
-        """The setup's values, indexed by seed; ``a + b`` names the setup's runs in two experiments
-        (as a preset reads a setup it shares with another: ``Preset.shares``)."""
+        """The setup's values, indexed by seed; ``a + b`` names the setup's runs in two experiments,
+        as a preset reads a setup it shares with another (``Preset.shares``): ``a``'s seeds, then
+        the seeds of ``b`` that ``a`` lacks (a seed run in both is one measurement, ``a``'s)."""
         parts = [self._values_in(name.strip(), frames, source) for name in self.experiment.split(" + ")]
-        values = pd.concat(parts).sort_index()
+        values = parts[0]
+        for part in parts[1:]:
+            values = pd.concat([values, part[~part.index.isin(values.index)]])
+        values = values.sort_index()
         if values.index.duplicated().any():
             raise NarrativeError(f"{self}: seed {values.index[values.index.duplicated()][0]} has two runs")
         return values
